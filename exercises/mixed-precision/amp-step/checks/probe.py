@@ -1,0 +1,41 @@
+"""Runs in the learner's process: call train_step on the scenario and record what it does."""
+import math
+
+import torch
+
+import scenario
+from grader.harness import amp
+
+
+def prepare():
+    amp.install()
+
+
+def _as_number(value):
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        return float(value.detach().float())
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def probe(api):
+    model, optimizer, loss_fn, batches, stale = scenario.build(api.seed, api.device)
+    # Gradients left over from "a previous step": a step that forgets zero_grad adds to them.
+    for p, g in zip(model.parameters(), stale):
+        p.grad = g.clone()
+    amp.watch_model(model)
+    amp.watch_optimizer(optimizer)
+    scaler = torch.amp.GradScaler(api.device)
+    watched_loss = amp.watch_loss(loss_fn)
+    returns, returned_types, params_after, scale_after = [], [], [], []
+    for x, y in batches:
+        amp.RECORDER.mark("call")
+        value = api.call(model, optimizer, scaler, watched_loss, x, y)
+        number = _as_number(value)
+        returns.append(number if number is None or math.isfinite(number) else float("nan"))
+        returned_types.append(type(value).__name__)
+        params_after.append(scenario.params(model))
+        scale_after.append(float(scaler.get_scale()))
+    return {"events": amp.RECORDER.events, "returns": returns, "returned_types": returned_types,
+            "params_after": params_after, "scale_after": scale_after}

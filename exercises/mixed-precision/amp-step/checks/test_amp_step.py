@@ -1,0 +1,103 @@
+"""Checks for mixed-precision/amp-step. They run in the grading process, never beside learner code."""
+import math
+
+import pytest
+import torch
+
+import scenario
+from grader.harness import ampchecks
+from grader.harness.checking import check, fail
+
+
+@pytest.fixture(scope="module")
+def reference(run):
+    """A correct AMP step, run on the same model, data and device: losses, weights and scale per call."""
+    model, optimizer, loss_fn, batches, _ = scenario.build(run["seed"], run["device"])
+    scaler = torch.amp.GradScaler(run["device"])
+    losses, params_after, scale_after = [], [], []
+    for x, y in batches:
+        optimizer.zero_grad()
+        with torch.autocast(device_type=run["device"], dtype=torch.float16):
+            loss = loss_fn(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        losses.append(float(loss))
+        params_after.append(scenario.params(model))
+        scale_after.append(float(scaler.get_scale()))
+    return {"losses": losses, "params_after": params_after, "scale_after": scale_after}
+
+
+@check("runs")
+def test_returns_the_loss(observed, reference):
+    for i in range(scenario.CALLS):
+        got, want = observed["returns"][i], reference["losses"][i]
+        if got is None:
+            fail(f"Call {i + 1}: train_step returned {observed['returned_types'][i]}; return the loss "
+                 "(a tensor or a float).")
+        if math.isclose(got, want * observed["scale_after"][i], rel_tol=1e-2):
+            fail(f"Call {i + 1}: train_step returned {got:.4g}, the scaled loss; return the loss itself "
+                 f"({want:.4g}).")
+        if not math.isclose(got, want, rel_tol=1e-2, abs_tol=1e-4):
+            fail(f"Call {i + 1}: train_step returned {got:.4g}, but the loss of that batch is {want:.4g}.")
+
+
+@check("autocast-scope")
+def test_autocast_covers_forward_and_loss_only(observed):
+    ampchecks.check_autocast_scope(observed["events"])
+
+
+@check("scaled-backward")
+def test_backward_on_scaled_loss(observed):
+    ampchecks.check_scaled_backward(observed["events"])
+
+
+@check("step-update-order")
+def test_one_step_then_one_update_per_call(observed):
+    for i, span in enumerate(ampchecks.calls(observed["events"])):
+        ampchecks.check_step_then_update(span, f"call {i + 1} of train_step")
+
+
+@check("grads-cleared")
+def test_gradients_cleared_before_backward(observed):
+    ampchecks.check_grads_cleared(observed["events"])
+
+
+def _largest_difference(got, want):
+    worst_name, worst = None, 0.0
+    for name, value in want.items():
+        diff = float((got[name] - value).abs().max())
+        if not math.isfinite(diff):
+            return name, math.inf
+        if diff > worst:
+            worst_name, worst = name, diff
+    return worst_name, worst
+
+
+@check("matches-reference")
+def test_updates_match_a_correct_amp_step(observed, reference):
+    for i in range(scenario.CALLS):
+        got, want = observed["params_after"][i], reference["params_after"][i]
+        name, diff = _largest_difference(got, want)
+        tolerance = 1e-3 * max(1.0, max(float(w.abs().max()) for w in want.values()))
+        if diff > tolerance:
+            fail(f"After call {i + 1} the weights differ from a correct AMP step by up to {diff:.3g} "
+                 f"(in '{name}'). A correct step zeroes the gradients, backpropagates the scaled loss and "
+                 "lets scaler.step unscale them before the update.")
+
+
+@check("matches-reference")
+def test_overflowing_step_is_skipped(observed, reference):
+    last = scenario.CALLS  # the call whose fp16 loss overflows
+    before, after = observed["params_after"][last - 1], observed["params_after"][last]
+    if any(not torch.isfinite(t).all() for t in after.values()):
+        fail("On a batch whose fp16 loss overflowed, your step wrote inf/NaN into the weights. "
+             "scaler.step(optimizer) skips such steps; calling optimizer.step() yourself does not.")
+    name, diff = _largest_difference(after, before)
+    if diff > 0:
+        fail(f"On a batch whose fp16 loss overflowed, the weights still changed (by up to {diff:.3g} in "
+             f"'{name}'); the step should have been skipped.")
+    want_scale = reference["scale_after"][last]
+    if observed["scale_after"][last] != want_scale:
+        fail(f"After an overflowing step the scale should drop to {want_scale:g}; the scaler you were "
+             f"given is at {observed['scale_after'][last]:g}. Call scaler.update() on it every step.")

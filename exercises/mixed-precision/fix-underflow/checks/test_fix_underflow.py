@@ -1,0 +1,76 @@
+"""Checks for mixed-precision/fix-underflow, run in the grading process."""
+import math
+import statistics
+
+import pytest
+import torch
+
+import scenario
+from grader.harness import ampchecks
+from grader.harness.checking import check, fail
+
+MAX_ZERO_FRACTION = 0.05  # median over the last 50 steps; measured without a scaler: ~0.85
+MAX_LOSS_RATIO = 1.25  # final loss vs the fp32 run; measured without a scaler: ~1.8, with one: 1.00
+
+
+@pytest.fixture(scope="module")
+def fp32_reference(run):
+    model, optimizer, loss_fn, x, y = scenario.build(run["seed"], run["device"])
+    for _ in range(scenario.STEPS):
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+    return scenario.final_loss(model, x, y)
+
+
+@pytest.fixture(scope="module")
+def learner_final_loss(observed, run):
+    model, _, _, x, y = scenario.build(run["seed"], "cpu")
+    model.load_state_dict(observed["final_state"])
+    return scenario.final_loss(model, x, y)
+
+
+@check("runs")
+def test_returns_a_loss_per_step(observed):
+    returned = observed["returned"]
+    if returned is None:
+        fail(f"train returned {observed['returned_type']}; return a list with the loss of each step.")
+    if len(returned) != scenario.STEPS:
+        fail(f"train returned {len(returned)} losses for {scenario.STEPS} steps; return one per step.")
+    if any(v is None for v in returned):
+        fail("Some entries of the returned list are not numbers; append loss.item() each step.")
+
+
+@check("autocast-scope")
+def test_autocast_covers_forward_and_loss_only(observed):
+    ampchecks.check_autocast_scope(observed["events"])
+
+
+@check("scaled-backward")
+def test_backward_on_scaled_loss(observed):
+    ampchecks.check_scaled_backward(observed["events"])
+
+
+@check("step-update-order")
+def test_one_step_then_one_update_per_iteration(observed):
+    spans = ampchecks.iterations(observed["events"])
+    if len(spans) != scenario.STEPS:
+        fail(f"backward() ran {len(spans)} times in {scenario.STEPS} steps; run it once per step.")
+    for i, span in enumerate(spans):
+        ampchecks.check_step_then_update(span, f"training step {i + 1}")
+
+
+@check("underflow-fixed")
+def test_gradients_alive_and_loss_falls_like_fp32(observed, fp32_reference, learner_final_loss):
+    fractions = [e["zero_grad_fraction"] for e in ampchecks.of_kind(observed["events"], "optimizer.step")
+                 if e.get("zero_grad_fraction") is not None]
+    if not fractions:
+        fail("The optimizer never stepped, so the model did not learn.")
+    late = statistics.median(fractions[-50:])
+    ratio = learner_final_loss / fp32_reference if fp32_reference > 0 else math.inf
+    if late > MAX_ZERO_FRACTION:
+        fail(f"Training stalled: in the last steps {late:.0%} of the gradient values the optimizer saw were "
+             f"exactly zero (underflow). Final loss {learner_final_loss:.3g} vs {fp32_reference:.3g} in fp32.")
+    if not math.isfinite(ratio) or ratio > MAX_LOSS_RATIO:
+        fail(f"The loss did not fall like fp32: final loss {learner_final_loss:.3g}, {ratio:.2f}x the fp32 "
+             f"run's {fp32_reference:.3g} (allowed: {MAX_LOSS_RATIO}x).")

@@ -1,0 +1,1 @@
+"""Deep Learning Academy grader: course files, grading harness, sandboxes glue and the `grader` CLI."""

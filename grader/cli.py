@@ -1,0 +1,141 @@
+"""The `grader` command: one click group, one small function per verb; the work is in library code
+that the web app calls too.
+
+Exit codes of `grader check`: 0 every check passed, 1 a check failed (or the code raised, timed out,
+was killed), 2 bad usage, 3 the grading infrastructure failed.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from grader.course import CourseError, load_course
+
+EXIT_PASSED, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
+
+
+def _course():
+    try:
+        return load_course()
+    except CourseError as exc:
+        raise click.ClickException(f"the course files are invalid: {exc}") from None
+
+
+def _exercise(course, ref: str):
+    try:
+        return course.find_exercise(ref)
+    except KeyError as exc:
+        raise click.UsageError(exc.args[0]) from None
+    except CourseError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def _print_report(result: dict) -> None:
+    ok = click.style("PASS", fg="green", bold=True)
+    bad = click.style("FAIL", fg="red", bold=True)
+    click.echo(f"{click.style(result['title'], bold=True)}  ({result['exercise']})")
+    click.echo(f"device: {result['device']}   sandbox: {result['sandbox']}   time: {result['duration_s']:.2f} s")
+    if result.get("error"):
+        click.echo(click.style(f"\n{result['error']['message']}", fg="red"))
+    click.echo()
+    for check in result["checks"]:
+        click.echo(f"  {ok if check['passed'] else bad}  {check['title']}  [{check['id']}]")
+        if not check["passed"]:
+            line = f" (line {check['line']})" if check["line"] else ""
+            click.echo(f"        {check['message']}{line if line and 'line' not in check['message'] else ''}")
+            click.echo(click.style(f"        hint: {check['hint']}", dim=True))
+    passed = sum(c["passed"] for c in result["checks"])
+    click.echo()
+    summary = f"{passed}/{len(result['checks'])} checks passed"
+    click.echo(click.style(summary, fg="green" if result["passed"] else "red", bold=True))
+    for note in result.get("notes", []):
+        click.echo(click.style(f"note: {note}", dim=True))
+    if result.get("output"):
+        click.echo(click.style("\nyour code printed:", dim=True))
+        click.echo(result["output"].rstrip()[:2000])
+
+
+@click.group()
+def main() -> None:
+    """Grade deep-learning exercises by what the code does."""
+
+
+@main.command("list")
+def list_exercises() -> None:
+    """List the exercises with their titles."""
+    course = _course()
+    for lesson in course.lessons:
+        click.echo(f"{lesson.number}. {lesson.title}")
+        for exercise in lesson.exercises:
+            click.echo(f"   {exercise.id:<40} {exercise.title}")
+
+
+@main.command()
+@click.argument("exercise")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a report.")
+@click.option("--sandbox", type=click.Choice(["auto", "docker", "local"]), default="auto", show_default=True)
+@click.option("--seed", type=int, help="Reuse the scenario seed of an earlier run.")
+def check(exercise: str, file: Path, as_json: bool, sandbox: str, seed: int | None) -> None:
+    """Grade FILE against EXERCISE (an id like mixed-precision/amp-step, or an exercise folder)."""
+    from grader.grading import SubmissionError, decode_submission, run_submission
+
+    target = _exercise(_course(), exercise)
+    try:
+        data = file.read_bytes()
+    except FileNotFoundError:
+        raise click.UsageError(f"no such file: {file}") from None
+    except OSError as exc:
+        raise click.UsageError(f"cannot read {file}: {exc.strerror}") from None
+    try:
+        result = run_submission(target, decode_submission(data), sandbox=sandbox, seed=seed)
+    except SubmissionError as exc:
+        raise click.UsageError(f"{file}: {exc}") from None
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        _print_report(result)
+    if result["status"] == "infra-error":
+        sys.exit(EXIT_INFRA)
+    sys.exit(EXIT_PASSED if result["passed"] else EXIT_FAILED)
+
+
+@main.command()
+@click.argument("exercises", nargs=-1)
+@click.option("--sandbox", type=click.Choice(["auto", "docker", "local"]), default="local", show_default=True)
+def validate(exercises: tuple[str, ...], sandbox: str) -> None:
+    """Check that each solution passes and each mistake fails exactly what it declares."""
+    from grader.validate import validate_exercise
+
+    course = _course()
+    targets = [_exercise(course, ref) for ref in exercises] or list(course.exercises.values())
+    bad = 0
+    for exercise in targets:
+        click.echo(click.style(exercise.id, bold=True))
+        try:
+            cases = validate_exercise(exercise, sandbox=sandbox)
+        except CourseError as exc:
+            click.echo(click.style(f"  invalid: {exc}", fg="red"))
+            bad += 1
+            continue
+        for case in cases:
+            name = case.path.relative_to(exercise.path)
+            what = "passes every check" if not case.expected_fail else \
+                f"fails exactly {', '.join(sorted(case.expected_fail))}"
+            if case.ok:
+                click.echo(f"  {click.style('ok', fg='green')}    {name}: {what}")
+            else:
+                bad += 1
+                click.echo(f"  {click.style('WRONG', fg='red', bold=True)} {name}: {case.explain()}")
+    click.echo()
+    if bad:
+        click.echo(click.style(f"{bad} problem(s)", fg="red", bold=True))
+        sys.exit(1)
+    click.echo(click.style(f"{len(targets)} exercise(s) valid", fg="green", bold=True))
+
+
+if __name__ == "__main__":
+    main()

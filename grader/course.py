@@ -1,0 +1,313 @@
+"""The course as files: load `exercises/` into plain objects.
+
+Layout (see README, "For instructors"):
+
+    exercises/course.yaml                 title + ordered list of lesson folders
+    exercises/<lesson>/lesson.yaml        title, summary, ordered steps
+    exercises/<lesson>/cards/*.md         step cards: first line "# Title", then Markdown
+    exercises/<lesson>/quiz.yaml          quick-check questions
+    exercises/<lesson>/<exercise>/        exercise.yaml, starter.py, solution.py,
+                                          checks/ (probe.py + pytest files), mistakes/*.py
+
+Nothing here imports torch: the web app and the CLI load the course cheaply.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+CHECK_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+EXPECT_LINE = re.compile(r"^#\s*expect-fail:\s*(.*)$", re.MULTILINE)
+
+
+class CourseError(Exception):
+    """The course files are malformed; the message names the file and the problem."""
+
+
+def default_root() -> Path:
+    """The exercises folder: $DLA_EXERCISES, else the repo's own `exercises/`."""
+    env = os.environ.get("DLA_EXERCISES")
+    if env:
+        return Path(env).resolve()
+    return Path(__file__).resolve().parent.parent / "exercises"
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    id: str
+    title: str
+    hint: str
+
+
+@dataclass(frozen=True)
+class Mistake:
+    path: Path
+    expect_fail: frozenset[str]
+    description: str
+
+
+@dataclass(frozen=True)
+class Exercise:
+    id: str  # "<lesson>/<slug>"
+    path: Path
+    title: str
+    entry: str
+    params: tuple[str, ...]
+    prompt: str
+    time_limit_s: float
+    memory_mb: int
+    checks: tuple[CheckSpec, ...]
+    uses_gpu: bool = True
+
+    @property
+    def lesson_id(self) -> str:
+        return self.id.split("/", 1)[0]
+
+    @property
+    def checks_dir(self) -> Path:
+        return self.path / "checks"
+
+    @property
+    def solution_path(self) -> Path:
+        return self.path / "solution.py"
+
+    def starter_code(self) -> str:
+        return (self.path / "starter.py").read_text(encoding="utf-8")
+
+    def check(self, check_id: str) -> CheckSpec:
+        for spec in self.checks:
+            if spec.id == check_id:
+                return spec
+        raise KeyError(check_id)
+
+    def mistakes(self) -> list[Mistake]:
+        found = []
+        for path in sorted((self.path / "mistakes").glob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            match = EXPECT_LINE.search(text)
+            if not match:
+                raise CourseError(f"{path}: a mistake must declare '# expect-fail: <check-id>, ...'")
+            ids = frozenset(part.strip() for part in match.group(1).split(",") if part.strip())
+            unknown = ids - {c.id for c in self.checks}
+            if unknown:
+                raise CourseError(f"{path}: expect-fail names unknown checks {sorted(unknown)}")
+            doc = re.search(r"^#\s*mistake:\s*(.*)$", text, re.MULTILINE)
+            found.append(Mistake(path, ids, doc.group(1).strip() if doc else path.stem))
+        return found
+
+
+@dataclass(frozen=True)
+class Card:
+    title: str
+    markdown: str
+    kind: str = "card"
+
+
+@dataclass(frozen=True)
+class QuizOption:
+    text: str
+    correct: bool
+    explanation: str
+
+
+@dataclass(frozen=True)
+class QuizQuestion:
+    id: str
+    question: str
+    options: tuple[QuizOption, ...]
+
+    @property
+    def answer(self) -> int:
+        return next(i for i, o in enumerate(self.options) if o.correct)
+
+
+@dataclass(frozen=True)
+class Quiz:
+    title: str
+    questions: tuple[QuizQuestion, ...]
+    kind: str = "quiz"
+
+
+@dataclass(frozen=True)
+class ExerciseStep:
+    exercise: Exercise
+    kind: str = "exercise"
+
+    @property
+    def title(self) -> str:
+        return self.exercise.title
+
+
+Step = Card | Quiz | ExerciseStep
+
+
+@dataclass(frozen=True)
+class Lesson:
+    id: str
+    number: int
+    title: str
+    summary: str
+    steps: tuple[Step, ...]
+
+    @property
+    def exercises(self) -> list[Exercise]:
+        return [s.exercise for s in self.steps if isinstance(s, ExerciseStep)]
+
+    @property
+    def quiz(self) -> Quiz | None:
+        return next((s for s in self.steps if isinstance(s, Quiz)), None)
+
+
+@dataclass
+class Course:
+    root: Path
+    title: str
+    summary: str
+    lessons: list[Lesson] = field(default_factory=list)
+
+    @cached_property
+    def exercises(self) -> dict[str, Exercise]:
+        return {ex.id: ex for lesson in self.lessons for ex in lesson.exercises}
+
+    def lesson(self, lesson_id: str) -> Lesson:
+        for lesson in self.lessons:
+            if lesson.id == lesson_id:
+                return lesson
+        raise KeyError(lesson_id)
+
+    def find_exercise(self, ref: str) -> Exercise:
+        """An exercise by id ("mixed-precision/amp-step") or by the path of its folder."""
+        if ref in self.exercises:
+            return self.exercises[ref]
+        path = Path(ref)
+        if path.is_dir() and (path / "exercise.yaml").is_file():
+            resolved = path.resolve()
+            for ex in self.exercises.values():
+                if ex.path.resolve() == resolved:
+                    return ex
+            return load_exercise(resolved, f"{resolved.parent.name}/{resolved.name}")
+        known = ", ".join(sorted(self.exercises))
+        raise KeyError(f"unknown exercise '{ref}' (known: {known})")
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CourseError(f"{path}: file is missing") from None
+    except yaml.YAMLError as exc:
+        raise CourseError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise CourseError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def _require(data: dict[str, Any], key: str, path: Path, kind: type = str) -> Any:
+    if key not in data:
+        raise CourseError(f"{path}: missing required key '{key}'")
+    value = data[key]
+    if not isinstance(value, kind):
+        raise CourseError(f"{path}: '{key}' must be a {kind.__name__}")
+    return value
+
+
+def load_exercise(path: Path, exercise_id: str, *, authoring_files: bool = True) -> Exercise:
+    """One exercise folder. `authoring_files=False` skips starter/solution, which the sandbox image lacks."""
+    meta_path = path / "exercise.yaml"
+    meta = _read_yaml(meta_path)
+    checks = []
+    for raw in _require(meta, "checks", meta_path, list):
+        if not isinstance(raw, dict):
+            raise CourseError(f"{meta_path}: each check needs id, title and hint")
+        check_id = _require(raw, "id", meta_path)
+        if not CHECK_ID.match(check_id):
+            raise CourseError(f"{meta_path}: check id '{check_id}' must be lower-case-with-dashes")
+        checks.append(CheckSpec(check_id, _require(raw, "title", meta_path), _require(raw, "hint", meta_path)))
+    if len({c.id for c in checks}) != len(checks):
+        raise CourseError(f"{meta_path}: check ids must be unique")
+    limits = meta.get("limits", {}) or {}
+    for required in ("starter.py", "solution.py") if authoring_files else ():
+        if not (path / required).is_file():
+            raise CourseError(f"{path / required}: file is missing")
+    if not any((path / "checks").glob("test_*.py")):
+        raise CourseError(f"{path / 'checks'}: no pytest check files (test_*.py)")
+    return Exercise(
+        id=exercise_id,
+        path=path,
+        title=_require(meta, "title", meta_path),
+        entry=_require(meta, "entry", meta_path),
+        params=tuple(str(p) for p in meta.get("params", []) or []),
+        prompt=str(meta.get("prompt", "")),
+        time_limit_s=float(limits.get("time_s", 10)),
+        memory_mb=int(limits.get("memory_mb", 2048)),
+        checks=tuple(checks),
+        uses_gpu=bool(meta.get("gpu", True)),
+    )
+
+
+def _load_card(path: Path) -> Card:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CourseError(f"{path}: card file is missing") from None
+    first, _, rest = text.partition("\n")
+    if not first.startswith("# "):
+        raise CourseError(f"{path}: a card must start with a '# Title' line")
+    return Card(first[2:].strip(), rest.strip() + "\n")
+
+
+def _load_quiz(path: Path) -> Quiz:
+    data = _read_yaml(path)
+    questions = []
+    for i, raw in enumerate(_require(data, "questions", path, list)):
+        options = []
+        for opt in _require(raw, "options", path, list):
+            options.append(QuizOption(str(_require(opt, "text", path)), bool(opt.get("correct", False)),
+                                      str(_require(opt, "explanation", path))))
+        if sum(o.correct for o in options) != 1:
+            raise CourseError(f"{path}: question {i + 1} must have exactly one option with 'correct: true'")
+        questions.append(QuizQuestion(str(raw.get("id", f"q{i + 1}")), _require(raw, "question", path),
+                                      tuple(options)))
+    return Quiz(str(data.get("title", "Quick Check")), tuple(questions))
+
+
+def load_lesson(path: Path, number: int) -> Lesson:
+    meta_path = path / "lesson.yaml"
+    meta = _read_yaml(meta_path)
+    steps: list[Step] = []
+    for raw in _require(meta, "steps", meta_path, list):
+        if not isinstance(raw, dict) or len(raw) != 1:
+            raise CourseError(f"{meta_path}: each step is one of 'card: FILE', 'exercise: FOLDER', 'quiz: FILE'")
+        (kind, ref), = raw.items()
+        if kind == "card":
+            steps.append(_load_card(path / "cards" / ref))
+        elif kind == "exercise":
+            if not SLUG.match(str(ref)):
+                raise CourseError(f"{meta_path}: exercise folder '{ref}' must be lower-case-with-dashes")
+            steps.append(ExerciseStep(load_exercise(path / ref, f"{path.name}/{ref}")))
+        elif kind == "quiz":
+            steps.append(_load_quiz(path / ref))
+        else:
+            raise CourseError(f"{meta_path}: unknown step kind '{kind}'")
+    return Lesson(path.name, number, _require(meta, "title", meta_path), str(meta.get("summary", "")),
+                  tuple(steps))
+
+
+def load_course(root: Path | None = None) -> Course:
+    """Load and validate the whole course; raises CourseError with the offending file."""
+    root = Path(root) if root else default_root()
+    manifest_path = root / "course.yaml"
+    manifest = _read_yaml(manifest_path)
+    course = Course(root, _require(manifest, "title", manifest_path), str(manifest.get("summary", "")))
+    for number, lesson_id in enumerate(_require(manifest, "lessons", manifest_path, list), start=1):
+        if not SLUG.match(str(lesson_id)) or not (root / lesson_id).is_dir():
+            raise CourseError(f"{manifest_path}: lesson '{lesson_id}' is not a folder under {root}")
+        course.lessons.append(load_lesson(root / lesson_id, number))
+    return course

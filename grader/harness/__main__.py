@@ -1,0 +1,5 @@
+import sys
+
+from grader.harness.main import main
+
+sys.exit(main())

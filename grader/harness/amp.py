@@ -1,0 +1,229 @@
+"""Spies that watch a learner's mixed-precision code while it runs.
+
+A probe (an exercise's `checks/probe.py`, run in the learner's process) wraps the objects it hands to the
+learner's function: the model, the optimizer, the loss function and the GradScaler. Each call the learner
+makes is appended to `Recorder.events` as a plain dict with the submission line that made it, so the
+checks (run later, in the grading process) judge what happened, not what the source text says.
+"""
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any, Callable
+
+import torch
+
+from grader.harness.emulation import amp_device, install_cuda_emulation
+
+SUBMISSION_FILENAME = "submission.py"
+
+
+def submission_line() -> int | None:
+    """The innermost line of the learner's file on the current call stack."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename == SUBMISSION_FILENAME:
+            return frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
+def autocast_state() -> tuple[bool, str | None]:
+    device = amp_device()
+    if not torch.is_autocast_enabled(device):
+        return False, None
+    return True, str(torch.get_autocast_dtype(device)).replace("torch.", "")
+
+
+class Recorder:
+    """The event log of one learner process."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.params: list[torch.Tensor] = []
+        self.scaled: list[torch.Tensor] = []
+        self.losses: list[torch.Tensor] = []
+        self.scalers: list[torch.amp.GradScaler] = []
+        self.in_scaler_step = 0
+        self.in_backward = 0
+
+    def add(self, event: str, **data: Any) -> dict[str, Any]:
+        data.update(event=event, line=submission_line(), index=len(self.events))
+        self.events.append(data)
+        return data
+
+    def mark(self, label: str, **data: Any) -> None:
+        """A probe's own marker (e.g. the start of the learner's n-th call)."""
+        data.update(event="mark", label=label, line=None, index=len(self.events))
+        self.events.append(data)
+
+    def grads_clear(self) -> bool:
+        return all(p.grad is None or not bool(p.grad.detach().ne(0).any()) for p in self.params)
+
+    def classify_backward_target(self, tensor: torch.Tensor) -> tuple[str, float | None]:
+        """'scaled' when backward runs on the scaler's output, 'raw' on the loss itself."""
+        if any(tensor is t for t in self.scaled):
+            return "scaled", None
+        if any(tensor is t for t in self.losses):
+            return "raw", 1.0
+        # Not the same object (e.g. `scaler.scale(loss) * 1`): compare values with the last loss.
+        if not self.losses or tensor.numel() != 1:
+            return "other", None
+        loss = float(self.losses[-1].detach().float())
+        value = float(tensor.detach().float())
+        if loss == 0 or not math.isfinite(loss) or not math.isfinite(value):
+            return "other", None
+        ratio = value / loss
+        scale = float(self.scalers[-1].get_scale()) if self.scalers else None
+        if scale and abs(ratio - scale) <= 1e-2 * scale:
+            return "scaled", ratio
+        if abs(ratio - 1.0) <= 1e-2:
+            return "raw", ratio
+        return "other", ratio
+
+
+RECORDER = Recorder()
+
+
+def _make_recording_scaler() -> type:
+    base = torch.amp.GradScaler
+
+    class RecordingGradScaler(base):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            RECORDER.scalers.append(self)
+            RECORDER.add("scaler.init", enabled=self.is_enabled(), scale=self._init_scale)
+
+        def scale(self, outputs):  # type: ignore[override]
+            RECORDER.add("scaler.scale")
+            out = super().scale(outputs)
+            if isinstance(out, torch.Tensor):
+                RECORDER.scaled.append(out)
+            return out
+
+        def unscale_(self, optimizer):  # type: ignore[override]
+            RECORDER.add("scaler.unscale_", internal=RECORDER.in_scaler_step > 0)
+            return super().unscale_(optimizer)
+
+        def step(self, optimizer, *args, **kwargs):  # type: ignore[override]
+            RECORDER.add("scaler.step", scale=float(self.get_scale()) if self.is_enabled() else None)
+            RECORDER.in_scaler_step += 1
+            try:
+                return super().step(optimizer, *args, **kwargs)
+            finally:
+                RECORDER.in_scaler_step -= 1
+
+        def update(self, new_scale=None):  # type: ignore[override]
+            before = float(self.get_scale()) if self.is_enabled() else None
+            result = super().update(new_scale)
+            after = float(self.get_scale()) if self.is_enabled() else None
+            RECORDER.add("scaler.update", scale_before=before, scale_after=after)
+            return result
+
+    RecordingGradScaler.__name__ = "GradScaler"
+    RecordingGradScaler.__qualname__ = "GradScaler"
+    return RecordingGradScaler
+
+
+def _patch_backward() -> None:
+    tensor_backward = torch.Tensor.backward
+    autograd_backward = torch.autograd.backward
+
+    def record(target: Any) -> None:
+        on, ratio = ("other", None)
+        if isinstance(target, torch.Tensor):
+            on, ratio = RECORDER.classify_backward_target(target)
+        enabled, dtype = autocast_state()
+        RECORDER.add("backward", on=on, ratio=ratio, autocast=enabled, autocast_dtype=dtype,
+                     grads_clear=RECORDER.grads_clear())
+
+    def backward(self, *args, **kwargs):
+        if RECORDER.in_backward:
+            return tensor_backward(self, *args, **kwargs)
+        record(self)
+        RECORDER.in_backward += 1
+        try:
+            return tensor_backward(self, *args, **kwargs)
+        finally:
+            RECORDER.in_backward -= 1
+
+    def autograd_backward_patched(tensors, *args, **kwargs):
+        if RECORDER.in_backward:
+            return autograd_backward(tensors, *args, **kwargs)
+        first = tensors[0] if isinstance(tensors, (list, tuple)) and tensors else tensors
+        record(first)
+        RECORDER.in_backward += 1
+        try:
+            return autograd_backward(tensors, *args, **kwargs)
+        finally:
+            RECORDER.in_backward -= 1
+
+    torch.Tensor.backward = backward
+    torch.autograd.backward = autograd_backward_patched
+
+
+def install() -> type:
+    """Patch torch in this (learner) process; returns the recording GradScaler class."""
+    scaler_class = _make_recording_scaler()
+    install_cuda_emulation(scaler_class)
+    _patch_backward()
+    return torch.amp.GradScaler
+
+
+def watch_model(model: torch.nn.Module) -> torch.nn.Module:
+    RECORDER.params.extend(p for p in model.parameters())
+
+    def before(_module, _inputs):
+        enabled, dtype = autocast_state()
+        RECORDER.add("forward", autocast=enabled, autocast_dtype=dtype)
+
+    def after(_module, _inputs, output):
+        if isinstance(output, torch.Tensor) and RECORDER.events and RECORDER.events[-1]["event"] == "forward":
+            RECORDER.events[-1]["output_dtype"] = str(output.dtype).replace("torch.", "")
+
+    model.register_forward_pre_hook(before)
+    model.register_forward_hook(after)
+    return model
+
+
+def zero_grad_fraction(params: list[torch.Tensor]) -> float | None:
+    """The fraction of gradient values that are exactly zero: underflow's fingerprint."""
+    grads = [p.grad.detach().reshape(-1) for p in params if p.grad is not None]
+    if not grads:
+        return None
+    flat = torch.cat(grads)
+    return float(flat.eq(0).sum()) / flat.numel()
+
+
+def watch_optimizer(optimizer: torch.optim.Optimizer, measure_zero_grads: bool = False) -> torch.optim.Optimizer:
+    """Record step/zero_grad; with `measure_zero_grads`, the zero fraction of the gradients each step sees."""
+    step, zero_grad = optimizer.step, optimizer.zero_grad
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+
+    def recorded_step(*args, **kwargs):
+        event = RECORDER.add("optimizer.step", via_scaler=RECORDER.in_scaler_step > 0)
+        if measure_zero_grads:
+            event["zero_grad_fraction"] = zero_grad_fraction(params)
+        return step(*args, **kwargs)
+
+    def recorded_zero_grad(*args, **kwargs):
+        RECORDER.add("optimizer.zero_grad")
+        return zero_grad(*args, **kwargs)
+
+    optimizer.step = recorded_step
+    optimizer.zero_grad = recorded_zero_grad
+    return optimizer
+
+
+def watch_loss(loss_fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    def recorded_loss(*args, **kwargs):
+        enabled, dtype = autocast_state()
+        event = RECORDER.add("loss", autocast=enabled, autocast_dtype=dtype)
+        out = loss_fn(*args, **kwargs)
+        if isinstance(out, torch.Tensor):
+            RECORDER.losses.append(out)
+            event["output_dtype"] = str(out.dtype).replace("torch.", "")
+        return out
+
+    return recorded_loss
+

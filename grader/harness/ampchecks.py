@@ -1,0 +1,122 @@
+"""Verdicts on a recorded AMP event log (see amp.py), shared by every exercise that uses AMP.
+
+Each function raises CheckFailed with a learner-facing message naming what happened at run time and,
+where a call can be traced to the submission, its line. They run in the grading process only.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from grader.harness.checking import fail
+
+Event = dict[str, Any]
+SIXTEEN_BIT = {"float16", "bfloat16"}
+
+
+def _at(event: Event) -> str:
+    return f" (line {event['line']})" if event.get("line") else ""
+
+
+def of_kind(events: list[Event], *kinds: str) -> list[Event]:
+    return [e for e in events if e["event"] in kinds]
+
+
+def calls(events: list[Event]) -> list[list[Event]]:
+    """Split the log at the probe's `call` marks: one list per call of the learner's function."""
+    spans: list[list[Event]] = []
+    for event in events:
+        if event["event"] == "mark" and event.get("label") == "call":
+            spans.append([])
+        elif spans:
+            spans[-1].append(event)
+    return spans
+
+
+def iterations(events: list[Event]) -> list[list[Event]]:
+    """Split the log into training iterations, each starting at a backward call."""
+    spans: list[list[Event]] = []
+    for event in events:
+        if event["event"] == "backward":
+            spans.append([])
+        if spans:
+            spans[-1].append(event)
+    return spans
+
+
+def check_autocast_scope(events: list[Event]) -> None:
+    forwards = of_kind(events, "forward")
+    if not forwards:
+        fail("The model's forward pass never ran: call model(x) inside the autocast block.")
+    for event in forwards:
+        if not event["autocast"]:
+            fail(f"The forward pass{_at(event)} ran without autocast, in float32. Wrap model(x) in "
+                 "torch.autocast(device_type='cuda').", event.get("line"))
+        if event["autocast_dtype"] not in SIXTEEN_BIT:
+            fail(f"The forward pass{_at(event)} ran under autocast with dtype {event['autocast_dtype']}, "
+                 "not a 16-bit type.", event.get("line"))
+    losses = of_kind(events, "loss")
+    if not losses:
+        fail("The loss function you were given was never called: compute loss = loss_fn(out, y) "
+             "inside the autocast block.")
+    for event in losses:
+        if not event["autocast"]:
+            fail(f"The loss{_at(event)} was computed outside autocast. Compute it inside the same "
+                 "`with torch.autocast(...)` block as the forward pass.", event.get("line"))
+    backwards = of_kind(events, "backward")
+    if not backwards:
+        fail("backward() was never called.")
+    for event in backwards:
+        if event["autocast"]:
+            fail(f"backward(){_at(event)} was called inside the autocast block. Dedent it: only the "
+                 "forward pass and the loss belong under autocast.", event.get("line"))
+
+
+def check_scaled_backward(events: list[Event]) -> None:
+    backwards = of_kind(events, "backward")
+    if not backwards:
+        fail("backward() was never called.")
+    if not of_kind(events, "scaler.init") and not of_kind(events, "scaler.scale"):
+        fail("No GradScaler was used: create one with torch.amp.GradScaler('cuda') and call "
+             "scaler.scale(loss).backward().")
+    for event in backwards:
+        if event["on"] == "raw":
+            fail(f"backward(){_at(event)} ran on the raw loss, not on scaler.scale(loss): small fp16 "
+                 "gradients can underflow to zero.", event.get("line"))
+        if event["on"] != "scaled":
+            ratio = f" (it was {event['ratio']:.3g} times the loss)" if event.get("ratio") else ""
+            fail(f"backward(){_at(event)} ran on a tensor that is not scaler.scale(loss){ratio}.",
+                 event.get("line"))
+    disabled = [e for e in of_kind(events, "scaler.init") if not e.get("enabled", True)]
+    if disabled:
+        fail(f"The GradScaler created{_at(disabled[0])} is disabled, so it scales nothing.",
+             disabled[0].get("line"))
+
+
+def check_step_then_update(span: list[Event], label: str) -> None:
+    """One training step's events: exactly one scaler.step(optimizer), then exactly one scaler.update()."""
+    direct = [e for e in of_kind(span, "optimizer.step") if not e["via_scaler"]]
+    if direct:
+        fail(f"In {label}, optimizer.step(){_at(direct[0])} was called directly. Call "
+             "scaler.step(optimizer) instead: it unscales the gradients and skips steps with inf/NaN.",
+             direct[0].get("line"))
+    steps = of_kind(span, "scaler.step")
+    updates = of_kind(span, "scaler.update")
+    if len(steps) != 1:
+        where = _at(steps[1]) if len(steps) > 1 else ""
+        fail(f"In {label}, scaler.step(optimizer) ran {len(steps)} times{where}; it must run exactly once.",
+             steps[1].get("line") if len(steps) > 1 else None)
+    if len(updates) != 1:
+        where = _at(updates[1]) if len(updates) > 1 else ""
+        fail(f"In {label}, scaler.update() ran {len(updates)} times{where}; call it exactly once, after "
+             "scaler.step(optimizer).", updates[1].get("line") if len(updates) > 1 else None)
+    if updates[0]["index"] < steps[0]["index"]:
+        fail(f"In {label}, scaler.update(){_at(updates[0])} ran before scaler.step(optimizer)"
+             f"{_at(steps[0])}: step first, then update.", updates[0].get("line"))
+
+
+def check_grads_cleared(events: list[Event]) -> None:
+    for event in of_kind(events, "backward"):
+        if not event["grads_clear"]:
+            fail(f"When backward(){_at(event)} ran, the gradients still held values from an earlier step, "
+                 "so the new ones were added to them. Call optimizer.zero_grad() before backward.",
+                 event.get("line"))

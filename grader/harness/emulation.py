@@ -1,0 +1,121 @@
+"""Run the lessons' CUDA code on a CPU-only machine, honestly.
+
+Learners write the lesson's code as it is (`torch.autocast(device_type='cuda')`,
+`torch.cuda.amp.GradScaler()`, ...). Without a GPU, PyTorch would warn and silently run in fp32 with a
+disabled scaler, so nothing the lesson teaches would happen. Here CUDA autocast becomes CPU float16
+autocast (the dtype CUDA autocast defaults to) and the CUDA GradScaler becomes the CPU one, and the
+result says "cpu (cuda emulated)". On a machine with CUDA nothing is patched.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import torch
+
+EMULATED_DEVICE = "cpu (cuda emulated)"
+
+
+def cuda_available() -> bool:
+    return torch.cuda.is_available()
+
+
+def amp_device() -> str:
+    """The device type autocast and GradScaler really run on in this process."""
+    return "cuda" if cuda_available() else "cpu"
+
+
+def device_label() -> str:
+    if cuda_available():
+        return f"cuda ({torch.cuda.get_device_name(0)})"
+    return EMULATED_DEVICE
+
+
+def _map_device(device: Any) -> Any:
+    if isinstance(device, torch.device) and device.type == "cuda":
+        return torch.device("cpu")
+    if isinstance(device, str) and device.startswith("cuda"):
+        return "cpu"
+    return device
+
+
+def install_cuda_emulation(scaler_class: type | None = None) -> None:
+    """Patch torch so the lesson's CUDA AMP code runs as CPU float16 AMP. No-op when CUDA exists.
+
+    `scaler_class` lets the harness put its recording GradScaler behind every public name.
+    """
+    base_scaler = scaler_class or torch.amp.GradScaler
+    if cuda_available():
+        if scaler_class is not None:
+            torch.amp.GradScaler = scaler_class
+            torch.cuda.amp.GradScaler = _legacy_scaler(scaler_class, "cuda")
+        return
+
+    # CPU autocast defaults to bfloat16; CUDA's default is float16, which is what the lesson teaches.
+    torch.set_autocast_dtype("cpu", torch.float16)
+    base_autocast = torch.amp.autocast_mode.autocast
+
+    class autocast(base_autocast):  # noqa: N801 - mirrors torch's own name
+        def __init__(self, device_type: str = "cuda", dtype: torch.dtype | None = None,
+                     enabled: bool = True, cache_enabled: bool | None = None):
+            if device_type == "cuda":
+                device_type = "cpu"
+                dtype = dtype or torch.float16
+            super().__init__(device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+    def cuda_autocast(enabled: bool = True, dtype: torch.dtype = torch.float16,
+                      cache_enabled: bool = True) -> autocast:
+        return autocast("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+    class GradScaler(base_scaler):
+        def __init__(self, device: str = "cuda", *args: Any, **kwargs: Any):
+            super().__init__(_map_device(device), *args, **kwargs)
+
+    torch.autocast = autocast
+    torch.amp.autocast = autocast
+    torch.amp.autocast_mode.autocast = autocast
+    torch.cuda.amp.autocast = cuda_autocast
+    torch.amp.GradScaler = GradScaler
+    torch.cuda.amp.GradScaler = _legacy_scaler(GradScaler, "cuda")
+
+    # "Is autocast on?" without an argument asks about CUDA; answer for the device that really runs it.
+    original_enabled = torch.is_autocast_enabled
+
+    def is_autocast_enabled(device_type: str | None = None) -> bool:
+        return original_enabled(_map_device(device_type or "cuda"))
+
+    torch.is_autocast_enabled = is_autocast_enabled
+
+    # Moving to "cuda" stays on the CPU; syncing with a GPU that is not there is a no-op.
+    tensor_to, module_to = torch.Tensor.to, torch.nn.Module.to
+
+    def tensor_to_patched(self, *args, **kwargs):
+        args = tuple(_map_device(a) for a in args)
+        if "device" in kwargs:
+            kwargs["device"] = _map_device(kwargs["device"])
+        return tensor_to(self, *args, **kwargs)
+
+    def module_to_patched(self, *args, **kwargs):
+        args = tuple(_map_device(a) for a in args)
+        if "device" in kwargs:
+            kwargs["device"] = _map_device(kwargs["device"])
+        return module_to(self, *args, **kwargs)
+
+    torch.Tensor.to = tensor_to_patched
+    torch.nn.Module.to = module_to_patched
+    torch.Tensor.cuda = lambda self, *a, **k: self
+    torch.nn.Module.cuda = lambda self, *a, **k: self
+    torch.cuda.synchronize = lambda *a, **k: None
+
+
+def _legacy_scaler(scaler_class: type, device: str) -> type:
+    """`torch.cuda.amp.GradScaler(...)`: same object, without the device argument."""
+
+    class LegacyGradScaler(scaler_class):
+        def __init__(self, *args: Any, **kwargs: Any):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)
+                super().__init__(device, *args, **kwargs)
+
+    LegacyGradScaler.__name__ = "GradScaler"
+    return LegacyGradScaler

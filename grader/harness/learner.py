@@ -1,0 +1,144 @@
+"""The learner's side of a grading run: load the submission and let the exercise's probe drive it.
+
+Runs only inside the confined child (see isolation.py). It sends back observations, never a verdict:
+the checks that judge them run in the grading process, which the learner's code cannot reach.
+
+A probe is an exercise's `checks/probe.py`:
+
+    def prepare() -> None            # optional: patch torch before the submission is loaded
+    def probe(api: ProbeAPI) -> dict # call the learner's function, return what was observed
+"""
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import io
+import linecache
+import sys
+import traceback
+import types
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from grader.harness.amp import SUBMISSION_FILENAME
+from grader.harness.emulation import amp_device, device_label
+
+
+class LearnerError(Exception):
+    """The learner's code could not be loaded or raised: carries the learner-facing message."""
+
+    def __init__(self, kind: str, message: str, line: int | None = None):
+        super().__init__(message)
+        self.kind, self.message, self.line = kind, message, line
+
+
+def submission_frame_line(tb: types.TracebackType | None) -> int | None:
+    line = None
+    for frame in traceback.extract_tb(tb):
+        if frame.filename == SUBMISSION_FILENAME:
+            line = frame.lineno
+    return line
+
+
+def describe_exception(exc: BaseException, memory_mb: int, during: str = "") -> LearnerError:
+    line = submission_frame_line(exc.__traceback__)
+    where = f" on line {line}" if line else ""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    if isinstance(exc, MemoryError) or "can't allocate memory" in text or "DefaultCPUAllocator" in text:
+        return LearnerError("memory", f"Your code ran out of memory{where} (limit {memory_mb} MB).", line)
+    detail = f": {text}" if text else ""
+    return LearnerError("exception", f"Your code raised {type(exc).__name__}{where}{during}{detail}", line)
+
+
+class ProbeAPI:
+    """What a probe gets: the learner's entry function, the run's seed and device, and `call`."""
+
+    def __init__(self, entry: Callable[..., Any], seed: int, memory_mb: int):
+        self.entry = entry
+        self.seed = seed
+        self.memory_mb = memory_mb
+        self.device = amp_device()  # "cuda" on a GPU host, else "cpu" (CUDA code emulated)
+        self.emulated = self.device != "cuda"
+
+    def call(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the learner's function; an exception in it becomes the run's learner-facing error."""
+        try:
+            return self.entry(*args, **kwargs)
+        except Exception as exc:
+            raise describe_exception(exc, self.memory_mb) from None
+
+
+def load_probe(checks_dir: Path) -> types.ModuleType:
+    sys.path.insert(0, str(checks_dir))
+    spec = importlib.util.spec_from_file_location("exercise_probe", checks_dir / "probe.py")
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"{checks_dir}/probe.py: cannot be loaded")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_submission(code: str, entry: str, params: list[str], memory_mb: int) -> Callable[..., Any]:
+    module = types.ModuleType("submission")
+    module.__file__ = SUBMISSION_FILENAME
+    sys.modules["submission"] = module
+    linecache.cache[SUBMISSION_FILENAME] = (len(code), None, code.splitlines(True), SUBMISSION_FILENAME)
+    compiled = compile(code, SUBMISSION_FILENAME, "exec")
+    try:
+        exec(compiled, module.__dict__)
+    except SystemExit as exc:
+        line = submission_frame_line(exc.__traceback__)
+        raise LearnerError("exit", f"Your code called exit() while it was being loaded"
+                                   f"{f' (line {line})' if line else ''}.", line) from None
+    except Exception as exc:
+        raise describe_exception(exc, memory_mb, " while it was being loaded") from None
+    function = module.__dict__.get(entry)
+    if function is None:
+        raise LearnerError("missing", f"Your code does not define `{entry}`.")
+    if not callable(function):
+        raise LearnerError("missing", f"`{entry}` in your code is a {type(function).__name__}, not a function.")
+    if params:
+        try:
+            signature = inspect.signature(function)
+            signature.bind(*params)
+        except TypeError:
+            wanted = ", ".join(params)
+            raise LearnerError("signature", f"`{entry}` must accept ({wanted}); yours is "
+                                            f"`{entry}{signature}`.",
+                               function.__code__.co_firstlineno if hasattr(function, "__code__") else None) from None
+        except ValueError:
+            pass
+    return function
+
+
+def make_target(checks_dir: Path, code: str, entry: str, params: list[str], seed: int,
+                memory_mb: int) -> tuple[Callable[[], None], Callable[[list[str]], bytes]]:
+    """(load the probe, run it): the first runs before privileges drop, the second after."""
+    probe_box: dict[str, types.ModuleType] = {}
+
+    def before_drop() -> None:
+        probe_box["probe"] = load_probe(checks_dir)
+
+    def target(notes: list[str]) -> bytes:
+        probe = probe_box["probe"]
+        try:
+            if hasattr(probe, "prepare"):
+                probe.prepare()
+            function = load_submission(code, entry, params, memory_mb)
+            api = ProbeAPI(function, seed, memory_mb)
+            observations = probe.probe(api)
+            message = {"ok": True, "observations": observations}
+        except LearnerError as err:
+            message = {"ok": False, "error": {"kind": err.kind, "message": err.message, "line": err.line}}
+        except BaseException as exc:  # the learner's code reached beyond api.call (e.g. a patched probe)
+            err = describe_exception(exc, memory_mb)
+            message = {"ok": False, "error": {"kind": err.kind, "message": err.message, "line": err.line}}
+        message["device"] = device_label()
+        message["notes"] = notes
+        buffer = io.BytesIO()
+        torch.save(message, buffer)
+        return buffer.getvalue()
+
+    return before_drop, target

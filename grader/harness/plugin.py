@@ -1,0 +1,84 @@
+"""The pytest plugin that runs an exercise's checks in the grading process.
+
+It hands each test the observations the probe sent back from the learner's process (`observed`) and
+the run's facts (`run`), and turns pytest's reports into one result per check id.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from grader.harness.checking import CheckFailed
+
+
+@dataclass
+class CheckRun:
+    observed: dict[str, Any]
+    run: dict[str, Any]
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+_current: CheckRun | None = None
+
+
+def activate(check_run: CheckRun) -> None:
+    global _current
+    _current = check_run
+
+
+@pytest.fixture(scope="session")
+def observed() -> dict[str, Any]:
+    assert _current is not None
+    return _current.observed
+
+
+@pytest.fixture(scope="session")
+def run() -> dict[str, Any]:
+    """seed, device ('cuda' or 'cpu'), emulated (bool) and the exercise's entry name."""
+    assert _current is not None
+    return _current.run
+
+
+def _check_id(item: pytest.Item) -> str | None:
+    marker = item.get_closest_marker("check")
+    return marker.args[0] if marker and marker.args else None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "check(id): the exercise check this test belongs to")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    assert _current is not None
+    for item in items:
+        if _check_id(item) is None:
+            _current.problems.append(f"{item.nodeid}: test has no @check('<id>') marker")
+
+
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
+    assert _current is not None
+    check_id = _check_id(item)
+    if check_id is None or call.when == "teardown" and call.excinfo is None:
+        return
+    entry = _current.results.setdefault(check_id, {"passed": True, "message": "", "line": None,
+                                                   "detail": None, "tests": 0})
+    if call.when == "call":
+        entry["tests"] += 1
+    if call.excinfo is None or not entry["passed"]:
+        return
+    exc = call.excinfo.value
+    entry["passed"] = False
+    if isinstance(exc, CheckFailed):
+        entry["message"], entry["line"] = exc.message, exc.line
+    elif isinstance(exc, AssertionError):
+        entry["message"] = str(exc).split("\nassert ")[0].strip() or "an assertion in the check failed"
+    elif isinstance(exc, pytest.skip.Exception):
+        entry["passed"], entry["message"] = True, ""
+    else:
+        # A bug in the check, or an observation it did not expect: keep the detail for the instructor.
+        entry["message"] = "The check could not evaluate your code's behaviour."
+        entry["detail"] = f"{type(exc).__name__}: {exc}"
+        _current.problems.append(f"{item.nodeid} ({call.when}): {type(exc).__name__}: {exc}")

@@ -1,0 +1,73 @@
+"""The result of grading one submission: the JSON object `grader check --json` prints, the web API
+returns and the database stores. One builder, one schema."""
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from grader.course import Exercise
+
+STATUSES = ("passed", "failed", "error", "timeout", "killed", "infra-error")
+
+
+@cache
+def _schema(name: str) -> dict[str, Any]:
+    return json.loads((Path(__file__).parent / "schemas" / f"{name}.json").read_text())
+
+
+def validate_raw(raw: Any) -> None:
+    """The harness's output crossed a process (or container) boundary: trust nothing unchecked."""
+    jsonschema.validate(raw, _schema("raw-verdict"))
+
+
+def validate_result(result: dict[str, Any]) -> None:
+    jsonschema.validate(result, _schema("result"))
+
+
+def build_result(exercise: Exercise, raw: dict[str, Any], sandbox: str, duration_s: float) -> dict[str, Any]:
+    """Merge the harness's raw verdict with the exercise's check titles and hints."""
+    status = raw["status"]
+    error = raw.get("error")
+    observed = raw.get("checks") or {}
+    checks = []
+    for spec in exercise.checks:
+        got = observed.get(spec.id)
+        if got is not None:
+            passed, message, line = bool(got["passed"]), got.get("message") or "", got.get("line")
+        elif error:
+            passed, message, line = False, f"Not checked: {error['message']}", error.get("line")
+        else:
+            passed, message, line = False, "This check did not run.", None
+        checks.append({"id": spec.id, "title": spec.title, "passed": passed,
+                       "message": "" if passed else message, "hint": "" if passed else spec.hint,
+                       "line": None if passed else line})
+    passed_count = sum(c["passed"] for c in checks)
+    all_passed = status == "passed" and passed_count == len(checks)
+    result = {
+        "exercise": exercise.id,
+        "title": exercise.title,
+        "passed": all_passed,
+        "score": round(passed_count / len(checks), 4) if checks else 0.0,
+        "status": "passed" if all_passed else ("failed" if status == "passed" else status),
+        "checks": checks,
+        "error": error,
+        "device": raw.get("device") or "unknown",
+        "sandbox": sandbox,
+        "duration_s": round(duration_s, 3),
+        "output": raw.get("output", ""),
+        "output_truncated": bool(raw.get("output_truncated", False)),
+        "notes": list(raw.get("notes") or []),
+        "seed": raw.get("seed"),
+    }
+    if raw.get("problems"):
+        result["problems"] = list(raw["problems"])
+    return result
+
+
+def infra_result(exercise: Exercise, sandbox: str, message: str, duration_s: float) -> dict[str, Any]:
+    raw = {"status": "infra-error", "error": {"kind": "infra", "message": message, "line": None}}
+    return build_result(exercise, raw, sandbox, duration_s)
