@@ -92,7 +92,7 @@ def _make_recording_scaler() -> type:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             RECORDER.scalers.append(self)
-            RECORDER.add("scaler.init", enabled=self.is_enabled(), scale=self._init_scale)
+            RECORDER.add("scaler.init", enabled=self.is_enabled(), scale=getattr(self, "_init_scale", None))
 
         def scale(self, outputs):  # type: ignore[override]
             RECORDER.add("scaler.scale")

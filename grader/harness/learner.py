@@ -69,6 +69,15 @@ class ProbeAPI:
         except Exception as exc:
             raise describe_exception(exc, self.memory_mb) from None
 
+    def try_call(self, *args: Any, **kwargs: Any) -> tuple[Any, dict[str, Any] | None]:
+        """Call the learner's function; on an exception return (None, {kind, message, line}) so the
+        probe can go on and the checks can say which call failed and how."""
+        try:
+            return self.entry(*args, **kwargs), None
+        except Exception as exc:
+            err = describe_exception(exc, self.memory_mb)
+            return None, {"kind": err.kind, "message": err.message, "line": err.line}
+
 
 def load_probe(checks_dir: Path) -> types.ModuleType:
     sys.path.insert(0, str(checks_dir))

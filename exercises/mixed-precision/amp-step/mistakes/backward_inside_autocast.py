@@ -1,0 +1,14 @@
+# mistake: backward is called inside the autocast block
+# expect-fail: autocast-scope
+import torch
+
+
+def train_step(model, optimizer, scaler, loss_fn, x, y):
+    optimizer.zero_grad()
+    with torch.autocast(device_type='cuda'):
+        out = model(x)
+        loss = loss_fn(out, y)
+        scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    return loss

@@ -1,0 +1,16 @@
+# mistake: the starter as given: fp16 autocast with no GradScaler, so gradients underflow
+# expect-fail: scaled-backward, step-update-order, underflow-fixed
+import torch
+
+
+def train(model, optimizer, loss_fn, x, y, steps):
+    """Train for `steps` full-batch steps in mixed precision; return the loss of each step."""
+    losses = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        with torch.autocast(device_type='cuda', dtype=torch.float16):
+            loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
