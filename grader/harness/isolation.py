@@ -12,6 +12,13 @@ it must happen before any multi-threaded tensor op, or the child can deadlock). 
   * drops to a fresh unprivileged uid when running as root, with memory, file-size, process and
     CPU-time limits and an empty environment.
 
+Inside the grading container (sandbox/docker.py) namespaces and mounts are not permitted: the
+container itself has no network, a read-only root file system and its own PID namespace, and it is
+single-use. There the harness runs as uid 0 with every capability dropped except SETUID/SETGID (and
+no-new-privileges), so the child can still drop to its own uid: it cannot read the checks (root's,
+mode 0700), signal or trace the grading process, or write anywhere but its private scratch folder on
+the container's /tmp; when it is done every process of its uid is killed.
+
 Whatever isolation the machine could not give is reported in `Outcome.isolation` rather than hidden.
 """
 from __future__ import annotations
@@ -24,6 +31,7 @@ import select
 import signal
 import struct
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -37,6 +45,9 @@ CLONE_NEWNET = 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 4096, 16384, 1 << 18
 MNT_DETACH = 2
 UID_BASE = 200_000  # learner uids are UID_BASE + the middle process's pid: unique while it runs
+# Containers graded side by side share the host's per-uid process count (RLIMIT_NPROC): the docker
+# sandbox gives each container its own base through this variable.
+UID_BASE_ENV = "DLA_LEARNER_UID_BASE"
 
 OUTPUT_CAP = 64 * 1024
 RESULT_CAP = 64 * 1024 * 1024
@@ -157,7 +168,8 @@ def _confine(libc: _Libc, limits: Limits, hide: list[Path], keep: list[Path], as
                    f"size={limits.scratch_mb}m,mode=0700{owner}")
     except OSError as exc:
         mounts_ok = False
-        notes.append(f"no private scratch: {exc.strerror}")
+        if not in_container():  # there the container's own /tmp is the scratch space
+            notes.append(f"no private scratch: {exc.strerror}")
     if mounts_ok:
         for path in sorted({p.resolve() for p in hide if p.exists()}, key=lambda p: len(p.parts)):
             try:
@@ -170,7 +182,8 @@ def _confine(libc: _Libc, limits: Limits, hide: list[Path], keep: list[Path], as
                     libc.mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
             except OSError:
                 pass
-    os.chdir("/tmp" if mounts_ok else "/")
+    if mounts_ok:
+        os.chdir("/tmp")
 
     address_space = _current_vm_bytes() + limits.memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
@@ -185,8 +198,24 @@ def _confine(libc: _Libc, limits: Limits, hide: list[Path], keep: list[Path], as
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
+    scratch = "/tmp" if mounts_ok else _private_scratch(uid, notes)
     os.environ.clear()
-    os.environ.update({"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1"})
+    os.environ.update({"PATH": "/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8",
+                       "OMP_NUM_THREADS": "1"})
+    tempfile.tempdir = None  # the grading side may have cached its own (unwritable) temp folder
+
+
+def _private_scratch(uid: int, notes: list[str]) -> str:
+    """Without a private tmpfs: a fresh 0700 folder of the learner's own on the shared /tmp."""
+    path = f"/tmp/learner-{uid}"
+    try:
+        os.mkdir(path, 0o700)
+        os.chdir(path)
+    except OSError as exc:
+        notes.append(f"no scratch folder ({exc.strerror}): working directory is /")
+        os.chdir("/")
+        return "/"
+    return path
 
 
 def _current_vm_bytes() -> int:
@@ -196,6 +225,19 @@ def _current_vm_bytes() -> int:
     return 0
 
 
+def in_container() -> bool:
+    """True inside the grader image, where the container provides what namespaces would."""
+    return os.environ.get("DLA_IN_CONTAINER") == "1"
+
+
+def learner_uid(middle_pid: int) -> int:
+    try:
+        base = int(os.environ.get(UID_BASE_ENV, UID_BASE))
+    except ValueError:
+        base = UID_BASE
+    return base + middle_pid
+
+
 def _enter_namespaces(libc: _Libc, as_root: bool, notes: list[str]) -> bool:
     """Called in the middle process; True when the next fork lands in a new PID namespace."""
     flags = CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWNS
@@ -203,7 +245,11 @@ def _enter_namespaces(libc: _Libc, as_root: bool, notes: list[str]) -> bool:
     try:
         libc.unshare(flags if as_root else flags | CLONE_NEWUSER)
     except OSError as exc:
-        notes.append(f"no namespaces ({exc.strerror}): network and process isolation unavailable")
+        if in_container():
+            notes.append("graded in a single-use container: no network, read-only file system, "
+                         "learner code under its own uid")
+        else:
+            notes.append(f"no namespaces ({exc.strerror}): network and process isolation unavailable")
         return False
     if not as_root:
         Path("/proc/self/setgroups").write_text("deny")
@@ -258,6 +304,8 @@ def run_confined(target: Callable[[list[str]], bytes], limits: Limits, hide: lis
             break
         time.sleep(0.005)
     duration = time.monotonic() - started
+    if as_root and not info.get("pidns", False):
+        _kill_uid(learner_uid(middle))
     for reader in readers:
         reader.join(timeout=2)
 
@@ -307,6 +355,24 @@ def _kill(grandchild: int | None, middle: int) -> None:
         pass
 
 
+def _kill_uid(uid: int) -> None:
+    """Kill every process of the learner's uid: without a PID namespace, daemons it started would
+    otherwise outlive the run. A helper takes that uid and signals everything it may signal (-1)."""
+    helper = os.fork()
+    if helper == 0:  # pragma: no cover - runs in the child
+        code = 1
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            os.kill(-1, signal.SIGKILL)  # never the caller itself
+            code = 0
+        except BaseException:
+            pass
+        os._exit(code)
+    os.waitpid(helper, 0)
+
+
 def _read_info(fd: int, deadline: float) -> dict:
     """The middle process reports the grandchild's pid and the isolation notes as one line."""
     buf = b""
@@ -336,15 +402,15 @@ def _middle(target, limits, hide, keep, before_drop, as_root, fds) -> None:  # p
         libc = _Libc()
         notes: list[str] = []
         in_pidns = _enter_namespaces(libc, as_root, notes)
-        uid = UID_BASE + os.getpid()
-        if not in_pidns:
+        uid = learner_uid(os.getpid())
+        if not in_pidns and not as_root:
             notes.append("no PID namespace: processes the learner starts are killed by process group only")
         child = os.fork()
         if child == 0:
             os.close(info_w)  # learner code must not reach the parent's status pipe
             _grandchild(target, limits, hide, keep, before_drop, as_root, uid, libc,
                         result_w, output_w, notes)
-        os.write(info_w, (json.dumps({"pid": child, "notes": notes}) + "\n").encode())
+        os.write(info_w, (json.dumps({"pid": child, "notes": notes, "pidns": in_pidns}) + "\n").encode())
         os.close(info_w)
         os.close(result_w)
         os.close(output_w)

@@ -127,10 +127,19 @@ def make_target(checks_dir: Path, code: str, entry: str, params: list[str], seed
     """(load the probe, run it): the first runs before privileges drop, the second after."""
     probe_box: dict[str, types.ModuleType] = {}
 
+    problems: list[str] = []
+
     def before_drop() -> None:
-        probe_box["probe"] = load_probe(checks_dir)
+        try:
+            probe_box["probe"] = load_probe(checks_dir)
+        except Exception:  # noqa: BLE001 - a broken exercise is the grader's failure, not the learner's
+            problems.append(traceback.format_exc(limit=-3))
 
     def target(notes: list[str]) -> bytes:
+        if problems:  # the learner's code was never loaded: this report can be trusted
+            buffer = io.BytesIO()
+            torch.save({"ok": False, "infra": f"the exercise's probe failed to load: {problems[0]}"}, buffer)
+            return buffer.getvalue()
         probe = probe_box["probe"]
         try:
             if hasattr(probe, "prepare"):

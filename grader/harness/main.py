@@ -125,6 +125,8 @@ def _interpret(outcome, limits) -> dict[str, Any]:
 
     import torch
 
+    from grader.harness.isolation import OUTPUT_CAP
+
     if outcome.timed_out:
         return {"status": "timeout", "error": {"kind": "timeout", "line": None,
                 "message": f"Time limit of {limits.time_s:g} s exceeded: your code was stopped."}}
@@ -145,11 +147,17 @@ def _interpret(outcome, limits) -> dict[str, Any]:
         else:
             text = f"Your code's process was killed ({name})."
         return {"status": "killed", "error": {"kind": "killed", "message": text, "line": None}}
+    if outcome.output_truncated:
+        # Flooding the output is how a submission would hide a forged verdict or stall the grader.
+        return {"status": "killed", "error": {"kind": "output", "line": None, "message":
+                f"Your code printed more than {OUTPUT_CAP // 1024} KB of output; keep prints short."}}
     if outcome.exit_code == 71:
         return _error_result("memory", f"Your code ran out of memory (limit {limits.memory_mb} MB).")
     if not isinstance(message, dict) or outcome.exit_code != 0:
         return _error_result("exit", f"Your code ended its process (exit code {outcome.exit_code}) before it "
                                      f"could be graded.")
+    if message.get("infra"):
+        return {"status": "infra-error", "error": {"kind": "infra", "line": None, "message": str(message["infra"])}}
     result: dict[str, Any] = {"device": message.get("device"), "notes": list(message.get("notes") or [])}
     if not message.get("ok"):
         err = message.get("error") or {}

@@ -1,0 +1,87 @@
+"""A live academy server (werkzeug, local sandbox, a fresh SQLite database) and Debian's Chromium."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "artifacts" / "browser"
+CHROMIUM = "/usr/bin/chromium"
+INSTRUCTOR = ("teacher@example.org", "teacher-password")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _flask(env: dict[str, str], *args: str, **kwargs) -> subprocess.Popen | subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "flask", "--app", "academy", *args], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=120, check=True, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: run scripts/setup-system (installs Debian's chromium)")
+    instance = tmp_path_factory.mktemp("academy-instance")
+    env = {**os.environ, "DLA_INSTANCE": str(instance), "DLA_SANDBOX": "local", "DLA_GRADING_WORKERS": "2",
+           "PYTHONUNBUFFERED": "1"}
+    env.pop("DATABASE_URL", None)
+    _flask(env, "init-db")
+    _flask(env, "create-user", INSTRUCTOR[0], "--instructor", "--password", INSTRUCTOR[1])
+    port = _free_port()
+    log = open(instance / "server.log", "w")
+    server = subprocess.Popen([sys.executable, "-m", "flask", "--app", "academy", "run", "--port", str(port),
+                               "--no-reload", "--no-debugger"], env=env, cwd=REPO, stdout=log,
+                              stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(url + "/", timeout=2)
+            break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                pytest.fail(f"the server did not start: {(instance / 'server.log').read_text()[-3000:]}")
+            time.sleep(0.2)
+    yield url
+    server.terminate()
+    server.wait(timeout=10)
+    log.close()
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
+    # `playwright install` cannot download browsers here: drive the distribution's Chromium.
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "headless": True,
+            "args": ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                     "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+                     "--disable-dev-shm-usage"]}
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args: dict) -> dict:
+    return {**browser_context_args, "viewport": {"width": 1200, "height": 900}}
+
+
+@pytest.fixture
+def shoot() -> "callable":
+    """shoot(page, name): a full-page screenshot under artifacts/browser/ (ignored by git)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+
+    def _shoot(page, name: str) -> Path:  # noqa: ANN001
+        path = ARTIFACTS / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+    return _shoot

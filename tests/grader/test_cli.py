@@ -1,0 +1,139 @@
+"""The `grader` CLI contract: exit codes, the JSON shape, readable reports and bad input."""
+import json
+import shutil
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from tests.conftest import EXERCISES, check_json, run_grader
+
+AMP = EXERCISES / "mixed-precision" / "amp-step"
+SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "grader" / "schemas" / "result.json").read_text())
+
+
+def test_reference_solution_passes_with_the_documented_json_shape():
+    started = time.monotonic()
+    code, result = check_json("mixed-precision/amp-step", AMP / "solution.py")
+    assert code == 0
+    jsonschema.validate(result, SCHEMA)
+    assert result["passed"] is True and result["score"] == 1.0 and result["status"] == "passed"
+    assert result["exercise"] == "mixed-precision/amp-step"
+    assert result["device"] == "cpu (cuda emulated)"
+    assert result["sandbox"] == "local"
+    assert {c["id"] for c in result["checks"]} >= {"autocast-scope", "scaled-backward", "step-update-order"}
+    for check in result["checks"]:
+        assert set(check) >= {"id", "title", "passed", "message", "hint", "line"}
+    assert time.monotonic() - started < 15  # the 5 s target is measured in benchmarks/grader_check.py
+
+
+def test_a_failing_check_exits_1_and_names_the_line():
+    code, result = check_json("mixed-precision/amp-step", AMP / "mistakes" / "raw_backward.py")
+    assert code == 1
+    assert result["passed"] is False and 0 < result["score"] < 1
+    scaled = next(c for c in result["checks"] if c["id"] == "scaled-backward")
+    assert not scaled["passed"]
+    assert "raw loss" in scaled["message"] and scaled["line"] == 10
+    assert scaled["hint"]
+    assert next(c for c in result["checks"] if c["id"] == "autocast-scope")["passed"]
+
+
+def test_exercise_can_be_given_as_a_folder():
+    code, result = check_json(str(AMP), AMP / "solution.py")
+    assert code == 0 and result["exercise"] == "mixed-precision/amp-step"
+
+
+def test_terminal_report_is_readable():
+    proc = run_grader("check", "mixed-precision/amp-step", str(AMP / "mistakes" / "no_zero_grad.py"),
+                      "--sandbox", "local")
+    out = proc.stdout.decode()
+    assert proc.returncode == 1
+    assert "FAIL  Gradients cleared before backward  [grads-cleared]" in out
+    assert "hint: Call `optimizer.zero_grad()`" in out
+    assert "5/6 checks passed" in out
+    assert "\x1b[" not in out  # no colour codes when stdout is not a terminal
+
+
+@pytest.mark.parametrize("make, expected", [
+    (lambda d: d / "missing.py", "no such file"),
+    (lambda d: (d / "bin.py").write_bytes(b"\x7fELF\x00\x01\x02") and d / "bin.py", "binary file"),
+    (lambda d: (d / "latin.py").write_bytes("x = 'café'\n".encode("latin-1")) and d / "latin.py", "not UTF-8"),
+    (lambda d: (d / "big.py").write_bytes(b"# padding\n" * 500_000) and d / "big.py", "limit is 256 KB"),
+    (lambda d: d, "is a directory"),
+])
+def test_bad_files_exit_2_with_a_clear_message(tmp_path, make, expected):
+    proc = run_grader("check", "mixed-precision/amp-step", str(make(tmp_path)), "--sandbox", "local")
+    assert proc.returncode == 2, proc.stderr
+    assert expected in proc.stderr.decode()
+
+
+def test_unknown_exercise_exits_2_and_lists_the_known_ones():
+    proc = run_grader("check", "mixed-precision/nope", str(AMP / "solution.py"))
+    assert proc.returncode == 2
+    assert "unknown exercise 'mixed-precision/nope'" in proc.stderr.decode()
+    assert "mixed-precision/amp-step" in proc.stderr.decode()
+
+
+@pytest.mark.parametrize("source, kind, message, line", [
+    ("def train_step(model, optimizer, scaler, loss_fn, x, y)\n    return 1\n", "syntax", "syntax error on line 1", 1),
+    ("", "missing", "does not define `train_step`", None),
+    ("def step(model, optimizer, scaler, loss_fn, x, y):\n    pass\n", "missing", "does not define `train_step`", None),
+    ("def train_step(model, opt):\n    pass\n", "signature", "must accept (model, optimizer, scaler, loss_fn, x, y)", 1),
+    ("import torch\n\nvalue = 1 / 0\n", "exception", "raised ZeroDivisionError on line 3 while it was being loaded", 3),
+    ("train_step = 3\n", "missing", "is a int, not a function", None),
+])
+def test_code_that_cannot_run_fails_with_a_plain_error(tmp_path, source, kind, message, line):
+    path = tmp_path / "s.py"
+    path.write_text(source)
+    code, result = check_json("mixed-precision/amp-step", path)
+    assert code == 1
+    assert result["status"] == "error"
+    assert result["error"]["kind"] == kind
+    assert message in result["error"]["message"]
+    assert result["error"]["line"] == line
+    assert all(not c["passed"] and c["message"].startswith("Not checked:") for c in result["checks"])
+
+
+def test_exception_inside_the_step_names_the_call_and_line(tmp_path):
+    path = tmp_path / "s.py"
+    path.write_text((AMP / "solution.py").read_text().replace("    return loss\n",
+                                                                "    return loss.item() / 0\n"))
+    code, result = check_json("mixed-precision/amp-step", path)
+    runs = next(c for c in result["checks"] if c["id"] == "runs")
+    assert code == 1 and not runs["passed"]
+    assert runs["message"].startswith("Call 1 of train_step failed. Your code raised ZeroDivisionError on line 13")
+    assert runs["line"] == 13
+
+
+def test_broken_exercise_is_an_infrastructure_failure(tmp_path):
+    broken = tmp_path / "mixed-precision" / "amp-step"
+    shutil.copytree(AMP, broken)
+    (broken / "checks" / "probe.py").write_text("raise RuntimeError('probe bug')\n")
+    proc = run_grader("check", str(broken), str(AMP / "solution.py"), "--json", "--sandbox", "local")
+    assert proc.returncode == 3
+    result = json.loads(proc.stdout)
+    assert result["status"] == "infra-error"
+    assert "probe bug" in result["error"]["message"]
+
+
+def test_list_shows_exercises_with_titles():
+    proc = run_grader("list")
+    out = proc.stdout.decode()
+    assert proc.returncode == 0
+    assert "mixed-precision/amp-step" in out and "Write one AMP training step" in out
+
+
+def test_validate_reports_a_mistake_that_is_not_caught(tmp_path):
+    copy = tmp_path / "mixed-precision" / "amp-step"
+    shutil.copytree(AMP, copy)
+    for extra in (copy / "mistakes").glob("*.py"):
+        extra.unlink()
+    # A "mistake" that is in fact correct: validate must say the declared check passed.
+    (copy / "mistakes" / "not_a_mistake.py").write_text(
+        "# expect-fail: scaled-backward\n" + (AMP / "solution.py").read_text())
+    proc = run_grader("validate", str(copy))
+    out = proc.stdout.decode()
+    assert proc.returncode == 1
+    assert "ok    solution.py: passes every check" in out
+    assert "WRONG mistakes/not_a_mistake.py: expected to fail but passed: scaled-backward" in out

@@ -1,0 +1,112 @@
+"""The course loads from files, lesson 1 carries the seed page, and malformed files get clear errors."""
+from pathlib import Path
+
+import pytest
+
+from grader.course import Card, CourseError, ExerciseStep, Quiz, load_course
+
+SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seeds"
+SEED_CARD_TITLES = [
+    "What Mixed Precision Means", "Why Half Precision Is Faster", "The Catch With 16-Bit", "Meet autocast",
+    "What autocast Wraps", "Meet GradScaler", "Scale the Loss", "Step Through the Scaler",
+    "Update the Scale Factor", "The Full AMP Step", "When To Reach For It", "Recap",
+]
+
+
+def test_lesson_one_carries_every_seed_card_in_order():
+    lesson = load_course().lesson("mixed-precision")
+    cards = [s.title for s in lesson.steps if isinstance(s, Card)]
+    assert cards == SEED_CARD_TITLES
+    assert lesson.title == "Mixed precision with autocast and GradScaler"
+    kinds = [s.kind for s in lesson.steps]
+    # The exercises follow the full AMP step; the quick check comes before the recap.
+    assert kinds.index("exercise") > cards.index("The Full AMP Step")
+    assert kinds[-2:] == ["quiz", "card"]
+
+
+@pytest.mark.skipif(not SEEDS.is_dir(), reason="shared/seeds is not beside the repository")
+def test_card_text_and_code_match_the_seed():
+    seed = next(SEEDS.glob("000_*.txt")).read_text(encoding="utf-8")
+    lesson = load_course().lesson("mixed-precision")
+    for card in (s for s in lesson.steps if isinstance(s, Card)):
+        prose = card.markdown.split("```")[0].replace("`", "").strip()
+        assert prose.rstrip(" ⚡") in seed.replace("\n", " ") or prose in seed, card.title
+        if "```python" in card.markdown:
+            code = card.markdown.split("```python\n")[1].split("```")[0]
+            for line in code.strip().splitlines():
+                assert line.strip() in seed, (card.title, line)
+
+
+def test_quick_check_comes_from_the_seed_with_one_right_answer():
+    quiz = load_course().lesson("mixed-precision").quiz
+    assert isinstance(quiz, Quiz)
+    question = quiz.questions[0]
+    assert question.question == "You enabled autocast but tiny gradients keep vanishing. What tool fixes that?"
+    assert question.options[question.answer].text == "A GradScaler"
+    assert all(option.explanation for option in question.options)
+
+
+def test_lesson_one_exercises_declare_the_required_checks():
+    course = load_course()
+    amp_step = course.exercises["mixed-precision/amp-step"]
+    fix = course.exercises["mixed-precision/fix-underflow"]
+    assert {"autocast-scope", "scaled-backward", "step-update-order"} <= {c.id for c in amp_step.checks}
+    assert "underflow-fixed" in {c.id for c in fix.checks}
+    assert amp_step.params == ("model", "optimizer", "scaler", "loss_fn", "x", "y")
+    assert len(amp_step.mistakes()) + len(fix.mistakes()) >= 8
+    covered = set().union(*(m.expect_fail for ex in (amp_step, fix) for m in ex.mistakes()))
+    assert {"autocast-scope", "scaled-backward", "step-update-order", "underflow-fixed"} <= covered
+
+
+def _course(tmp_path: Path, lesson_yaml: str, exercise_yaml: str | None = None) -> Path:
+    (tmp_path / "course.yaml").write_text("title: T\nlessons: [one]\n")
+    lesson = tmp_path / "one"
+    (lesson / "cards").mkdir(parents=True)
+    (lesson / "cards" / "a.md").write_text("# A card\n\nText.\n")
+    (lesson / "lesson.yaml").write_text(lesson_yaml)
+    if exercise_yaml is not None:
+        ex = lesson / "ex"
+        (ex / "checks").mkdir(parents=True)
+        (ex / "exercise.yaml").write_text(exercise_yaml)
+        (ex / "starter.py").write_text("")
+        (ex / "solution.py").write_text("")
+        (ex / "checks" / "test_x.py").write_text("")
+    return tmp_path
+
+
+@pytest.mark.parametrize("lesson_yaml, exercise_yaml, expected", [
+    ("title: L\nsteps:\n  - card: missing.md\n", None, "card file is missing"),
+    ("title: L\nsteps:\n  - video: a.md\n", None, "unknown step kind 'video'"),
+    ("steps:\n  - card: a.md\n", None, "missing required key 'title'"),
+    ("title: L\nsteps: [\n", None, "not valid YAML"),
+    ("title: L\nsteps:\n  - exercise: ex\n", "title: X\nentry: f\nchecks:\n  - id: Bad Id\n    title: t\n    hint: h\n",
+     "must be lower-case-with-dashes"),
+    ("title: L\nsteps:\n  - exercise: ex\n", "title: X\nchecks: []\n", "missing required key 'entry'"),
+])
+def test_malformed_course_files_name_the_file_and_the_problem(tmp_path, lesson_yaml, exercise_yaml, expected):
+    root = _course(tmp_path, lesson_yaml, exercise_yaml)
+    with pytest.raises(CourseError, match=expected) as err:
+        load_course(root)
+    assert str(root) in str(err.value)
+
+
+def test_mistake_without_expectation_is_rejected(tmp_path):
+    root = _course(tmp_path, "title: L\nsteps:\n  - exercise: ex\n",
+                   "title: X\nentry: f\nchecks:\n  - id: runs\n    title: t\n    hint: h\n")
+    (root / "one" / "ex" / "mistakes").mkdir()
+    (root / "one" / "ex" / "mistakes" / "m.py").write_text("def f(): pass\n")
+    exercise = load_course(root).exercises["one/ex"]
+    with pytest.raises(CourseError, match="expect-fail"):
+        exercise.mistakes()
+    (root / "one" / "ex" / "mistakes" / "m.py").write_text("# expect-fail: nope\n")
+    with pytest.raises(CourseError, match="unknown checks"):
+        exercise.mistakes()
+
+
+def test_an_exercise_is_found_by_id_or_by_folder():
+    course = load_course()
+    by_id = course.find_exercise("mixed-precision/amp-step")
+    assert course.find_exercise(str(by_id.path)) is by_id
+    with pytest.raises(KeyError, match="unknown exercise"):
+        course.find_exercise("mixed-precision/nope")
+    assert isinstance(next(s for s in course.lesson("mixed-precision").steps if s.kind == "exercise"), ExerciseStep)

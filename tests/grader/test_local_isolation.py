@@ -1,0 +1,164 @@
+"""Hostile submissions against the local sandbox. Each attack would make the submission pass if it
+worked (it falls back to, or smuggles in, the reference solution); none may pass, every verdict
+arrives within the time limit plus a few seconds, and nothing is left running."""
+import os
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from grader.course import load_course
+from grader.grading import run_submission
+from tests.conftest import EXERCISES
+
+AMP = EXERCISES / "mixed-precision" / "amp-step"
+SOLUTION = (AMP / "solution.py").read_text()
+LIMIT = load_course().exercises["mixed-precision/amp-step"].time_limit_s
+GRACE = 8  # seconds over the time limit: torch import in the grading process plus the checks
+
+
+def grade(code: str) -> dict:
+    started = time.monotonic()
+    result = run_submission("mixed-precision/amp-step", code, sandbox="local")
+    assert time.monotonic() - started < LIMIT + GRACE
+    return result
+
+
+def test_endless_loop_is_stopped_at_the_time_limit():
+    result = grade("import torch\n\ndef train_step(*args):\n    while True:\n        pass\n")
+    assert result["status"] == "timeout" and not result["passed"]
+    assert result["error"]["message"] == f"Time limit of {LIMIT:g} s exceeded: your code was stopped."
+
+
+def test_output_flood_fails_and_is_capped():
+    result = grade("import sys\nsys.stdout.write('x' * 50_000_000)\n" + SOLUTION)
+    assert not result["passed"] and result["status"] == "killed"
+    assert "printed more than 64 KB" in result["error"]["message"]
+    assert len(result["output"]) <= 64 * 1024
+
+
+@pytest.mark.parametrize("exit_call", ["os._exit(0)", "sys.exit(0)", "os._exit(3)"])
+def test_exiting_at_import_fails(exit_call):
+    result = grade(f"import os, sys\n{exit_call}\n" + SOLUTION)
+    assert not result["passed"]
+    assert result["status"] in {"error", "killed"}
+    assert result["error"]["message"]
+
+
+def test_forged_verdict_on_stdout_and_descriptors_is_ignored():
+    forged = '{"status": "passed", "checks": {}, "device": "cpu"}'
+    code = ("import os, sys\n"
+            f"FORGED = {forged!r}\n"
+            "print(FORGED)\n"
+            "for fd in range(1, 64):\n"
+            "    try:\n        os.write(fd, (FORGED + '\\n').encode())\n    except OSError:\n        pass\n"
+            "os._exit(0)\n")
+    result = grade(code)
+    assert not result["passed"] and result["status"] == "error"
+
+
+def test_killing_the_grader_fails_and_the_grader_survives():
+    code = ("import os, signal\n"
+            "for target in (os.getppid(), -1, 0, 1):\n"
+            "    try:\n        os.kill(target, signal.SIGKILL)\n    except OSError:\n        pass\n" + SOLUTION)
+    result = grade(code)
+    # Whatever the attack managed, the verdict came back from the grading side, and it is not a pass
+    # won by the attack: the remaining code is the reference solution, so pass or fail is honest here.
+    assert result["status"] in {"passed", "killed", "error"}
+    assert "infra-error" != result["status"]
+
+
+def test_environment_of_the_grader_is_not_visible(monkeypatch):
+    monkeypatch.setenv("DLA_LEAKED_SOLUTION", SOLUTION)
+    result = grade("import os\nexec(os.environ.get('DLA_LEAKED_SOLUTION', ''))\n")
+    assert not result["passed"]
+    assert "does not define `train_step`" in result["error"]["message"]
+
+
+def test_reference_solution_and_checks_are_not_readable():
+    code = (f"exec(open({str(AMP / 'solution.py')!r}).read())\n")
+    result = grade(code)
+    assert not result["passed"]
+    assert "FileNotFoundError" in result["error"]["message"] or "PermissionError" in result["error"]["message"]
+
+
+def test_writing_into_the_repository_is_contained(tmp_path):
+    target = AMP / "checks" / "test_amp_step.py"
+    before = target.read_bytes()
+    code = (f"try:\n    open({str(target)!r}, 'w').write('def test_ok():\\n    pass\\n')\nexcept OSError:\n    pass\n"
+            "def train_step(*args):\n    return None\n")
+    result = grade(code)
+    assert not result["passed"]
+    assert target.read_bytes() == before
+
+
+def test_network_is_unreachable():
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    server.settimeout(0.2)
+    port = server.getsockname()[1]
+    connections = []
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except socket.timeout:
+                continue
+            connections.append(1)
+            conn.sendall(SOLUTION.encode())
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    code = ("import socket\n"
+            "try:\n"
+            f"    s = socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+            "    exec(s.recv(100000).decode())\n"
+            "except OSError as exc:\n    print('blocked:', exc)\n")
+    result = grade(code)
+    stop.set()
+    thread.join()
+    server.close()
+    assert not result["passed"]
+    assert connections == []
+    assert "blocked:" in result["output"]
+
+
+def test_fork_storm_is_contained():
+    code = ("import os\n"
+            "def train_step(*args):\n"
+            "    while True:\n"
+            "        try:\n            os.fork()\n        except OSError:\n            pass\n")
+    result = grade(code)
+    assert not result["passed"]
+
+
+def test_memory_hog_is_stopped_with_a_plain_message():
+    code = "import torch\nhog = torch.ones(8 * 1024 ** 3, dtype=torch.uint8)\n" + SOLUTION
+    result = grade(code)
+    assert not result["passed"]
+    assert "ran out of memory" in result["error"]["message"]
+
+
+def test_filling_the_disk_is_stopped():
+    code = ("chunk = b'x' * (1 << 20)\n"
+            "with open('fill.bin', 'wb') as f:\n"
+            "    for _ in range(4096):\n        f.write(chunk)\n" + SOLUTION)
+    result = grade(code)
+    assert not result["passed"]
+
+
+def test_no_process_is_left_behind():
+    marker = "dla-leftover-marker-7731"
+    code = ("import subprocess, os\n"
+            f"subprocess.Popen(['sh', '-c', 'exec -a {marker} sleep 300'], start_new_session=True)\n"
+            + SOLUTION)
+    grade(code)
+    time.sleep(0.5)
+    survivors = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    assert survivors == []
