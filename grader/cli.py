@@ -20,8 +20,9 @@ EXIT_PASSED, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 def _course():
     try:
         return load_course()
-    except CourseError as exc:
-        raise click.ClickException(f"the course files are invalid: {exc}") from None
+    except CourseError as exc:  # the grader's own content is broken: an infrastructure failure
+        click.echo(f"Error: the course files are invalid: {exc}", err=True)
+        sys.exit(EXIT_INFRA)
 
 
 def _exercise(course, ref: str):

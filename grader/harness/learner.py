@@ -154,6 +154,9 @@ def make_target(checks_dir: Path, code: str, entry: str, params: list[str], seed
             err = describe_exception(exc, memory_mb)
             message = {"ok": False, "error": {"kind": err.kind, "message": err.message, "line": err.line}}
         message["device"] = device_label()
+        if not torch.cuda.is_available():
+            notes = [*notes, "No GPU here: CUDA autocast ran as CPU float16 autocast and the CUDA GradScaler "
+                             "as the CPU GradScaler; timings and memory are the CPU's."]
         message["notes"] = notes
         buffer = io.BytesIO()
         torch.save(message, buffer)
