@@ -61,6 +61,7 @@ class ProbeAPI:
         self.memory_mb = memory_mb
         self.device = amp_device()  # "cuda" on a GPU host, else "cpu" (CUDA code emulated)
         self.emulated = self.device != "cuda"
+        self.notes: list[str] = []  # lines a probe adds to the result's notes (e.g. what was measured)
 
     def call(self, *args: Any, **kwargs: Any) -> Any:
         """Call the learner's function; an exception in it becomes the run's learner-facing error."""
@@ -141,6 +142,7 @@ def make_target(checks_dir: Path, code: str, entry: str, params: list[str], seed
             torch.save({"ok": False, "infra": f"the exercise's probe failed to load: {problems[0]}"}, buffer)
             return buffer.getvalue()
         probe = probe_box["probe"]
+        api = None
         try:
             if hasattr(probe, "prepare"):
                 probe.prepare()
@@ -157,7 +159,7 @@ def make_target(checks_dir: Path, code: str, entry: str, params: list[str], seed
         if not torch.cuda.is_available():
             notes = [*notes, "No GPU here: CUDA autocast ran as CPU float16 autocast and the CUDA GradScaler "
                              "as the CPU GradScaler; timings and memory are the CPU's."]
-        message["notes"] = notes
+        message["notes"] = notes if api is None else [*notes, *(str(n) for n in api.notes)]
         buffer = io.BytesIO()
         torch.save(message, buffer)
         return buffer.getvalue()

@@ -9,6 +9,7 @@ ran. `time_interleaved` is the grader's own stopwatch: two step functions timed 
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 from typing import Any, Callable
 
@@ -16,7 +17,18 @@ import torch
 import torch.autograd.profiler
 import torch.profiler
 
-from grader.harness.amp import submission_line
+from grader.harness.amp import SUBMISSION_FILENAME, submission_line
+
+# Frames between a `@record_function(...)` decorated learner function and our __enter__.
+_DECORATOR_FILES = ("contextlib.py", "_contextlib.py")
+
+
+def _called_by_submission() -> bool:
+    """Whether the learner's own code opened this region (torch.optim opens regions of its own)."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.endswith(_DECORATOR_FILES):
+        frame = frame.f_back
+    return frame is not None and frame.f_code.co_filename == SUBMISSION_FILENAME
 
 
 class ProfilerLog:
@@ -66,8 +78,9 @@ def _make_profile(base: type) -> type:
 def _make_record_function(base: type) -> type:
     class record_function(base):  # noqa: N801 - mirrors torch's own name
         def __enter__(self):
-            # The profiler's own "ProfilerStep#N" regions open in one step() and close in the next.
-            if not str(self.name).startswith("ProfilerStep#"):
+            # Only the learner's labels: the profiler's "ProfilerStep#N" regions (opened in one step(),
+            # closed in the next) and torch.optim's "Optimizer.step#..." regions are not theirs.
+            if _called_by_submission():
                 LOG.add("label.enter", label=str(self.name), depth=len(LOG.open_labels))
                 LOG.open_labels.append((id(self), str(self.name)))
             return super().__enter__()

@@ -1,0 +1,71 @@
+"""Runs in the learner's process: measure the original step and the learner's, then call evaluate."""
+import sys
+
+import torch
+
+import scenario
+from grader.harness import memory
+from grader.harness.emulation import install_cuda_emulation
+from grader.harness.learner import LearnerError, describe_exception
+
+
+def prepare():
+    install_cuda_emulation()  # .to('cuda') and torch.cuda.synchronize() work on a CPU-only host
+
+
+def _learner_function(name, api):
+    function = getattr(sys.modules["submission"], name, None)
+    if not callable(function):
+        raise LearnerError("missing", f"Your code must define `{name}`: the grader calls it.")
+
+    def call(*args):
+        try:
+            return function(*args)
+        except Exception as exc:
+            raise describe_exception(exc, api.memory_mb) from None
+
+    return call
+
+
+def _record_step_gradients(model, optimizer, seen):
+    inner = optimizer.step
+
+    def step(*args, **kwargs):
+        seen.append(scenario.grads(model))
+        return inner(*args, **kwargs)
+
+    optimizer.step = step
+
+
+def probe(api):
+    evaluate = _learner_function("evaluate", api)
+    device = api.device
+
+    # The original step, measured the same way; a warm-up run first keeps one-time allocations
+    # (e.g. cuBLAS workspaces) out of both measurements.
+    scenario.original_train_step(*scenario.build(api.seed, device))
+    model, optimizer, loss_fn, x, y = scenario.build(api.seed, device)
+    _, original_bytes, _ = memory.measure_step(lambda: scenario.original_train_step(model, optimizer, loss_fn, x, y),
+                                               device, model.parameters())
+
+    model, optimizer, loss_fn, x, y = scenario.build(api.seed, device)
+    seen = []
+    _record_step_gradients(model, optimizer, seen)
+    loss, learner_bytes, saved_count = memory.measure_step(lambda: api.call(model, optimizer, loss_fn, x, y),
+                                                           device, model.parameters())
+    loss_value = float(loss) if isinstance(loss, (int, float)) or (
+        isinstance(loss, torch.Tensor) and loss.numel() == 1) else None
+
+    eval_model, _, _, x, _ = scenario.build(api.seed, device)
+    with memory.SavedTensorMeter(exclude=eval_model.parameters()) as meter:
+        out = evaluate(eval_model, x)
+    is_tensor = isinstance(out, torch.Tensor)
+    return {
+        "measure": memory.describe(device),
+        "original_bytes": original_bytes, "learner_bytes": learner_bytes, "saved_count": saved_count,
+        "loss": loss_value, "loss_type": type(loss).__name__, "step_grads": seen,
+        "eval": {"type": type(out).__name__, "saved_count": meter.count,
+                 "requires_grad": bool(is_tensor and out.requires_grad),
+                 "has_graph": bool(is_tensor and out.grad_fn is not None),
+                 "value": out.detach().float().cpu().clone() if is_tensor else None},
+    }

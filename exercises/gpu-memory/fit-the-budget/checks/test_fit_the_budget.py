@@ -1,0 +1,80 @@
+"""Checks for gpu-memory/fit-the-budget, run in the grading process."""
+import math
+
+import pytest
+import torch
+
+import scenario
+from grader.harness.checking import check, fail
+
+# Checkpointing recomputes the same float32 operations: measured difference 0 on CPU. fp16 activations
+# change the head's gradients alone by 3.5e-4..1.5e-3 of their largest entry (measured, seeds 1-3),
+# the loss only ~1e-6.
+LOSS_TOLERANCE = 1e-5
+GRAD_TOLERANCE = 1e-4  # of the gradient's largest entry
+
+
+def _mb(n):
+    return f"{n / 2**20:.2f} MB"
+
+
+@pytest.fixture(scope="module")
+def reference(run):
+    model, optimizer, loss_fn, x, y = scenario.build(run["seed"], run["device"])
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    grads = scenario.grads(model)
+    eval_model, _, _, x, _ = scenario.build(run["seed"], run["device"])
+    with torch.no_grad():
+        outputs = eval_model(x).float().cpu()
+    return {"loss": float(loss), "grads": grads, "outputs": outputs}
+
+
+@check("under-budget")
+def test_step_fits_the_budget(observed, run):
+    budget = scenario.BUDGET[run["device"]]
+    original, got = observed["original_bytes"], observed["learner_bytes"]
+    allowed = budget * original
+    if got > allowed:
+        fail(f"Your step needs {_mb(got)}, {got / original:.0%} of the original step's {_mb(original)}; the "
+             f"budget is {budget:.0%} ({_mb(allowed)}). Measured: {observed['measure']}.")
+
+
+@check("same-loss-and-grads")
+def test_same_loss_and_gradients(observed, reference):
+    if observed["loss"] is None:
+        fail(f"train_step returned {observed['loss_type']}; return the loss (a tensor or a float).")
+    if not math.isclose(observed["loss"], reference["loss"], rel_tol=LOSS_TOLERANCE, abs_tol=1e-7):
+        fail(f"Your step's loss is {observed['loss']:.7g}; the original step's is {reference['loss']:.7g}.")
+    steps = observed["step_grads"]
+    if len(steps) != 1:
+        fail(f"optimizer.step() ran {len(steps)} times in one train_step; run it exactly once.")
+    for name, want in reference["grads"].items():
+        got = steps[0][name]
+        if got is None:
+            fail(f"When the optimizer stepped, '{name}' had no gradient. A reentrant checkpoint whose inputs "
+                 "do not require grad passes no gradients to the block's weights: use use_reentrant=False.")
+        diff, largest = float((got - want).abs().max()), float(want.abs().max())
+        if not diff <= GRAD_TOLERANCE * largest + 1e-12:
+            fail(f"The gradient of '{name}' differs from the original step's by up to {diff:.3g}, "
+                 f"{diff / largest if largest else math.inf:.2g} of its largest entry (allowed: "
+                 f"{GRAD_TOLERANCE:g}). Recomputing activations must not change them: keep float32, and clear "
+                 "the previous step's gradients.")
+
+
+@check("eval-without-graph")
+def test_evaluate_builds_no_graph(observed, reference):
+    result = observed["eval"]
+    if result["value"] is None:
+        fail(f"evaluate returned {result['type']}; return the model's output tensor.")
+    if result["has_graph"] or result["requires_grad"] or result["saved_count"]:
+        fail(f"evaluate built an autograd graph ({result['saved_count']} tensors saved for a backward that "
+             "never comes): run the forward pass under torch.no_grad() or torch.inference_mode().")
+    want = reference["outputs"]
+    if result["value"].shape != want.shape:
+        fail(f"evaluate returned a tensor of shape {tuple(result['value'].shape)}; the model's output has "
+             f"shape {tuple(want.shape)}.")
+    diff = float((result["value"] - want).abs().max())
+    if not diff <= 1e-5 * max(1.0, float(want.abs().max())):
+        fail(f"evaluate's outputs differ from the model's by up to {diff:.3g}.")

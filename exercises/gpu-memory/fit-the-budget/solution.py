@@ -1,0 +1,20 @@
+import torch
+from torch.utils.checkpoint import checkpoint
+
+
+def train_step(model, optimizer, loss_fn, x, y):
+    """One training step; return the loss."""
+    optimizer.zero_grad(set_to_none=True)
+    h = x
+    for block in model.blocks:
+        h = checkpoint(block, h, use_reentrant=False)  # keep only the block's input
+    loss = loss_fn(model.head(h), y)
+    loss.backward()
+    optimizer.step()
+    return loss.detach()
+
+
+def evaluate(model, x):
+    """The model's outputs for x, for evaluation."""
+    with torch.inference_mode():
+        return model(x)

@@ -1,0 +1,171 @@
+"""Checks for gradient-accumulation/accumulate-amp. They run in the grading process, never beside learner code."""
+import pytest
+import torch
+
+import scenario
+from grader.harness import accumulation, ampchecks
+from grader.harness.checking import check, fail
+
+# Both sides run under fp16 autocast; they differ only in rounding. Measured over 40 seeds: worst
+# difference 8.4e-4 of a gradient's largest entry. A wrong divisor is off by 33% or more.
+GRAD_TOLERANCE = 1e-2
+SCALE = 2.0 ** 16  # GradScaler's initial scale: keeps the reference's fp16 gradients from underflowing
+
+
+def _at(event):
+    return f" (line {event['line']})" if event.get("line") else ""
+
+
+@pytest.fixture(scope="module")
+def backwards(observed):
+    events = ampchecks.of_kind(observed["events"], "backward")
+    if len(events) != scenario.MICRO_BATCHES:
+        fail(f"backward() ran {len(events)} times for {scenario.MICRO_BATCHES} micro-batches; run it once "
+             "per micro-batch.", events[0].get("line") if events else None)
+    return events
+
+
+def _window_of(i):
+    return next(w for w in scenario.windows() if i in w)
+
+
+@check("autocast-scope")
+def test_autocast_covers_forward_and_loss_only(observed):
+    ampchecks.check_autocast_scope(observed["events"])
+
+
+@check("scaled-backward")
+def test_every_backward_is_scaled(observed):
+    events = ampchecks.of_kind(observed["events"], "backward")
+    if not events:
+        fail("backward() was never called.")
+    for i, event in enumerate(events):
+        kind, _, ratio = accumulation.divisor(event)
+        if kind == "raw":
+            fail(f"Micro-batch {i + 1}: backward(){_at(event)} ran on the loss itself, not on "
+                 "scaler.scale(loss): small fp16 gradients can underflow to zero.", event.get("line"))
+        if kind != "scaled":
+            detail = f" ({ratio:.4g} times the loss)" if ratio else ""
+            fail(f"Micro-batch {i + 1}: backward(){_at(event)} ran on a tensor that is neither "
+                 f"scaler.scale(loss) nor a whole fraction of it{detail}.", event.get("line"))
+
+
+@check("loss-divided")
+def test_loss_divided_by_window_size(backwards):
+    for i, event in enumerate(backwards):
+        kind, k, ratio = accumulation.divisor(event)
+        want = len(_window_of(i))
+        if k is None:
+            fail(f"Micro-batch {i + 1}: backward(){_at(event)} ran on {ratio:.4g} times the loss, which is not "
+                 f"the loss divided by a whole number of micro-batches.", event.get("line"))
+        if k == want:
+            continue
+        if k == 1:
+            fail(f"Micro-batch {i + 1}: the loss was not divided before backward(){_at(event)}, so the "
+                 f"window's gradient is the sum of {want} micro-batch gradients, {want}x the large-batch "
+                 "gradient.", event.get("line"))
+        if want < scenario.ACCUM_STEPS:
+            fail(f"Micro-batch {i + 1} is in the last window, which holds only {want} micro-batch"
+                 f"{'es' if want > 1 else ''}; its loss was divided by {k}, so that update is {want}/{k} of "
+                 f"the window's mean gradient. Divide by the window's real size.", event.get("line"))
+        fail(f"Micro-batch {i + 1}: the loss was divided by {k} before backward(){_at(event)}; a window of "
+             f"{want} micro-batches needs a division by {want}.", event.get("line"))
+
+
+@check("grads-cleared-per-window")
+def test_gradients_cleared_once_per_window(backwards):
+    for i, event in enumerate(backwards):
+        first = i == _window_of(i)[0]
+        if first and not event["grads_clear"]:
+            fail(f"Micro-batch {i + 1} starts a new window, but when its backward(){_at(event)} ran the "
+                 "gradients still held the previous window's values. Call optimizer.zero_grad() after each "
+                 "optimizer step.", event.get("line"))
+        if not first and event["grads_clear"]:
+            fail(f"Micro-batch {i + 1} is in the middle of a window, but the gradients were cleared before "
+                 f"its backward(){_at(event)}: the window's earlier micro-batches were thrown away. Clear "
+                 "them only once per window.", event.get("line"))
+
+
+def _between_backwards(events):
+    """For each backward, the events after it up to the next backward (the end of the call for the last)."""
+    spans, current = [], None
+    for event in events:
+        if event["event"] == "backward":
+            current = []
+            spans.append(current)
+        elif current is not None:
+            current.append(event)
+    return spans
+
+
+@check("step-at-boundaries")
+def test_steps_only_at_window_boundaries(observed, backwards):
+    events = observed["events"]
+    direct = [e for e in ampchecks.of_kind(events, "optimizer.step") if not e["via_scaler"]]
+    if direct:
+        fail(f"optimizer.step(){_at(direct[0])} was called directly. Call scaler.step(optimizer): it unscales "
+             "the accumulated gradients and skips a step whose gradients hold inf or NaN.", direct[0].get("line"))
+    first_backward = backwards[0]["index"]
+    early = [e for e in events if e["event"] in ("scaler.step", "scaler.update") and e["index"] < first_backward]
+    if early:
+        fail(f"{early[0]['event']}(){_at(early[0])} ran before the first micro-batch's backward.", early[0].get("line"))
+    boundaries = {w[-1] for w in scenario.windows()}
+    for i, span in enumerate(_between_backwards(events)):
+        steps = ampchecks.of_kind(span, "scaler.step")
+        updates = ampchecks.of_kind(span, "scaler.update")
+        if i not in boundaries:
+            if steps or updates:
+                event = (steps or updates)[0]
+                fail(f"{event['event']}(){_at(event)} ran after micro-batch {i + 1}, in the middle of a window "
+                     f"of {scenario.ACCUM_STEPS}: step only after a window's last micro-batch.", event.get("line"))
+            continue
+        last = " (the last, partial window: step on it too)" if i == scenario.MICRO_BATCHES - 1 else ""
+        if not steps:
+            fail(f"Micro-batch {i + 1} ends a window{last}, but scaler.step(optimizer) did not run after it.",
+                 backwards[i].get("line"))
+        ampchecks.check_step_then_update(span, f"the window ending at micro-batch {i + 1}")
+
+
+def _large_batch_gradient(run, params, window):
+    """The window as one batch, one backward, under the same fp16 autocast as the learner's loop."""
+    device = run["device"]
+    model, _, loss_fn, micro_batches = scenario.build(run["seed"], device)
+    model.load_state_dict(params)
+    x = torch.cat([micro_batches[i][0] for i in window])
+    y = torch.cat([micro_batches[i][1] for i in window])
+    with torch.autocast(device_type=device, dtype=torch.float16):
+        loss = loss_fn(model(x), y)
+    (loss * SCALE).backward()
+    return {n: p.grad.detach().float().cpu() / SCALE for n, p in model.named_parameters()}
+
+
+@check("matches-large-batch")
+def test_each_update_uses_the_large_batch_gradient(observed, run):
+    seen = ampchecks.of_kind(observed["events"], "optimizer.grads")
+    if not seen:
+        fail("The optimizer never stepped, so the model did not learn.")
+    backward_indices = [e["index"] for e in ampchecks.of_kind(observed["events"], "backward")]
+    for j, event in enumerate(seen):
+        # The window this update closes: the one holding the last micro-batch backpropagated before it.
+        done = sum(1 for index in backward_indices if index < event["index"])
+        if done == 0:
+            fail(f"Update {j + 1}{_at(event)} ran before any backward().", event.get("line"))
+        if done > scenario.MICRO_BATCHES:
+            fail(f"backward() ran {done} times for {scenario.MICRO_BATCHES} micro-batches before update {j + 1}"
+                 f"{_at(event)}; run it once per micro-batch.", event.get("line"))
+        window = _window_of(done - 1)
+        want = _large_batch_gradient(run, event["params"], window)
+        size = f"{len(window)} micro-batch{'es' if len(window) > 1 else ''}"
+        for name, w in want.items():
+            got = event["grads"][name]
+            if got is None:
+                fail(f"Update {j + 1}{_at(event)} saw no gradient for '{name}'.", event.get("line"))
+            scale = float(w.abs().max())
+            diff = float((got - w).abs().max())
+            if not diff <= GRAD_TOLERANCE * scale + 1e-6:
+                ratio = float(got.norm() / w.norm()) if float(w.norm()) else float("nan")
+                where = f", line {event['line']}" if event.get("line") else ""
+                fail(f"Update {j + 1} (window of {size}{where}) used a gradient that differs from the "
+                     f"fp16 large-batch gradient of its window by up to {diff:.3g} in '{name}' (allowed: "
+                     f"{GRAD_TOLERANCE:.0%} of its largest entry, {scale:.3g}); its norm is {ratio:.3g}x the "
+                     "large-batch one.", event.get("line"))

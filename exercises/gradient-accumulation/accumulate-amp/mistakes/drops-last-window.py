@@ -1,0 +1,18 @@
+# mistake: steps only on full windows, so the last, partial window's gradients are never used
+# expect-fail: step-at-boundaries
+import torch
+
+
+def train(model, optimizer, scaler, loss_fn, micro_batches, accum_steps):
+    n = len(micro_batches)
+    optimizer.zero_grad()
+    for i, (x, y) in enumerate(micro_batches):
+        window_start = i - i % accum_steps
+        window_size = min(accum_steps, n - window_start)
+        with torch.autocast(device_type='cuda'):
+            loss = loss_fn(model(x), y) / window_size
+        scaler.scale(loss).backward()
+        if (i + 1) % accum_steps == 0:
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()

@@ -1,0 +1,18 @@
+# mistake: steps and updates the scaler after every micro-batch, which is no accumulation at all
+# expect-fail: step-at-boundaries, matches-large-batch
+import torch
+
+
+def train(model, optimizer, scaler, loss_fn, micro_batches, accum_steps):
+    n = len(micro_batches)
+    optimizer.zero_grad()
+    for i, (x, y) in enumerate(micro_batches):
+        window_start = i - i % accum_steps
+        window_size = min(accum_steps, n - window_start)
+        with torch.autocast(device_type='cuda'):
+            loss = loss_fn(model(x), y) / window_size
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        if (i + 1) % accum_steps == 0 or i + 1 == n:
+            optimizer.zero_grad()

@@ -1,0 +1,42 @@
+"""The fix-the-bottleneck task: a small classifier whose step standardizes each sample in a Python loop.
+
+Built identically in the learner's process (probe) and the grader's (checks). `slow_preprocess` and
+`slow_train_step` are the starter's code: the grader's copy of the original, bottleneck included.
+"""
+import torch
+from torch import nn
+
+FEATURES, CLASSES, BATCH, BATCHES = 64, 10, 128, 4
+LR, MOMENTUM = 0.05, 0.9
+EPS = 1e-5
+
+
+def build(seed: int, device: str):
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(FEATURES, 128), nn.ReLU(), nn.Linear(128, CLASSES)).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
+    g = torch.Generator().manual_seed(seed + 1)
+    batches = [((3 * torch.randn(BATCH, FEATURES, generator=g) + 1).to(device),
+                torch.randint(0, CLASSES, (BATCH,), generator=g).to(device)) for _ in range(BATCHES)]
+    return model, optimizer, nn.CrossEntropyLoss(), batches
+
+
+def slow_preprocess(x):
+    """Standardize each sample (row) to mean 0, standard deviation 1: one row at a time."""
+    rows = []
+    for row in x:
+        rows.append((row - row.mean()) / (row.std() + EPS))
+    return torch.stack(rows)
+
+
+def slow_train_step(model, optimizer, loss_fn, x, y):
+    x = slow_preprocess(x)
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.detach()
+
+
+def params(model):
+    return {name: p.detach().float().cpu().clone() for name, p in model.named_parameters()}

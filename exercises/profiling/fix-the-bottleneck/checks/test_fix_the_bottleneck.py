@@ -1,0 +1,96 @@
+"""Checks for profiling/fix-the-bottleneck, run in the grading process."""
+import math
+
+import pytest
+
+import scenario
+from grader.harness import profiling
+from grader.harness.checking import check, fail
+
+# Original step over the learner's, the median of per-round ratios (see profiling.speedup). Measured on a
+# loaded 2-core CPU (load average 12): vectorized fix 4.7-6.0x, unchanged step 1.00-1.20x.
+MIN_SPEEDUP = {"cpu": 2.0, "cuda": 2.0}
+
+
+def _of(observed, kind):
+    return [e for e in observed["events"] if e["event"] == kind]
+
+
+def _at(event):
+    return f" (line {event['line']})" if event.get("line") else ""
+
+
+@pytest.fixture(scope="module")
+def reference(run):
+    model, optimizer, loss_fn, batches = scenario.build(run["seed"], run["device"])
+    losses = [float(scenario.slow_train_step(model, optimizer, loss_fn, x, y)) for x, y in batches]
+    return {"losses": losses, "params_after": scenario.params(model)}
+
+
+@check("profiler-used")
+def test_step_profiled_with_labels(observed):
+    entered = _of(observed, "profile.enter")
+    if not entered:
+        fail("find_bottleneck never started torch.profiler.profile: run the steps inside "
+             "`with torch.profiler.profile(...) as prof:`.")
+    calls = _of(observed, "call")
+    if not any(c["profiling"] for c in calls):
+        fail(f"The profiler started{_at(entered[0])}, but train_step's preprocess never ran while it was "
+             "active: call train_step inside the `with profile(...)` block.", entered[0].get("line"))
+    labels = {e["label"] for e in _of(observed, "label.enter") if e["profiling"]}
+    if len(labels) < 2:
+        found = f" (only {sorted(labels)[0]!r})" if labels else ""
+        fail(f"The profiled steps had fewer than two labelled regions{found}. Wrap the parts of train_step in "
+             "`with record_function('preprocess'):`, `with record_function('forward'):` and so on, so the "
+             "table shows where the time goes.")
+
+
+@check("names-bottleneck")
+def test_names_the_real_bottleneck(observed):
+    named = observed["named"]
+    if named is None:
+        fail(f"find_bottleneck returned {observed['named_type']}; return the label of the slowest region "
+             "(a string).")
+    calls = _of(observed, "call")
+    if not calls:
+        fail("train_step never called preprocess, so the grader could not see where its time went.")
+    share = sum(c["seconds"] for c in calls)
+    where = {tuple(c["labels"]) for c in calls}
+    innermost = {labels[-1] if labels else None for labels in where}
+    if innermost == {None}:
+        fail("preprocess, where the original step spends its time, ran outside every labelled region: "
+             "put it in a `with record_function(...)` block of its own.")
+    if named not in innermost:
+        enclosing = sorted({label for labels in where for label in labels[:-1]})
+        hint = (f" '{named}' encloses it, along with everything else in that region; name the innermost one."
+                if named in enclosing else "")
+        fail(f"You named '{named}', but the original step spends its time ({share * 1000:.0f} ms over "
+             f"{len(calls)} calls) in preprocess, which ran in the region "
+             f"'{sorted(x for x in innermost if x)[0]}'.{hint}")
+
+
+@check("same-result")
+def test_fixed_step_computes_the_same(observed, reference):
+    losses = observed["losses"]
+    for i, (got, want) in enumerate(zip(losses, reference["losses"])):
+        if got is None:
+            fail(f"train_step returned something that is not a loss on step {i + 1}; return loss.detach().")
+        if not math.isclose(got, want, rel_tol=1e-4, abs_tol=1e-6):
+            fail(f"Step {i + 1}: your train_step's loss is {got:.6g}, the original step's is {want:.6g}. "
+                 "The fix must compute the same standardization.")
+    for name, want in reference["params_after"].items():
+        got = observed["params_after"][name]
+        diff = float((got - want).abs().max())
+        if not diff <= 1e-4 * max(1.0, float(want.abs().max())):
+            fail(f"After {len(losses)} steps the weights differ from the original step's by up to {diff:.3g} "
+                 f"(in '{name}').")
+
+
+@check("faster")
+def test_fixed_step_is_faster(observed, run):
+    ratio = profiling.speedup(observed["slow_s"], observed["fast_s"])
+    need = MIN_SPEEDUP[run["device"]]
+    if not ratio >= need:
+        fail(f"In the grader's timing (median of {len(observed['fast_s'])} alternating rounds), the original step "
+             f"took {ratio:.2f}x as long as yours; yours needs to be at least {need:g}x faster. The time "
+             "goes into the Python loop over samples.")

@@ -1,0 +1,30 @@
+# mistake: labels the regions and fixes the step, but never runs the profiler (the answer is a guess)
+# expect-fail: profiler-used
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function
+
+LABELS = ("preprocess", "forward", "backward", "optimizer")
+
+
+def preprocess(x):
+    """Standardize each sample (row) to mean 0, standard deviation 1."""
+    return (x - x.mean(dim=1, keepdim=True)) / (x.std(dim=1, keepdim=True) + 1e-5)
+
+
+def train_step(model, optimizer, loss_fn, x, y):
+    with record_function("preprocess"):
+        x = preprocess(x)
+    with record_function("forward"):
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+    with record_function("backward"):
+        loss.backward()
+    with record_function("optimizer"):
+        optimizer.step()
+    return loss.detach()
+
+
+def find_bottleneck(model, optimizer, loss_fn, batches):
+    for x, y in batches:
+        train_step(model, optimizer, loss_fn, x, y)
+    return "preprocess"
