@@ -8,9 +8,10 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
+from playwright.sync_api import Page
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "artifacts" / "browser"
@@ -24,9 +25,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _flask(env: dict[str, str], *args: str, **kwargs) -> subprocess.Popen | subprocess.CompletedProcess:
+def _flask(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "flask", "--app", "academy", *args], env=env, cwd=REPO,
-                          capture_output=True, text=True, timeout=120, check=True, **kwargs)
+                          capture_output=True, text=True, timeout=120, check=True)
 
 
 @pytest.fixture(scope="session")
@@ -36,7 +37,8 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     instance = tmp_path_factory.mktemp("academy-instance")
     env = {**os.environ, "DLA_INSTANCE": str(instance), "DLA_SANDBOX": "local", "DLA_GRADING_WORKERS": "2",
            "PYTHONUNBUFFERED": "1"}
-    env.pop("DATABASE_URL", None)
+    for name in ("DATABASE_URL", "REDIS_URL", "DLA_EXERCISES", "SECRET_KEY"):
+        env.pop(name, None)
     _flask(env, "init-db")
     _flask(env, "create-user", INSTRUCTOR[0], "--instructor", "--password", INSTRUCTOR[1])
     port = _free_port()
@@ -76,11 +78,11 @@ def browser_context_args(browser_context_args: dict) -> dict:
 
 
 @pytest.fixture
-def shoot() -> "callable":
+def shoot() -> Callable[[Page, str], Path]:
     """shoot(page, name): a full-page screenshot under artifacts/browser/ (ignored by git)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
 
-    def _shoot(page, name: str) -> Path:  # noqa: ANN001
+    def _shoot(page: Page, name: str) -> Path:
         path = ARTIFACTS / f"{name}.png"
         page.screenshot(path=str(path), full_page=True)
         return path

@@ -80,6 +80,11 @@ def test_learner_journey(page: Page, live_server: str, shoot) -> None:  # noqa: 
     # Reset to starter, then fix it through the editor API and pass.
     page.get_by_role("button", name="Reset to starter").click()
     assert "optimizer.step()" in editor_text(page)
+    page.keyboard.press("Control+z")  # the reset is one undoable edit (the editor has focus)
+    assert editor_text(page) == WRONG
+    page.keyboard.press("Control+End")
+    page.keyboard.press("Tab")  # Tab indents inside the editor instead of leaving it
+    assert editor_text(page) == WRONG + "    "
     page.evaluate("code => window.academyEditor.setCode(code)", SOLUTION)
     page.get_by_role("button", name=re.compile("^Submit")).click()
     expect(page.locator("#result-summary")).to_have_text("All checks passed. Well done!", timeout=90_000)

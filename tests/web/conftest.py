@@ -21,7 +21,10 @@ EXERCISE = "mixed-precision/amp-step"
 
 
 @pytest.fixture
-def make_app(tmp_path: Path) -> Iterator:
+def make_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator:
+    # The embedded defaults, whatever the calling shell has set.
+    for name in ("DATABASE_URL", "REDIS_URL", "DLA_INSTANCE", "DLA_SANDBOX", "DLA_EXERCISES", "SECRET_KEY"):
+        monkeypatch.delenv(name, raising=False)
     apps: list[Flask] = []
 
     def _make(**config: Any) -> Flask:
@@ -31,7 +34,9 @@ def make_app(tmp_path: Path) -> Iterator:
         return app
     yield _make
     for app in apps:
-        app.extensions["academy.jobs"].pool.shutdown(wait=True)
+        pool = getattr(app.extensions["academy.jobs"], "pool", None)  # the thread runner's
+        if pool is not None:
+            pool.shutdown(wait=True)
 
 
 @pytest.fixture
@@ -47,7 +52,7 @@ def exercises_copy(tmp_path: Path) -> Path:
     return target
 
 
-class Browser:
+class WebSession:
     """A test client that keeps the CSRF token like the real pages do."""
 
     def __init__(self, client: FlaskClient):
@@ -65,7 +70,7 @@ class Browser:
         headers = {"X-CSRF-Token": self.csrf(), **kwargs.pop("headers", {})}
         return self.client.open(url, method=method, json=json, headers=headers, **kwargs)
 
-    def guest(self) -> "Browser":
+    def guest(self) -> "WebSession":
         self.post("/auth/guest")
         return self
 
@@ -77,12 +82,12 @@ class Browser:
 
 
 @pytest.fixture
-def browser(app: Flask) -> Browser:
-    return Browser(app.test_client())
+def web(app: Flask) -> WebSession:
+    return WebSession(app.test_client())
 
 
-def new_browser(app: Flask) -> Browser:
-    return Browser(app.test_client())
+def new_session(app: Flask) -> WebSession:
+    return WebSession(app.test_client())
 
 
 def wait_for(app: Flask, submission_id: int, timeout: float = 120) -> Submission:

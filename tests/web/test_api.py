@@ -2,11 +2,13 @@
 swapped for a recording job runner here; tests/web/test_grading.py grades for real."""
 from __future__ import annotations
 
+import re
+
 from sqlalchemy import select
 
 from academy.db import get_session
 from academy.models import Submission, User
-from tests.web.conftest import EXERCISE, new_browser
+from tests.web.conftest import EXERCISE, new_session
 
 
 class RecordingRunner:
@@ -29,15 +31,15 @@ def recording(app) -> RecordingRunner:  # noqa: ANN001
     return runner
 
 
-def test_submission_is_stored_as_queued_before_it_is_enqueued(browser, app) -> None:  # noqa: ANN001
+def test_submission_is_stored_as_queued_before_it_is_enqueued(web, app) -> None:  # noqa: ANN001
     runner = recording(app)
-    browser.guest()
-    response = browser.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": "print('hi')\n"})
+    web.guest()
+    response = web.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": "print('hi')\n"})
     assert response.status_code == 202
     assert response.json == {"id": 1, "status": "queued"}
     assert response.headers["Location"].endswith("/api/submissions/1")
     assert runner.seen == [("grade_submission", 1, "queued")]
-    body = browser.api("GET", "/api/submissions/1").json
+    body = web.api("GET", "/api/submissions/1").json
     assert body["status"] == "queued" and body["result"] is None and body["exercise"] == EXERCISE
 
 
@@ -51,12 +53,12 @@ def test_api_needs_a_user(app) -> None:  # noqa: ANN001
     assert bad.status_code == 401
 
 
-def test_session_calls_need_csrf_and_bearer_calls_do_not(browser, app) -> None:  # noqa: ANN001
+def test_session_calls_need_csrf_and_bearer_calls_do_not(web, app) -> None:  # noqa: ANN001
     recording(app)
-    browser.signup("ada@example.org")
-    no_csrf = browser.client.post("/api/submissions", json={"exercise": EXERCISE, "code": "x = 1"})
+    web.signup("ada@example.org")
+    no_csrf = web.client.post("/api/submissions", json={"exercise": EXERCISE, "code": "x = 1"})
     assert no_csrf.status_code == 400 and "CSRF" in no_csrf.json["error"]
-    page = browser.post("/auth/tokens", data={"name": "t"}).get_data(as_text=True)
+    page = web.post("/auth/tokens", data={"name": "t"}).get_data(as_text=True)
     token = page.split("<code>dla_", 1)[1].split("</code>", 1)[0]
     script = app.test_client()
     ok = script.post("/api/submissions", json={"exercise": EXERCISE, "code": "x = 1"},
@@ -64,62 +66,62 @@ def test_session_calls_need_csrf_and_bearer_calls_do_not(browser, app) -> None: 
     assert ok.status_code == 202
 
 
-def test_bad_requests_get_plain_json_errors(browser, app) -> None:  # noqa: ANN001
+def test_bad_requests_get_plain_json_errors(web, app) -> None:  # noqa: ANN001
     recording(app)
-    browser.guest()
-    unknown = browser.api("POST", "/api/submissions", {"exercise": "nope/none", "code": "x"})
+    web.guest()
+    unknown = web.api("POST", "/api/submissions", {"exercise": "nope/none", "code": "x"})
     assert unknown.status_code == 404 and unknown.json == {"error": "There is no exercise 'nope/none'."}
-    assert browser.api("POST", "/api/submissions", ["not", "an", "object"]).status_code == 400
-    assert browser.api("POST", "/api/submissions", {"exercise": EXERCISE}).json["error"].startswith('"code"')
-    assert browser.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": 5}).status_code == 400
-    assert browser.api("POST", "/api/submissions", {"exercise": 5, "code": "x"}).status_code == 400
-    nul = browser.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": "x\x00"})
+    assert web.api("POST", "/api/submissions", ["not", "an", "object"]).status_code == 400
+    assert web.api("POST", "/api/submissions", {"exercise": EXERCISE}).json["error"].startswith('"code"')
+    assert web.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": 5}).status_code == 400
+    assert web.api("POST", "/api/submissions", {"exercise": 5, "code": "x"}).status_code == 400
+    nul = web.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": "x\x00"})
     assert nul.status_code == 400 and "NUL" in nul.json["error"]
-    assert browser.api("GET", "/api/nothing-here").status_code == 404
-    assert browser.api("GET", "/api/nothing-here").json["error"]
+    assert web.api("GET", "/api/nothing-here").status_code == 404
+    assert web.api("GET", "/api/nothing-here").json["error"]
     with app.app_context():
         assert get_session().scalar(select(Submission)) is None
 
 
-def test_size_limits_answer_413(browser, app) -> None:  # noqa: ANN001
+def test_size_limits_answer_413(web, app) -> None:  # noqa: ANN001
     recording(app)
-    browser.guest()
+    web.guest()
     code = "#" * (256 * 1024 + 1)  # fits the request limit, not the code limit
-    too_big = browser.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": code})
+    too_big = web.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": code})
     assert too_big.status_code == 413 and "256 KB" in too_big.json["error"]
-    huge = browser.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": "#" * (400 * 1024)})
+    huge = web.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": "#" * (400 * 1024)})
     assert huge.status_code == 413 and "256 KB" in huge.json["error"]
-    exact = browser.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": "#" * (256 * 1024)})
+    exact = web.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": "#" * (256 * 1024)})
     assert exact.status_code == 202
 
 
-def test_rate_limit_answers_429_with_retry_after(browser, make_app) -> None:  # noqa: ANN001
+def test_rate_limit_answers_429_with_retry_after(web, make_app) -> None:  # noqa: ANN001
     app = make_app(SUBMISSION_RATE=(3, 60))
     recording(app)
-    learner = new_browser(app).guest()
+    learner = new_session(app).guest()
     for _ in range(3):
         assert learner.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": "x"}).status_code == 202
     limited = learner.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": "x"})
     assert limited.status_code == 429
     assert 50 <= int(limited.headers["Retry-After"]) <= 60
     assert "at most 3 per 60 s" in limited.json["error"]
-    other = new_browser(app).guest()  # the limit is per user
+    other = new_session(app).guest()  # the limit is per user
     assert other.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": "x"}).status_code == 202
 
 
-def test_learners_see_only_their_own_submissions(browser, app) -> None:  # noqa: ANN001
+def test_learners_see_only_their_own_submissions(web, app) -> None:  # noqa: ANN001
     recording(app)
-    browser.guest()
-    browser.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": "secret = 1"})
-    other = new_browser(app).guest()
+    web.guest()
+    web.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": "secret = 1"})
+    other = new_session(app).guest()
     hidden = other.api("GET", "/api/submissions/1")
     assert hidden.status_code == 404 and "secret" not in hidden.get_data(as_text=True)
     assert other.api("GET", "/api/submissions").json == {"submissions": []}
-    assert len(browser.api("GET", "/api/submissions").json["submissions"]) == 1
+    assert len(web.api("GET", "/api/submissions").json["submissions"]) == 1
     with app.app_context():
         get_session().add(User(email="t@example.org", role="instructor"))
         get_session().commit()
-    teacher = new_browser(app)
+    teacher = new_session(app)
     teacher.client.get("/")
     with teacher.client.session_transaction() as session:
         session["user_id"] = 3
@@ -130,3 +132,46 @@ def test_exercise_list_is_public(app) -> None:  # noqa: ANN001
     listed = app.test_client().get("/api/exercises").json["exercises"]
     amp = next(e for e in listed if e["id"] == EXERCISE)
     assert amp["entry"] == "train_step" and len(amp["checks"]) == 6
+
+
+def test_openapi_file_documents_every_api_route(app) -> None:  # noqa: ANN001
+    import yaml
+
+    from tests.web.conftest import REPO
+    spec = yaml.safe_load((REPO / "docs" / "openapi.yaml").read_text())
+    documented = {(path, method) for path, ops in spec["paths"].items() for method in ops}
+    for rule in app.url_map.iter_rules():
+        if rule.rule.startswith("/api/"):
+            path = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule.rule).replace("{submission_id}", "{id}") \
+                .replace("{exercise_id}", "{exercise}")
+            for method in rule.methods - {"HEAD", "OPTIONS"}:
+                assert (path, method.lower()) in documented, f"{method} {path} is missing from docs/openapi.yaml"
+
+
+PUBLIC = {"index", "static", "auth.signup", "auth.signin", "auth.guest", "auth.signout", "api.list_exercises"}
+SAMPLE_ARGS = {"lesson_id": "mixed-precision", "number": 1, "question_id": "vanishing-gradients",
+               "submission_id": 1, "exercise_id": EXERCISE, "token_id": 1}
+
+
+def test_every_route_checks_who_is_asking(web, app) -> None:  # noqa: ANN001
+    """Walks the URL map: nothing outside PUBLIC answers a stranger, nothing instructor-only a learner."""
+    recording(app)
+    checked = 0
+    learner = new_session(app).guest()
+    for rule in app.url_map.iter_rules():
+        if rule.endpoint in PUBLIC:
+            continue
+        url = rule.rule
+        for name in rule.arguments:
+            url = url.replace(f"<{name}>", str(SAMPLE_ARGS[name]))
+            url = re.sub(rf"<\w+:{name}>", str(SAMPLE_ARGS[name]), url)
+        for method in rule.methods - {"HEAD", "OPTIONS"}:
+            stranger = web.api(method, url, {"code": "x", "exercise": EXERCISE})
+            if rule.endpoint.startswith("api."):
+                assert stranger.status_code == 401, (method, url)
+            else:
+                assert stranger.status_code == 302 and "/auth/signin" in stranger.location, (method, url)
+            if rule.endpoint.startswith("instructor."):
+                assert learner.api(method, url, {}).status_code == 403, (method, url)
+            checked += 1
+    assert checked >= 15

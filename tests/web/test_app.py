@@ -40,7 +40,8 @@ def test_starting_twice_keeps_the_data(make_app) -> None:  # noqa: ANN001
 
 def test_cli_init_db_create_user_and_token(tmp_path) -> None:  # noqa: ANN001
     env = {**os.environ, "DLA_INSTANCE": str(tmp_path / "inst"), "DLA_SANDBOX": "local"}
-    env.pop("DATABASE_URL", None)
+    for name in ("DATABASE_URL", "REDIS_URL", "DLA_EXERCISES", "SECRET_KEY"):
+        env.pop(name, None)
 
     def flask(*args: str, input: str | None = None) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "flask", "--app", "academy", *args], env=env, cwd=REPO,
@@ -72,15 +73,15 @@ def test_cli_init_db_create_user_and_token(tmp_path) -> None:  # noqa: ANN001
     app.extensions["academy.jobs"].pool.shutdown()
 
 
-def test_cookies_are_secure_httponly_and_samesite(browser) -> None:  # noqa: ANN001
-    response = browser.post("/auth/guest")
+def test_cookies_are_secure_httponly_and_samesite(web) -> None:  # noqa: ANN001
+    response = web.post("/auth/guest")
     assert response.status_code == 302
     cookie = response.headers["Set-Cookie"]
     assert "Secure" in cookie and "HttpOnly" in cookie and "SameSite=Lax" in cookie
 
 
-def test_security_headers(browser) -> None:  # noqa: ANN001
-    response = browser.client.get("/")
+def test_security_headers(web) -> None:  # noqa: ANN001
+    response = web.client.get("/")
     assert response.headers["X-Frame-Options"] == "DENY"
     assert "default-src 'self'" in response.headers["Content-Security-Policy"]
     assert response.headers["X-Content-Type-Options"] == "nosniff"

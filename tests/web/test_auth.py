@@ -7,25 +7,25 @@ from sqlalchemy import select
 
 from academy.db import get_session
 from academy.models import LessonProgress, QuizAnswer, User
-from tests.web.conftest import LESSON, new_browser
+from tests.web.conftest import LESSON, new_session
 
 
-def test_signup_signin_signout(browser, app) -> None:  # noqa: ANN001
-    assert browser.signup("Ada@Example.org").status_code == 302
-    assert "ada@example.org" in browser.client.get("/").get_data(as_text=True)
-    browser.post("/auth/signout")
-    assert "Sign in" in browser.client.get("/").get_data(as_text=True)
-    wrong = browser.signin("ada@example.org", "wrong-password")
+def test_signup_signin_signout(web, app) -> None:  # noqa: ANN001
+    assert web.signup("Ada@Example.org").status_code == 302
+    assert "ada@example.org" in web.client.get("/").get_data(as_text=True)
+    web.post("/auth/signout")
+    assert "Sign in" in web.client.get("/").get_data(as_text=True)
+    wrong = web.signin("ada@example.org", "wrong-password")
     assert wrong.status_code == 401 and "Wrong email or password" in wrong.get_data(as_text=True)
-    assert browser.signin("ADA@example.org").status_code == 302
+    assert web.signin("ADA@example.org").status_code == 302
     with app.app_context():
         user = get_session().scalar(select(User))
         assert user.password_hash.startswith("scrypt:") and "password123" not in user.password_hash
 
 
-def test_signup_errors_are_plain_and_keep_the_email(browser) -> None:  # noqa: ANN001
-    browser.signup("ada@example.org")
-    other = new_browser(browser.client.application)
+def test_signup_errors_are_plain_and_keep_the_email(web) -> None:  # noqa: ANN001
+    web.signup("ada@example.org")
+    other = new_session(web.client.application)
     taken = other.signup("ada@example.org")
     assert taken.status_code == 400 and "already exists" in taken.get_data(as_text=True)
     short = other.signup("bob@example.org", "short")
@@ -35,13 +35,13 @@ def test_signup_errors_are_plain_and_keep_the_email(browser) -> None:  # noqa: A
     assert "valid email" in bad.get_data(as_text=True)
 
 
-def test_guest_becomes_an_account_and_keeps_progress(browser, app) -> None:  # noqa: ANN001
-    browser.guest()
-    browser.client.get(f"/lessons/{LESSON}/5")
-    browser.post(f"/lessons/{LESSON}/quiz/vanishing-gradients", data={"choice": "0"})
+def test_guest_becomes_an_account_and_keeps_progress(web, app) -> None:  # noqa: ANN001
+    web.guest()
+    web.client.get(f"/lessons/{LESSON}/5")
+    web.post(f"/lessons/{LESSON}/quiz/vanishing-gradients", data={"choice": "0"})
     with app.app_context():
         guest_id = get_session().scalar(select(User.id).where(User.is_guest.is_(True)))
-    assert browser.signup("grace@example.org").status_code == 302
+    assert web.signup("grace@example.org").status_code == 302
     with app.app_context():
         db = get_session()
         user = db.get(User, guest_id)
@@ -50,13 +50,13 @@ def test_guest_becomes_an_account_and_keeps_progress(browser, app) -> None:  # n
         assert db.scalar(select(QuizAnswer.correct).where(QuizAnswer.user_id == guest_id)) is True
         assert db.scalar(select(User.id).where(User.is_guest.is_(True))) is None
     # Signing in again later reaches the same progress.
-    browser.post("/auth/signout")
-    browser.signin("grace@example.org")
-    assert browser.client.get(f"/lessons/{LESSON}").location.endswith(f"/lessons/{LESSON}/5")
+    web.post("/auth/signout")
+    web.signin("grace@example.org")
+    assert web.client.get(f"/lessons/{LESSON}").location.endswith(f"/lessons/{LESSON}/5")
 
 
-def test_forms_without_csrf_token_are_refused(browser, app) -> None:  # noqa: ANN001
-    client = browser.client
+def test_forms_without_csrf_token_are_refused(web, app) -> None:  # noqa: ANN001
+    client = web.client
     client.get("/")
     refused = client.post("/auth/signup", data={"email": "eve@example.org", "password": "password123"})
     assert refused.status_code == 400 and "CSRF" in refused.get_data(as_text=True)
@@ -66,32 +66,32 @@ def test_forms_without_csrf_token_are_refused(browser, app) -> None:  # noqa: AN
         assert get_session().scalar(select(User)) is None
 
 
-def test_api_tokens_on_the_account_page(browser) -> None:  # noqa: ANN001
-    browser.signup("ada@example.org")
-    page = browser.post("/auth/tokens", data={"name": "laptop"}).get_data(as_text=True)
+def test_api_tokens_on_the_account_page(web) -> None:  # noqa: ANN001
+    web.signup("ada@example.org")
+    page = web.post("/auth/tokens", data={"name": "laptop"}).get_data(as_text=True)
     token = re.search(r"<code>(dla_[^<]+)</code>", page).group(1)
-    anonymous = browser.client.application.test_client()
+    anonymous = web.client.application.test_client()
     bearer = {"Authorization": f"Bearer {token}"}
     assert anonymous.get("/api/progress", headers=bearer).json["user"] == "ada@example.org"
-    listed = browser.client.get("/auth/account").get_data(as_text=True)
+    listed = web.client.get("/auth/account").get_data(as_text=True)
     assert "laptop" in listed and token not in listed  # shown once, never again
     token_id = re.search(r"/auth/tokens/(\d+)/revoke", listed).group(1)
-    browser.post(f"/auth/tokens/{token_id}/revoke")
+    web.post(f"/auth/tokens/{token_id}/revoke")
     revoked = anonymous.get("/api/progress", headers=bearer)
     assert revoked.status_code == 401 and "not valid" in revoked.json["error"]
 
 
-def test_guests_cannot_create_tokens(browser) -> None:  # noqa: ANN001
-    browser.guest()
-    assert browser.post("/auth/tokens", data={"name": "x"}).status_code == 403
+def test_guests_cannot_create_tokens(web) -> None:  # noqa: ANN001
+    web.guest()
+    assert web.post("/auth/tokens", data={"name": "x"}).status_code == 403
 
 
-def test_next_parameter_only_redirects_within_the_site(browser) -> None:  # noqa: ANN001
-    browser.signup("ada@example.org")
-    browser.post("/auth/signout")
-    response = browser.post("/auth/signin", data={"email": "ada@example.org", "password": "password123",
+def test_next_parameter_only_redirects_within_the_site(web) -> None:  # noqa: ANN001
+    web.signup("ada@example.org")
+    web.post("/auth/signout")
+    response = web.post("/auth/signin", data={"email": "ada@example.org", "password": "password123",
                                                   "next": "//evil.example/"})
     assert response.location == "/"
-    response = browser.post("/auth/signin", data={"email": "ada@example.org", "password": "password123",
+    response = web.post("/auth/signin", data={"email": "ada@example.org", "password": "password123",
                                                   "next": f"/lessons/{LESSON}/3"})
     assert response.location == f"/lessons/{LESSON}/3"

@@ -1,0 +1,146 @@
+"""The JSON API (docs/openapi.yaml): submissions, drafts, progress. Session cookie + CSRF header, or Bearer."""
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+from typing import Any
+
+from flask import Blueprint, abort, current_app, g, jsonify, request, url_for
+from flask.typing import ResponseReturnValue
+from sqlalchemy import func, select
+
+from academy import jobs, progress
+from academy.content import get_content
+from academy.db import get_session
+from academy.models import Draft, Submission, utcnow
+from academy.security import login_required
+from grader.course import Exercise
+from grader.grading import MAX_CODE_BYTES
+
+bp = Blueprint("api", __name__, url_prefix="/api")
+
+
+def submission_json(submission: Submission) -> dict[str, Any]:
+    return {"id": submission.id, "exercise": submission.exercise_id, "status": submission.status,
+            "created_at": submission.created_at.isoformat() + "Z",
+            "started_at": submission.started_at.isoformat() + "Z" if submission.started_at else None,
+            "finished_at": submission.finished_at.isoformat() + "Z" if submission.finished_at else None,
+            "error": submission.error_message, "result": submission.result}
+
+
+def _json_body() -> dict[str, Any]:
+    data = request.get_json(silent=True)
+    if not isinstance(data, dict):
+        abort(400, description='Send a JSON object, e.g. {"exercise": "...", "code": "..."}.')
+    return data
+
+
+def _code_field(data: dict[str, Any]) -> str:
+    code = data.get("code")
+    if not isinstance(code, str):
+        abort(400, description='"code" must be a string of Python source.')
+    if len(code.encode("utf-8")) > MAX_CODE_BYTES:
+        abort(413, description=f"The code is larger than {MAX_CODE_BYTES // 1024} KB.")
+    if "\x00" in code:
+        abort(400, description="The code contains a NUL character; send Python source text.")
+    return code
+
+
+def _exercise_or_404(exercise_id: Any) -> Exercise:
+    if not isinstance(exercise_id, str):
+        abort(400, description='"exercise" must be an exercise id such as "mixed-precision/amp-step".')
+    try:
+        return get_content().exercise(exercise_id)
+    except KeyError:
+        abort(404, description=f"There is no exercise '{exercise_id}'.")
+
+
+def _retry_after() -> int | None:
+    """Seconds until this user may submit again, or None when under the per-user limit."""
+    limit, window_s = current_app.config["SUBMISSION_RATE"]
+    since = utcnow() - timedelta(seconds=window_s)
+    recent = get_session().scalars(select(Submission.created_at).where(
+        Submission.user_id == g.user.id, Submission.created_at > since)
+        .order_by(Submission.created_at.desc()).limit(limit)).all()
+    if len(recent) < limit:
+        return None
+    return max(1, math.ceil((recent[-1] + timedelta(seconds=window_s) - utcnow()).total_seconds()))
+
+
+@bp.post("/submissions")
+@login_required
+def create_submission() -> ResponseReturnValue:
+    data = _json_body()
+    exercise = _exercise_or_404(data.get("exercise"))
+    code = _code_field(data)
+    wait = _retry_after()
+    if wait is not None:
+        limit, window_s = current_app.config["SUBMISSION_RATE"]
+        response = jsonify(error=f"Too many submissions: at most {limit} per {window_s} s. "
+                                 f"Try again in {wait} s.")
+        response.status_code, response.headers["Retry-After"] = 429, str(wait)
+        return response
+    db = get_session()
+    submission = Submission(user_id=g.user.id, exercise_id=exercise.id, code=code, status="queued")
+    db.add(submission)
+    db.commit()  # stored before grading starts: a crash from here on cannot lose it
+    jobs.enqueue(submission.id)
+    response = jsonify(id=submission.id, status="queued")
+    response.status_code = 202
+    response.headers["Location"] = url_for("api.get_submission", submission_id=submission.id)
+    return response
+
+
+@bp.get("/submissions/<int:submission_id>")
+@login_required
+def get_submission(submission_id: int) -> ResponseReturnValue:
+    submission = get_session().get(Submission, submission_id)
+    # Someone else's submission answers 404, not 403: ids of other learners' work are not confirmed.
+    if submission is None or (submission.user_id != g.user.id and not g.user.is_instructor):
+        abort(404, description="There is no such submission of yours.")
+    return jsonify(submission_json(submission))
+
+
+@bp.get("/submissions")
+@login_required
+def list_submissions() -> ResponseReturnValue:
+    query = select(Submission).where(Submission.user_id == g.user.id)
+    if request.args.get("exercise"):
+        query = query.where(Submission.exercise_id == request.args["exercise"])
+    rows = get_session().scalars(query.order_by(Submission.id.desc()).limit(50)).all()
+    return jsonify(submissions=[submission_json(s) for s in rows])
+
+
+@bp.put("/drafts/<path:exercise_id>")
+@login_required
+def save_draft(exercise_id: str) -> ResponseReturnValue:
+    exercise = _exercise_or_404(exercise_id)
+    code = _code_field(_json_body())
+    db = get_session()
+    draft = db.scalar(select(Draft).where(Draft.user_id == g.user.id, Draft.exercise_id == exercise.id))
+    if draft is None:
+        db.add(Draft(user_id=g.user.id, exercise_id=exercise.id, code=code))
+    else:
+        draft.code = code
+    db.commit()
+    return "", 204
+
+
+@bp.get("/progress")
+@login_required
+def get_progress() -> ResponseReturnValue:
+    content = get_content()
+    statuses = progress.course_status(g.user, content.course.lessons)
+    passed = progress.passed_exercises(g.user)
+    attempts = dict(get_session().execute(select(Submission.exercise_id, func.count()).where(
+        Submission.user_id == g.user.id).group_by(Submission.exercise_id)).all())
+    return jsonify(user=g.user.display_name, lessons=[s.as_json() for s in statuses],
+                   exercises=[{"id": ex_id, "passed": ex_id in passed, "attempts": attempts.get(ex_id, 0)}
+                              for ex_id in content.course.exercises])
+
+
+@bp.get("/exercises")
+def list_exercises() -> ResponseReturnValue:
+    return jsonify(exercises=[{"id": ex.id, "title": ex.title, "entry": ex.entry, "params": list(ex.params),
+                               "checks": [{"id": c.id, "title": c.title} for c in ex.checks]}
+                              for ex in get_content().course.exercises.values()])

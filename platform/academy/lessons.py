@@ -1,0 +1,98 @@
+"""Learner pages: the course, one lesson step at a time, and the quick-check quiz."""
+from __future__ import annotations
+
+from flask import Blueprint, abort, g, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
+from sqlalchemy import select
+
+from academy import progress
+from academy.content import get_content
+from academy.db import get_session
+from academy.models import Draft, QuizAnswer, Submission
+from academy.security import login_required
+from grader.course import ExerciseStep, Lesson, Quiz
+
+bp = Blueprint("lessons", __name__, url_prefix="/lessons")
+
+
+def course() -> ResponseReturnValue:  # the site's front page, registered at "/"
+    content = get_content()
+    return render_template("lessons/course.html", course=content.course,
+                           statuses=progress.course_status(g.user, content.course.lessons))
+
+
+def _lesson_or_404(lesson_id: str) -> Lesson:
+    try:
+        return get_content().lesson(lesson_id)
+    except KeyError:
+        abort(404, description=f"There is no lesson '{lesson_id}'.")
+
+
+@bp.route("/<lesson_id>")
+@login_required
+def resume(lesson_id: str) -> ResponseReturnValue:
+    lesson = _lesson_or_404(lesson_id)
+    row = progress.get_position(g.user, lesson.id)
+    number = min(row.position, len(lesson.steps)) if row else 1
+    return redirect(url_for("lessons.step", lesson_id=lesson.id, number=number))
+
+
+@bp.route("/<lesson_id>/<int:number>")
+@login_required
+def step(lesson_id: str, number: int) -> ResponseReturnValue:
+    content = get_content()
+    lesson = _lesson_or_404(lesson_id)
+    if not 1 <= number <= len(lesson.steps):
+        abort(404, description=f"Lesson '{lesson.id}' has steps 1 to {len(lesson.steps)}.")
+    progress.record_visit(g.user, lesson.id, number)
+    current = lesson.steps[number - 1]
+    context = {"lesson": lesson, "number": number, "step": current, "html": content.step_html(current),
+               "status": progress.lesson_status(g.user, lesson)}
+    if isinstance(current, ExerciseStep):
+        context["editor"] = _editor_state(current)
+    elif isinstance(current, Quiz):
+        context["answers"] = _latest_answers(lesson, current)
+    return render_template("lessons/step.html", **context)
+
+
+def _editor_state(current: ExerciseStep) -> dict:
+    exercise = current.exercise
+    db = get_session()
+    draft = db.scalar(select(Draft).where(Draft.user_id == g.user.id, Draft.exercise_id == exercise.id))
+    latest = db.scalar(select(Submission.id).where(Submission.user_id == g.user.id,
+                                                   Submission.exercise_id == exercise.id)
+                       .order_by(Submission.id.desc()).limit(1))
+    return {"exercise": exercise.id, "starter": exercise.starter_code(),
+            "code": draft.code if draft else exercise.starter_code(), "latest": latest,
+            "checks": [{"id": c.id, "title": c.title} for c in exercise.checks]}
+
+
+def _latest_answers(lesson: Lesson, quiz: Quiz) -> dict[str, QuizAnswer]:
+    rows = get_session().scalars(select(QuizAnswer).where(QuizAnswer.user_id == g.user.id,
+                                                          QuizAnswer.lesson_id == lesson.id)
+                                 .order_by(QuizAnswer.id)).all()
+    return {row.question_id: row for row in rows}  # the newest answer per question wins
+
+
+@bp.post("/<lesson_id>/quiz/<question_id>")
+@login_required
+def answer(lesson_id: str, question_id: str) -> ResponseReturnValue:
+    """Grade one quiz answer on the server: the page never holds the correct option before this."""
+    lesson = _lesson_or_404(lesson_id)
+    quiz = lesson.quiz
+    question = next((q for q in quiz.questions if q.id == question_id), None) if quiz else None
+    if question is None:
+        abort(404, description="There is no such quiz question.")
+    try:
+        choice = int(request.form["choice"])
+        question.options[choice]
+        if choice < 0:
+            raise ValueError
+    except (KeyError, ValueError, IndexError):
+        abort(400, description="Choose one of the options.")
+    db = get_session()
+    db.add(QuizAnswer(user_id=g.user.id, lesson_id=lesson.id, question_id=question.id, choice=choice,
+                      correct=choice == question.answer))
+    db.commit()
+    number = next(i for i, s in enumerate(lesson.steps, 1) if s is quiz)
+    return redirect(url_for("lessons.step", lesson_id=lesson.id, number=number, _anchor=f"q-{question.id}"))

@@ -1,0 +1,382 @@
+"""Grading on RQ workers: when REDIS_URL is set, jobs go to Redis instead of the web process's threads.
+
+    REDIS_URL=redis://host:6379/0 python -m academy.queue worker     # one worker; start as many as you like
+
+A web request stores the submission as "queued", then `RQRunner.submit` enqueues `perform("grade_submission",
+id)` under the job id "submission-ID". Any number of workers on any number of hosts consume the queue;
+each grades with the best sandbox it has (docker with a warm pool, on the GPU when there is one).
+
+Nothing is lost, using RQ's own machinery:
+- a job raising or running past DLA_JOB_TIMEOUT fails; its failure callback stores status "error";
+- a worker killed mid-job leaves its job in RQ's StartedJobRegistry; once the job's heartbeat expires the
+  registry cleanup of any live worker retries it once (RQ `Retry`) and then fails it (same callback);
+- Redis restarted empty, or unreachable when the web app enqueued: every worker's maintenance pass
+  (`recover_lost_jobs`, on start and every DLA_QUEUE_SWEEP_S) re-enqueues stored rows that are still
+  queued/running but have no live job. Job ids are unique (RQ `unique=True`), so enqueueing twice is harmless.
+
+Workers are RQ SimpleWorkers: the job runs in the worker process itself, so the Flask app and the warm
+container pool are made once per worker process, not per job.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import sys
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Callable
+
+import click
+from flask import Flask, current_app
+from redis import Redis
+from redis.exceptions import RedisError
+from rq import Callback, Queue, Retry, SimpleWorker
+from rq.exceptions import AbandonedJobError, DuplicateJobError, NoSuchJobError
+from rq.job import Job, JobStatus
+from rq.timeouts import JobTimeoutException
+from sqlalchemy import select
+
+log = logging.getLogger(__name__)
+
+# Job kinds a queued job may name, and the prefix of their RQ job ids ("submission-12").
+JOB_KINDS = {"grade_submission": "submission", "validate_exercise_run": "validation"}
+LIVE_STATES = {JobStatus.QUEUED, JobStatus.STARTED, JobStatus.SCHEDULED, JobStatus.DEFERRED,
+               JobStatus.CREATED, JobStatus.READY_TO_ENQUEUE}
+RECOVERY_LOCK = "academy:recovery-lock"
+
+
+@dataclass(frozen=True)
+class QueueSettings:
+    """Queue configuration: app.config first, then the environment, then these defaults."""
+    redis_url: str
+    queue_name: str = "grading"
+    job_timeout_s: int = 300  # one grade is seconds; cold containers and slow GPUs stay far below this
+    retries: int = 1  # a job whose worker died is run once more, then finished as "error"
+    sweep_s: int = 60  # how often an idle worker runs RQ's registry cleanup and `recover_lost_jobs`
+    heartbeat_grace_s: int = 60  # a started job counts as abandoned job_timeout + this after its start
+    recover_after_s: int = 10  # a queued row younger than this may still be on its way to Redis
+    pool_size: int = 2  # warm sandbox containers per worker (docker only; 0 = cold containers)
+
+    @classmethod
+    def from_app(cls, app: Flask) -> QueueSettings | None:
+        def get(key: str, env: str) -> str | None:
+            value = app.config.get(key)
+            return str(value) if value not in (None, "") else (os.environ.get(env) or None)
+
+        url = get("REDIS_URL", "REDIS_URL")
+        if not url:
+            return None
+        numbers = {field: int(value) for field, key in (
+            ("job_timeout_s", "JOB_TIMEOUT"), ("retries", "JOB_RETRIES"), ("sweep_s", "QUEUE_SWEEP_S"),
+            ("heartbeat_grace_s", "HEARTBEAT_GRACE_S"), ("recover_after_s", "RECOVER_AFTER_S"),
+            ("pool_size", "POOL_SIZE"))
+            if (value := get(f"DLA_{key}", f"DLA_{key}")) is not None}
+        return cls(redis_url=url, queue_name=get("DLA_QUEUE", "DLA_QUEUE") or "grading", **numbers)
+
+    def connect(self) -> Redis:
+        # Short timeouts: a web request must not hang when Redis is away (the row is safe in the database).
+        return Redis.from_url(self.redis_url, socket_connect_timeout=3, socket_timeout=10,
+                              health_check_interval=30)
+
+
+def job_id(kind: str, object_id: int) -> str:
+    return f"{JOB_KINDS[kind]}-{object_id}"
+
+
+class RQRunner:
+    """The JobRunner of academy.jobs that puts jobs on an RQ queue instead of running them here."""
+
+    def __init__(self, app: Flask, settings: QueueSettings):
+        self.app = app
+        self.settings = settings
+        self.connection = settings.connect()
+        self.queue = Queue(settings.queue_name, connection=self.connection)
+
+    def submit(self, job: Callable[[int], None], object_id: int) -> None:
+        """Enqueue `job(object_id)` unless a live job for that object exists already.
+
+        Never raises for Redis trouble: the row is already committed as queued, and a worker's
+        recovery pass enqueues it once Redis answers again.
+        """
+        try:
+            self.enqueue(job.__name__, object_id)
+        except RedisError as exc:
+            log.warning("Redis unreachable (%s): %s %s stays queued in the database until a worker "
+                        "recovers it", exc, job.__name__, object_id)
+
+    def enqueue(self, kind: str, object_id: int) -> bool:
+        """Put one job on the queue; False when a live job for it was already there."""
+        if kind not in JOB_KINDS:
+            raise ValueError(f"unknown job kind {kind!r}")
+        ident = job_id(kind, object_id)
+        for _attempt in range(2):
+            try:
+                self.queue.enqueue(
+                    perform, kind, object_id, job_id=ident, unique=True,
+                    job_timeout=self.settings.job_timeout_s,
+                    retry=Retry(max=self.settings.retries) if self.settings.retries > 0 else None,
+                    on_failure=Callback(on_job_failure), meta={"retries": self.settings.retries},
+                    result_ttl=0,  # the verdict lives in the database
+                    failure_ttl=7 * 24 * 3600,  # failed jobs stay inspectable (`rq info`) for a week
+                    description=f"{kind}({object_id})")
+                return True
+            except DuplicateJobError:
+                # The id is taken: by a live job (nothing to do) or by a finished/failed one from an
+                # earlier round whose row went back to queued (drop it and enqueue afresh).
+                try:
+                    old = Job.fetch(ident, connection=self.connection)
+                except NoSuchJobError:
+                    continue
+                if old.get_status() in LIVE_STATES:
+                    return False
+                old.delete()
+        return False
+
+    def job_status(self, kind: str, object_id: int) -> JobStatus | None:
+        try:
+            return Job.fetch(job_id(kind, object_id), connection=self.connection).get_status()
+        except NoSuchJobError:
+            return None
+
+
+def init_queue(app: Flask) -> RQRunner | None:
+    """An RQRunner when REDIS_URL is configured (app.config or environment), else None."""
+    settings = QueueSettings.from_app(app)
+    return RQRunner(app, settings) if settings else None
+
+
+# -- the worker side -------------------------------------------------------------------------------
+
+_worker_app: Flask | None = None
+
+
+def create_queued_app(requeue: bool = True) -> Flask:
+    """`create_app()` grading on RQ: what gunicorn serves in the compose stack (`academy.queue:create_queued_app()`).
+
+    Unfinished submissions go (back) on the queue at start, as with the in-process runner; job ids are
+    unique, so several web processes starting together enqueue each of them once.
+    """
+    from academy import create_app, jobs
+
+    app = create_app({"REQUEUE_ON_START": False})
+    install_runner(app)
+    if requeue:
+        jobs.requeue_unfinished(app)
+    return app
+
+
+def worker_app() -> Flask:
+    """The Flask app of this worker process: made once, on first use, and reused by every job."""
+    global _worker_app
+    if _worker_app is None:
+        # The worker recovers unfinished rows through its own maintenance pass (`recover_lost_jobs`).
+        _worker_app = create_queued_app(requeue=False)
+    return _worker_app
+
+
+def install_runner(app: Flask) -> RQRunner:
+    """Make `app` enqueue on RQ (until academy.jobs.init_app does this itself through init_queue)."""
+    runner = app.extensions.get("academy.jobs")
+    if not isinstance(runner, RQRunner):
+        runner = init_queue(app)
+        if runner is None:
+            raise click.ClickException("Set REDIS_URL (e.g. redis://localhost:6379/0) to use the queue.")
+        app.extensions["academy.jobs"] = runner
+    return runner
+
+
+def perform(kind: str, object_id: int) -> None:
+    """The RQ job: run academy.jobs.<kind>(object_id) inside the worker's app context."""
+    from academy import jobs
+
+    if kind not in JOB_KINDS:
+        raise ValueError(f"unknown job kind {kind!r}")
+    with worker_app().app_context():
+        getattr(jobs, kind)(object_id)
+
+
+def failure_message(exc_type: type[BaseException] | None, job: Job) -> str:
+    if exc_type is not None and issubclass(exc_type, AbandonedJobError):
+        tries = 1 + int(job.meta.get("retries", 0))  # the callback only sees a job's last failure
+        return (f"Grading stopped because the grading machine went away ({tries} "
+                f"{'try' if tries == 1 else 'tries'}). Your code is saved: submit it again.")
+    if exc_type is not None and issubclass(exc_type, JobTimeoutException):
+        return (f"Grading took longer than {job.timeout} s and was stopped. Your code is saved: "
+                f"submit it again.")
+    name = exc_type.__name__ if exc_type else "unknown error"
+    return f"The grader failed ({name}). Your code is saved; try again later."
+
+
+def on_job_failure(job: Job, connection: Redis, exc_type: Any, exc_value: Any, traceback: Any) -> None:
+    """RQ failure callback: the last failure of a job ends its row as "error" (earlier ones are retried)."""
+    if job.retries_left:
+        return  # RQ puts it back on the queue
+    kind, object_id = job.args
+    with worker_app().app_context():
+        finish_as_error(kind, object_id, failure_message(exc_type, job))
+
+
+def finish_as_error(kind: str, object_id: int, message: str) -> bool:
+    """Store `message` as the failure of an unfinished row (in an app context); False if it had finished."""
+    from academy.db import get_session
+    from academy.models import Submission, ValidationRun, utcnow
+
+    db = get_session()
+    if kind == "grade_submission":
+        submission = db.get(Submission, object_id)
+        if submission is None or submission.status not in ("queued", "running"):
+            return False
+        submission.status, submission.error_message, submission.finished_at = "error", message, utcnow()
+    else:
+        run = db.get(ValidationRun, object_id)
+        if run is None or run.status not in ("queued", "running"):
+            return False
+        run.status, run.report, run.finished_at = "error", message, utcnow()
+    db.commit()
+    log.warning("%s %s finished as error: %s", kind, object_id, message)
+    return True
+
+
+def recover_lost_jobs(app: Flask, runner: RQRunner) -> dict[str, int]:
+    """Give every unfinished row a live job: re-enqueue the ones Redis lost, fail the ones RQ failed.
+
+    Rows younger than recover_after_s are skipped: their web request may be about to enqueue them.
+    """
+    from academy.db import get_session
+    from academy.models import Submission, ValidationRun, utcnow
+
+    counts = {"requeued": 0, "failed": 0}
+    cutoff = utcnow() - timedelta(seconds=runner.settings.recover_after_s)
+    with app.app_context():
+        db = get_session()
+        pending = [("grade_submission", row_id) for row_id in db.scalars(select(Submission.id).where(
+            Submission.status.in_(("queued", "running")), Submission.created_at <= cutoff)
+            .order_by(Submission.id))]
+        pending += [("validate_exercise_run", row_id) for row_id in db.scalars(select(ValidationRun.id).where(
+            ValidationRun.status.in_(("queued", "running")), ValidationRun.created_at <= cutoff)
+            .order_by(ValidationRun.id))]
+        db.rollback()  # end the read transaction before the slow part
+        for kind, object_id in pending:
+            status = runner.job_status(kind, object_id)
+            if status in LIVE_STATES:
+                continue
+            if status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
+                # RQ gave up on it but the callback never stored that (e.g. it could not reach the database).
+                if finish_as_error(kind, object_id, "Grading could not finish. Your code is saved: submit it again."):
+                    counts["failed"] += 1
+            elif runner.enqueue(kind, object_id):
+                counts["requeued"] += 1
+    if any(counts.values()):
+        log.warning("recovery: %(requeued)d unfinished job(s) re-enqueued, %(failed)d finished as error", counts)
+    return counts
+
+
+class GradingWorker(SimpleWorker):
+    """An RQ SimpleWorker (jobs run in this process, next to its app and warm pool) that also recovers
+    lost jobs on every maintenance pass."""
+
+    runner: RQRunner
+    app: Flask
+
+    def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
+        # How long after its start a job of a dead worker counts as abandoned (RQ's default grace is 60 s).
+        if job.timeout is None or job.timeout < 0:
+            return super().get_heartbeat_ttl(job, working_time)
+        return int(job.timeout) + self.runner.settings.heartbeat_grace_s
+
+    def run_maintenance_tasks(self) -> None:
+        super().run_maintenance_tasks()  # RQ: abandoned jobs are retried or failed here
+        # One worker at a time; the lock expires before the next pass of any worker.
+        if self.connection.set(RECOVERY_LOCK, self.name, nx=True, ex=max(1, self.runner.settings.sweep_s - 1)):
+            try:
+                recover_lost_jobs(self.app, self.runner)
+            except Exception:  # noqa: BLE001 - a database hiccup must not stop the worker; next pass retries
+                log.exception("recovery pass failed")
+
+
+def start_warm_pool(app: Flask, size: int) -> Any:
+    """A warm container pool when this worker grades with docker; None for the local sandbox."""
+    from sandbox import get_sandbox
+
+    if size < 1 or app.config["SANDBOX"] == "local":
+        return None
+    sandbox = get_sandbox(app.config["SANDBOX"], hide=[app.instance_path])
+    if sandbox.name != "docker":
+        return None
+    from sandbox.pool import WarmPool
+
+    return WarmPool(size=size).start()
+
+
+def describe_sandbox(app: Flask, pool: Any) -> str:
+    from sandbox import get_sandbox
+    from sandbox.docker import host_has_gpu
+
+    sandbox = get_sandbox(app.config["SANDBOX"], hide=[app.instance_path])
+    where = "GPU host" if host_has_gpu() else "no GPU"
+    warm = f", warm pool of {pool.size}" if pool is not None else ""
+    return f"{sandbox.name} sandbox{warm}, {where}"
+
+
+def run_worker(app: Flask, *, burst: bool = False, name: str | None = None, pool_size: int | None = None) -> None:
+    """Consume the grading queue until stopped (SIGTERM/Ctrl-C finish the current job first)."""
+    global _worker_app
+    runner = install_runner(app)
+    _worker_app = app
+    settings = runner.settings
+    pool = start_warm_pool(app, settings.pool_size if pool_size is None else pool_size)
+    try:
+        worker = GradingWorker(
+            [runner.queue], connection=runner.connection, name=name or f"{socket.gethostname()}.{os.getpid()}",
+            maintenance_interval=settings.sweep_s,
+            # An idle worker wakes from its blocking dequeue every worker_ttl - 15 s: once per sweep.
+            worker_ttl=settings.sweep_s + 15)
+        worker.runner, worker.app = runner, app
+        click.echo(f"worker {worker.name}: queue '{settings.queue_name}' on {redacted(settings.redis_url)}, "
+                   f"{describe_sandbox(app, pool)}", err=True)
+        worker.work(burst=burst, logging_level=os.environ.get("DLA_WORKER_LOG", "INFO"))
+    finally:
+        if pool is not None:
+            pool.close()
+
+
+def redacted(url: str) -> str:
+    """The Redis URL without its password, for logs."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.password:
+        return url.replace(f":{parts.password}@", ":***@")
+    return url
+
+
+@click.command("worker")
+@click.option("--burst", is_flag=True, help="Quit when the queue is empty (for scripts and tests).")
+@click.option("--name", help="Worker name shown by `rq info` (default HOST.PID).")
+@click.option("--pool", "pool_size", type=int, help="Warm sandbox containers (docker only; default DLA_POOL_SIZE or 2).")
+def worker_command(burst: bool, name: str | None, pool_size: int | None) -> None:
+    """Grade queued submissions from Redis (REDIS_URL) with the best sandbox of this host."""
+    run_worker(current_app._get_current_object(), burst=burst, name=name, pool_size=pool_size)  # type: ignore[attr-defined]
+
+
+@click.group()
+def main() -> None:
+    """python -m academy.queue worker: an RQ grading worker (configured by the environment, like the app)."""
+
+
+@main.command("worker")
+@click.option("--burst", is_flag=True, help="Quit when the queue is empty (for scripts and tests).")
+@click.option("--name", help="Worker name shown by `rq info` (default HOST.PID).")
+@click.option("--pool", "pool_size", type=int, help="Warm sandbox containers (docker only; default DLA_POOL_SIZE or 2).")
+def standalone_worker(burst: bool, name: str | None, pool_size: int | None) -> None:
+    """Grade queued submissions from Redis (REDIS_URL) with the best sandbox of this host."""
+    run_worker(worker_app(), burst=burst, name=name, pool_size=pool_size)
+
+
+if __name__ == "__main__":
+    # Run the importable copy of this module: RQ names jobs and callbacks as academy.queue.*, and the
+    # worker's app must live in that module, not in __main__.
+    from academy import queue as academy_queue
+
+    sys.exit(academy_queue.main())

@@ -1,0 +1,115 @@
+"""Who is asking, and may they: the current user (session cookie or Bearer token), CSRF, role checks."""
+from __future__ import annotations
+
+import functools
+import hashlib
+import hmac
+import secrets
+from typing import Any, Callable
+
+from flask import Flask, Response, abort, g, jsonify, redirect, request, session, url_for
+from sqlalchemy import select
+
+from academy.db import get_session
+from academy.models import ApiToken, User, utcnow
+
+TOKEN_PREFIX = "dla_"
+UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def new_api_token(user: User, name: str) -> str:
+    """Create a token for `user` (caller commits) and return it: the only time it is visible."""
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    get_session().add(ApiToken(user=user, name=name, token_hash=hash_token(token), prefix=token[:10]))
+    return token
+
+
+def csrf_token() -> str:
+    if "csrf" not in session:
+        session["csrf"] = secrets.token_urlsafe(32)
+    return session["csrf"]
+
+
+def wants_json() -> bool:
+    return request.blueprint == "api"
+
+
+def _load_user() -> None:
+    g.user = None
+    g.via_token = False
+    header = request.headers.get("Authorization", "")
+    if header.startswith("Bearer "):
+        db = get_session()
+        token = db.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(header[7:].strip())))
+        if token is None:
+            return _deny(401, "The API token is not valid (it may have been revoked).")
+        token.last_used_at = utcnow()
+        db.commit()
+        g.user, g.via_token = token.user, True
+        return None
+    user_id = session.get("user_id")
+    if user_id is not None:
+        g.user = get_session().get(User, user_id)
+        if g.user is None:  # the account was deleted: forget the stale cookie
+            session.clear()
+    return None
+
+
+def _check_csrf() -> Any:
+    # Bearer calls carry no ambient credential a third-party page could borrow, so they need no token.
+    if request.method not in UNSAFE_METHODS or g.via_token:
+        return None
+    sent = request.headers.get("X-CSRF-Token") or request.form.get("csrf_token", "")
+    expected = session.get("csrf")
+    if not expected or not hmac.compare_digest(sent, expected):
+        return _deny(400, "The form expired or did not come from this site (CSRF check failed). "
+                          "Reload the page and try again.")
+    return None
+
+
+def _deny(status: int, message: str) -> Any:
+    if wants_json():
+        return jsonify(error=message), status
+    abort(status, description=message)
+
+
+def login_required(view: Callable) -> Callable:
+    @functools.wraps(view)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        if g.user is None:
+            if wants_json():
+                return jsonify(error="Sign in or send an API token (Authorization: Bearer ...)."), 401
+            return redirect(url_for("auth.signin", next=request.full_path.rstrip("?")))
+        return view(*args, **kwargs)
+    return wrapped
+
+
+def instructor_required(view: Callable) -> Callable:
+    @functools.wraps(view)
+    @login_required
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        if not g.user.is_instructor:
+            return _deny(403, "This page is for instructors.")
+        return view(*args, **kwargs)
+    return wrapped
+
+
+def init_app(app: Flask) -> None:
+    app.before_request(_load_user)
+    app.before_request(_check_csrf)
+    app.jinja_env.globals["csrf_token"] = csrf_token
+
+    @app.after_request
+    def _security_headers(response: Response) -> Response:
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        # Everything is served by the app itself; inline scripts are not used.
+        response.headers.setdefault("Content-Security-Policy",
+                                    "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+                                    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+        return response

@@ -1,0 +1,209 @@
+// Lesson pages: arrow-key paging, and on exercise steps the editor, drafts, submitting and the verdict.
+// All text from the server is inserted with textContent, never as HTML.
+"use strict";
+
+(function () {
+  const csrf = document.querySelector('meta[name="csrf-token"]').content;
+
+  // ← and → page through the lesson, except while typing in the editor or a form field.
+  document.addEventListener("keydown", (event) => {
+    if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
+    if (event.target.closest(".cm-editor, input, textarea, select, [contenteditable]")) return;
+    const link = { ArrowLeft: "prev", ArrowRight: "next" }[event.key];
+    const target = link && document.getElementById(link);
+    if (target) { event.preventDefault(); window.location.href = target.href; }
+  });
+
+  const dataNode = document.getElementById("exercise-data");
+  if (!dataNode) return;
+  const data = JSON.parse(dataNode.textContent);
+  const resultBox = document.getElementById("result");
+  const submitButton = document.getElementById("submit-code");
+  const draftState = document.getElementById("draft-state");
+
+  function api(method, url, body, extra) {
+    return fetch(url, Object.assign({
+      method,
+      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf, Accept: "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: "same-origin",
+    }, extra || {}));
+  }
+
+  // Drafts: saved on the server shortly after each change, and on leaving the page.
+  let draftTimer = null;
+  let draftDirty = false;
+  function saveDraft(keepalive) {
+    if (!draftDirty) return;
+    draftDirty = false;
+    clearTimeout(draftTimer);
+    draftState.textContent = "Saving draft…";
+    api("PUT", "/api/drafts/" + data.exercise, { code: editor.getCode() }, { keepalive: !!keepalive })
+      .then((r) => { draftState.textContent = r.ok ? "Draft saved" : "Draft not saved (" + r.status + ")"; })
+      .catch(() => { draftState.textContent = "Draft not saved (offline?)"; draftDirty = true; });
+  }
+
+  const editor = window.AcademyEditor.create(document.getElementById("editor"), {
+    doc: data.code,
+    onSubmit: () => submit(),
+    onChange: () => {
+      draftDirty = true;
+      clearTimeout(draftTimer);
+      draftTimer = setTimeout(saveDraft, 700);
+    },
+  });
+  window.academyEditor = editor; // for scripts and browser tests
+  window.addEventListener("pagehide", () => saveDraft(true));
+
+  document.getElementById("reset-code").addEventListener("click", () => {
+    editor.setCode(data.starter);
+    editor.markLines([]);
+    draftState.textContent = "Reset to the starter code (Ctrl+Z undoes it).";
+    editor.focus();
+  });
+  submitButton.addEventListener("click", () => submit());
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = text;
+    return node;
+  }
+
+  function showMessage(kind, text) {
+    clearInterval(ticking);
+    resultBox.hidden = false;
+    resultBox.replaceChildren(el("p", "flash " + kind, text));
+  }
+
+  let ticking = null;
+  function showProgress(status, startedAt) {
+    clearInterval(ticking);
+    const line = el("p", "progress-line");
+    const label = status === "running" ? "Running your code" : "Queued";
+    const render = () => {
+      line.textContent = label + "… " + ((Date.now() - startedAt) / 1000).toFixed(1) + " s";
+    };
+    render();
+    ticking = setInterval(render, 100);
+    resultBox.hidden = false;
+    resultBox.dataset.status = status;
+    resultBox.replaceChildren(el("div", "spinner"), line);
+  }
+
+  const SUMMARY = {
+    passed: "All checks passed. Well done!",
+    timeout: "Your code ran out of time.",
+    killed: "Your code was stopped (it used too much memory or too many resources).",
+    error: "Your code could not be checked.",
+    "infra-error": "The grader failed; your submission is saved.",
+  };
+
+  function showResult(sub) {
+    clearInterval(ticking);
+    submitButton.disabled = false;
+    resultBox.hidden = false;
+    resultBox.dataset.status = sub.status;
+    const nodes = [];
+    const result = sub.result;
+    if (!result) {
+      nodes.push(el("p", "flash error", sub.error || "Grading failed; your submission is saved. Try again."));
+      resultBox.replaceChildren(...nodes);
+      return;
+    }
+    const passedCount = result.checks.filter((c) => c.passed).length;
+    const summary = result.status === "failed"
+      ? passedCount + " of " + result.checks.length + " checks passed."
+      : SUMMARY[result.status] || result.status;
+    const head = el("h2", "summary " + (result.passed ? "pass" : "fail"), summary);
+    head.id = "result-summary";
+    nodes.push(head);
+    if (result.error) nodes.push(el("p", "flash error error-message", result.error.message));
+    const list = el("ul", "checks");
+    const lines = [];
+    for (const check of result.checks) {
+      const item = el("li", "check " + (check.passed ? "pass" : "fail"));
+      item.dataset.check = check.id;
+      item.append(el("span", "mark", check.passed ? "✔" : "✘"), el("strong", null, check.title));
+      if (!check.passed) {
+        if (check.message) item.append(el("p", "message", check.message));
+        if (check.line) {
+          lines.push(check.line);
+          const jump = el("button", "link line-link", "line " + check.line);
+          jump.type = "button";
+          jump.addEventListener("click", () => editor.markLines([check.line]));
+          const message = item.querySelector(".message");
+          if (message) message.append(" ", jump); else item.append(jump);
+        }
+        if (check.hint) item.append(el("p", "hint", "Hint: " + check.hint));
+      }
+      list.append(item);
+    }
+    if (result.error && result.error.line) lines.push(result.error.line);
+    nodes.push(list);
+    for (const note of result.notes || []) nodes.push(el("p", "note muted", note));
+    if (result.output) {
+      const details = el("details", "output");
+      details.append(el("summary", null, "Output of your code" + (result.output_truncated ? " (truncated)" : "")),
+        el("pre", "code", result.output));
+      nodes.push(details);
+    }
+    nodes.push(el("p", "muted", "Graded in " + result.duration_s.toFixed(1) + " s on " + result.device +
+      " (" + result.sandbox + " sandbox)."));
+    resultBox.replaceChildren(...nodes);
+    editor.markLines(lines);
+  }
+
+  async function follow(id, startedAt) {
+    // Polling (not SSE): each poll is one short request, so no web worker is held while grading runs.
+    for (;;) {
+      let response;
+      try {
+        response = await api("GET", "/api/submissions/" + id);
+      } catch (e) {
+        await new Promise((r) => setTimeout(r, 2000));
+        continue;
+      }
+      if (!response.ok) { showMessage("error", "Could not fetch the result (" + response.status + ")."); break; }
+      const sub = await response.json();
+      if (sub.status === "done" || sub.status === "error") { showResult(sub); break; }
+      if (resultBox.dataset.status !== sub.status) showProgress(sub.status, startedAt);
+      await new Promise((r) => setTimeout(r, 600));
+    }
+    submitButton.disabled = false;
+  }
+
+  async function submit() {
+    if (submitButton.disabled) return;
+    submitButton.disabled = true;
+    saveDraft();
+    editor.markLines([]);
+    const startedAt = Date.now();
+    showProgress("queued", startedAt);
+    let response;
+    try {
+      response = await api("POST", "/api/submissions", { exercise: data.exercise, code: editor.getCode() });
+    } catch (e) {
+      clearInterval(ticking);
+      submitButton.disabled = false;
+      showMessage("error", "Could not reach the server. Your code is still in the editor; try again.");
+      return;
+    }
+    const body = await response.json().catch(() => ({}));
+    if (response.status !== 202) {
+      clearInterval(ticking);
+      submitButton.disabled = false;
+      showMessage("error", body.error || "Submitting failed (" + response.status + ").");
+      return;
+    }
+    await follow(body.id, startedAt);
+  }
+
+  if (data.latest) {
+    api("GET", "/api/submissions/" + data.latest).then((r) => r.ok ? r.json() : null).then((sub) => {
+      if (!sub) return;
+      if (sub.status === "done" || sub.status === "error") showResult(sub);
+      else { submitButton.disabled = true; follow(sub.id, Date.parse(sub.created_at)); }
+    });
+  }
+})();
