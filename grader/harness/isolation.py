@@ -14,8 +14,8 @@ it must happen before any multi-threaded tensor op, or the child can deadlock). 
 
 Inside the grading container (sandbox/docker.py) namespaces and mounts are not permitted: the
 container itself has no network, a read-only root file system and its own PID namespace, and it is
-single-use. There the harness runs as uid 0 with every capability dropped except SETUID/SETGID (and
-no-new-privileges), so the child can still drop to its own uid: it cannot read the checks (root's,
+single-use. There the harness runs as uid 0 with every capability dropped except SETUID, SETGID and KILL
+(and no-new-privileges), so the child can still drop to its own uid: it cannot read the checks (root's,
 mode 0700), signal or trace the grading process, or write anywhere but its private scratch folder on
 the container's /tmp; when it is done every process of its uid is killed.
 
@@ -192,6 +192,10 @@ def _confine(libc: _Libc, limits: Limits, hide: list[Path], keep: list[Path], as
     cpu = int(limits.time_s) + 2
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    try:  # if memory runs out for the whole container, the kernel kills the learner's processes first
+        Path("/proc/self/oom_score_adj").write_text("1000")
+    except OSError:
+        pass
     resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
     if as_root:
         resource.setrlimit(resource.RLIMIT_NPROC, (limits.max_processes, limits.max_processes))
@@ -347,8 +351,8 @@ def _kill(grandchild: int | None, middle: int) -> None:
         if pid:
             try:
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            except (ProcessLookupError, PermissionError):
+                pass  # without CAP_KILL the learner's uid is swept by _kill_uid after the middle dies
     try:
         os.killpg(middle, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

@@ -95,8 +95,8 @@ def main() -> int:
         import traceback
 
         traceback.print_exc()
-        verdict = {"status": "infra-error", "error": {"kind": "infra", "line": None,
-                                                      "message": f"The grader itself failed: {type(exc).__name__}: {exc}"}}
+        message = f"The grader itself failed: {type(exc).__name__}: {exc}"
+        verdict = {"status": "infra-error", "error": {"kind": "infra", "line": None, "message": message}}
     _send(out, verdict)
     return 0
 

@@ -16,7 +16,7 @@ from tests.conftest import EXERCISES
 AMP = EXERCISES / "mixed-precision" / "amp-step"
 SOLUTION = (AMP / "solution.py").read_text()
 LIMIT = load_course().exercises["mixed-precision/amp-step"].time_limit_s
-GRACE = 8  # seconds over the time limit: torch import in the grading process plus the checks
+GRACE = 10  # seconds over the time limit: torch import in the grading process plus the checks
 
 
 def grade(code: str) -> dict:

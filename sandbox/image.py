@@ -1,0 +1,78 @@
+"""What goes into the grader image, and whether a built image is still current.
+
+The image holds the `grader` package and, per exercise, only `exercise.yaml` and `checks/`: never a
+reference solution, a starter or a mistake. `sandbox/build-images` assembles the build context with
+`write_context`; the docker sandbox compares the image's `dla.content` label with `content_fingerprint()`
+so it never grades with checks older than the ones on disk.
+
+    python -m sandbox.image context DEST   # write the build context, print its fingerprint
+    python -m sandbox.image fingerprint    # print the fingerprint of the current files
+"""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+CPU_IMAGE = "dla-grader:cpu"
+CUDA_IMAGE = "dla-grader:cuda"
+CONTENT_LABEL = "dla.content"
+EXERCISES_IN_IMAGE = "/opt/grader/exercises"
+
+
+def _course_root() -> Path:
+    from grader.course import default_root
+
+    return default_root()
+
+
+def image_files() -> dict[str, Path]:
+    """Path inside the build context -> file on this machine, for everything the image holds."""
+    files: dict[str, Path] = {"Dockerfile": Path(__file__).with_name("Dockerfile")}
+    package = REPO_ROOT / "grader"
+    for path in sorted(package.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".json", ".ini"):
+            files[f"grader/{path.relative_to(package).as_posix()}"] = path
+    course = _course_root()
+    for meta in sorted(course.rglob("exercise.yaml")):
+        folder = meta.parent
+        wanted = [meta] + sorted(p for p in (folder / "checks").rglob("*")
+                                 if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+        for path in wanted:
+            files[f"exercises/{path.relative_to(course).as_posix()}"] = path
+    return files
+
+
+def content_fingerprint(files: dict[str, Path] | None = None) -> str:
+    """A hash of every file name and content that goes into the image."""
+    digest = hashlib.sha256()
+    for name, path in sorted((files or image_files()).items()):
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:20]
+
+
+def write_context(dest: Path) -> str:
+    """Copy the image's files into the (empty or missing) folder `dest`; returns their fingerprint."""
+    files = image_files()
+    for name, path in files.items():
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    return content_fingerprint(files)
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["context"] and len(argv) == 2:
+        print(write_context(Path(argv[1])))
+        return 0
+    if argv == ["fingerprint"]:
+        print(content_fingerprint())
+        return 0
+    print(__doc__.split("\n\n")[-1], file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,73 @@
+"""Docker-sandbox tests run against a real Docker Engine and the CPU grader image.
+
+The session starts the engine (sandbox/ensure-engine) and builds or refreshes the image
+(sandbox/build-images, seconds when cached). They are skipped, with the reason printed, only when no
+engine can run here at all; a failing image build is an error, not a skip.
+"""
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from tests.conftest import REPO
+
+
+def _engine_problem() -> str | None:
+    """Why no Docker Engine can run here, or None when one answers (after starting it if needed)."""
+    try:
+        proc = subprocess.run([str(REPO / "sandbox" / "ensure-engine")], capture_output=True, text=True,
+                              timeout=180)
+    except subprocess.TimeoutExpired:
+        return "sandbox/ensure-engine: no engine answered within 180 s"
+    if proc.returncode != 0:
+        return f"no Docker Engine can run here: {proc.stderr.strip()[-500:]}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def docker_image() -> str:
+    """The CPU grader image, current with this checkout's grader and exercise files."""
+    problem = _engine_problem()
+    if problem:
+        print(f"\nSKIPPING docker-sandbox tests: {problem}")
+        pytest.skip(problem)
+    from sandbox.docker import DockerSandbox
+
+    if not DockerSandbox().available()[0]:
+        proc = subprocess.run([str(REPO / "sandbox" / "build-images")], capture_output=True, text=True,
+                              timeout=900)
+        assert proc.returncode == 0, f"sandbox/build-images failed:\n{proc.stderr[-3000:]}"
+    ok, why = DockerSandbox().available()
+    assert ok, why
+    return DockerSandbox().image
+
+
+def grading_containers() -> list[str]:
+    """Every grading container the engine knows, running or not."""
+    from sandbox.docker import CONTAINER_LABEL
+
+    out = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={CONTAINER_LABEL}"],
+                         capture_output=True, text=True, check=True).stdout
+    return out.split()
+
+
+def wait_no_grading_containers(timeout: float = 20) -> list[str]:
+    deadline = time.monotonic() + timeout
+    while (left := grading_containers()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+@pytest.fixture(scope="package")
+def warm_pool(docker_image):
+    """A warm pool for this folder's tests (while it runs, this process's docker sandbox uses it);
+    closing it must leave no container behind."""
+    from sandbox.pool import WarmPool
+
+    pool = WarmPool(size=2).start()
+    assert pool.wait_warm(), "the warm pool never got warm"
+    yield pool
+    pool.close()
+    assert wait_no_grading_containers() == []

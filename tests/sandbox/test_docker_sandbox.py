@@ -1,0 +1,100 @@
+"""The docker sandbox for real: the image's contents, the container's hardening flags, cold grading
+through `grader check --sandbox docker|auto`, and refusing an image built from other files."""
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from grader.course import load_course
+from sandbox.docker import Container, ContainerSpec, DockerSandbox
+from tests.conftest import EXERCISES, run_grader
+from tests.sandbox.conftest import wait_no_grading_containers
+
+pytestmark = pytest.mark.docker
+AMP = EXERCISES / "mixed-precision" / "amp-step"
+
+
+def in_image(image: str, *command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["docker", "run", "--rm", "--network", "none", "--entrypoint", command[0], image,
+                           *command[1:]], capture_output=True, text=True, timeout=60)
+
+
+def test_image_holds_checks_but_no_solution_starter_or_mistake(docker_image):
+    files = in_image(docker_image, "find", "/opt/grader/exercises", "-type", "f").stdout.split()
+    names = {f.rsplit("/", 1)[-1] for f in files}
+    assert "exercise.yaml" in names and "probe.py" in names
+    assert not {"solution.py", "starter.py"} & names
+    assert not [f for f in files if "/mistakes/" in f]
+    everywhere = in_image(docker_image, "find", "/", "-xdev", "-name", "solution.py").stdout.split()
+    assert everywhere == []
+
+
+def test_checks_are_root_only_in_the_image(docker_image):
+    mode = in_image(docker_image, "stat", "-c", "%U %a", "/opt/grader/exercises").stdout.split()
+    assert mode == ["root", "700"]
+
+
+def test_container_flags_are_the_hardened_ones(docker_image):
+    container = Container(ContainerSpec(image=docker_image, memory_mb=1536))
+    try:
+        container.wait_ready()
+        info = json.loads(subprocess.run(["docker", "inspect", container.name], capture_output=True,
+                                         check=True).stdout)[0]
+    finally:
+        container.close()
+    host = info["HostConfig"]
+    assert host["NetworkMode"] == "none"
+    assert host["ReadonlyRootfs"] is True
+    assert host["CapDrop"] == ["ALL"]
+    assert sorted(c.removeprefix("CAP_") for c in host["CapAdd"]) == ["KILL", "SETGID", "SETUID"]
+    assert "no-new-privileges" in host["SecurityOpt"]
+    assert host["Memory"] == host["MemorySwap"] == 1536 * 1024 * 1024
+    assert host["PidsLimit"] == 256 and host["NanoCpus"] == 10 ** 9
+    assert host["LogConfig"]["Type"] == "none"
+    assert set(host["Tmpfs"]) == {"/tmp", "/run/grader"} and "size=64m" in host["Tmpfs"]["/tmp"]
+    assert host["Binds"] in (None, [])
+    assert wait_no_grading_containers() == []
+
+
+@pytest.mark.parametrize("sandbox", ["docker", "auto"])
+def test_grader_check_grades_in_a_container(docker_image, sandbox):
+    proc = run_grader("check", "mixed-precision/amp-step", str(AMP / "solution.py"), "--json",
+                      "--sandbox", sandbox)
+    result = json.loads(proc.stdout)
+    assert proc.returncode == 0, result
+    assert result["passed"] and result["sandbox"] == "docker"
+    assert any("single-use container" in note for note in result["notes"])
+    assert wait_no_grading_containers() == []
+
+
+def test_a_mistake_fails_in_the_container_exactly_as_declared(docker_image):
+    exercise = load_course().exercises["mixed-precision/amp-step"]
+    mistake = exercise.mistakes()[0]
+    proc = run_grader("check", exercise.id, str(mistake.path), "--json", "--sandbox", "docker")
+    result = json.loads(proc.stdout)
+    assert proc.returncode == 1 and result["sandbox"] == "docker"
+    assert {c["id"] for c in result["checks"] if not c["passed"]} == set(mistake.expect_fail)
+
+
+def test_an_image_built_from_other_files_is_refused(docker_image, tmp_path, monkeypatch):
+    copy = tmp_path / "exercises"
+    shutil.copytree(EXERCISES, copy)
+    probe = copy / "mixed-precision" / "amp-step" / "checks" / "probe.py"
+    probe.write_text(probe.read_text() + "\n# changed after the image was built\n")
+    monkeypatch.setenv("DLA_EXERCISES", str(copy))
+    assert not DockerSandbox().available()[0]
+    assert "sandbox/build-images" in DockerSandbox().available()[1]
+    proc = run_grader("check", "mixed-precision/amp-step", str(AMP / "solution.py"), "--json",
+                      "--sandbox", "docker", env={"DLA_EXERCISES": str(copy)})
+    assert proc.returncode == 3 and "sandbox/build-images" in proc.stderr.decode() + proc.stdout.decode()
+
+
+def test_auto_falls_back_to_local_without_a_usable_image(docker_image, monkeypatch):
+    from sandbox import SandboxError, get_sandbox
+
+    assert get_sandbox("auto").name == "docker"
+    monkeypatch.setenv("DLA_GRADER_IMAGE", "dla-grader:no-such-tag")
+    assert get_sandbox("auto").name == "local"
+    with pytest.raises(SandboxError, match="no image dla-grader:no-such-tag"):
+        get_sandbox("docker")
