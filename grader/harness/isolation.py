@@ -43,7 +43,11 @@ CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 4096, 16384, 1 << 18
-MNT_DETACH = 2
+# open_tree/move_mount share these numbers on x86_64 and arm64 (Linux 5.2+).
+SYS_OPEN_TREE, SYS_MOVE_MOUNT = 428, 429
+AT_FDCWD, AT_RECURSIVE = -100, 0x8000
+OPEN_TREE_CLONE, OPEN_TREE_CLOEXEC = 1, os.O_CLOEXEC
+MOVE_MOUNT_F_EMPTY_PATH = 0x4
 UID_BASE = 200_000  # learner uids are UID_BASE + the middle process's pid: unique while it runs
 # Containers graded side by side share the host's per-uid process count (RLIMIT_NPROC): the docker
 # sandbox gives each container its own base through this variable.
@@ -93,8 +97,21 @@ class _Libc:
         enc = lambda s: s.encode() if s is not None else None  # noqa: E731
         self._check(self.lib.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
 
-    def umount(self, target: str) -> None:
-        self._check(self.lib.umount2(target.encode(), MNT_DETACH), f"umount {target}")
+    def open_tree(self, path: str) -> int:
+        """A detached recursive clone of the mount tree at `path`, as a file descriptor."""
+        long = ctypes.c_long
+        fd = self.lib.syscall(long(SYS_OPEN_TREE), long(AT_FDCWD), path.encode(),
+                              long(OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE))
+        if fd < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"open_tree {path}: {os.strerror(err)}")
+        return fd
+
+    def move_mount(self, fd: int, target: str) -> None:
+        long = ctypes.c_long
+        rc = self.lib.syscall(long(SYS_MOVE_MOUNT), long(fd), b"", long(AT_FDCWD), target.encode(),
+                              long(MOVE_MOUNT_F_EMPTY_PATH))
+        self._check(rc, f"move_mount {target}")
 
 
 def _write_frame(fd: int, payload: bytes) -> None:
@@ -136,25 +153,27 @@ def _drain(fd: int, cap: int, sink: list[bytes], truncated: list[bool]) -> None:
     os.close(fd)
 
 
-def _cover(libc: _Libc, path: Path, keep: list[Path], uid: int) -> None:
-    """Mount an empty tmpfs over `path`, then bind back the entries of `keep` that lie under it."""
-    inside = sorted({p.relative_to(path).parts[0] for p in keep if p != path and path in p.parents})
-    staged = []
-    for i, name in enumerate(inside):
-        stage = Path(f"/tmp/.stage{i}")
-        stage.mkdir()
-        libc.mount(str(path / name), str(stage), None, MS_BIND | MS_REC, None)
-        staged.append((name, stage))
-    libc.mount("tmpfs", str(path), "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
-    for name, stage in staged:
-        target = path / name
-        if stage.is_dir():
-            target.mkdir()
-        else:
-            target.touch()
-        libc.mount(str(stage), str(target), None, MS_BIND | MS_REC, None)
-        libc.umount(str(stage))
-        stage.rmdir()
+def _outermost(paths: list[Path], under: Path) -> list[Path]:
+    """The entries of `paths` below `under`, without those already inside another entry."""
+    inside = sorted({p for p in paths if under in p.parents}, key=lambda p: len(p.parts))
+    return [p for i, p in enumerate(inside) if not any(q in p.parents for q in inside[:i])]
+
+
+def _cover(libc: _Libc, path: Path, keep: list[Path], options: str = "size=64k,mode=0755") -> None:
+    """Mount an empty tmpfs over `path`, keeping the entries of `keep` below it visible.
+
+    The kept trees are cloned as detached mounts first (open_tree), then moved onto the new tmpfs
+    (move_mount): no staging folder, so this works for /tmp itself, e.g. a checkout under /tmp.
+    """
+    clones = [(p, libc.open_tree(str(p))) for p in _outermost(keep, path)]
+    try:
+        libc.mount("tmpfs", str(path), "tmpfs", MS_NOSUID | MS_NODEV, options)
+        for kept, fd in clones:
+            kept.mkdir(parents=True, exist_ok=True)
+            libc.move_mount(fd, str(kept))
+    finally:
+        for _, fd in clones:
+            os.close(fd)
 
 
 def _confine(libc: _Libc, limits: Limits, hide: list[Path], keep: list[Path], as_root: bool,
@@ -164,8 +183,7 @@ def _confine(libc: _Libc, limits: Limits, hide: list[Path], keep: list[Path], as
     try:
         libc.mount(None, "/", None, MS_REC | MS_PRIVATE, None)
         owner = f",uid={uid},gid={uid}" if as_root else ""
-        libc.mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
-                   f"size={limits.scratch_mb}m,mode=0700{owner}")
+        _cover(libc, Path("/tmp"), keep, f"size={limits.scratch_mb}m,mode=0700{owner}")
     except OSError as exc:
         mounts_ok = False
         if not in_container():  # there the container's own /tmp is the scratch space
@@ -173,7 +191,7 @@ def _confine(libc: _Libc, limits: Limits, hide: list[Path], keep: list[Path], as
     if mounts_ok:
         for path in sorted({p.resolve() for p in hide if p.exists()}, key=lambda p: len(p.parts)):
             try:
-                _cover(libc, path, keep, uid)
+                _cover(libc, path, keep)
             except OSError as exc:
                 notes.append(f"could not hide {path}: {exc.strerror}")
         for path in ("/dev/shm", "/var/tmp", "/run"):
