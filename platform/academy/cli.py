@@ -42,3 +42,6 @@ def create_token_command(email: str, name: str) -> None:
 def init_app(app: Flask) -> None:
     app.cli.add_command(create_user_command)
     app.cli.add_command(create_token_command)
+    from academy.queue import worker_command
+
+    app.cli.add_command(worker_command)

@@ -7,7 +7,8 @@ id)` under the job id "submission-ID". Any number of workers on any number of ho
 each grades with the best sandbox it has (docker with a warm pool, on the GPU when there is one).
 
 Nothing is lost, using RQ's own machinery:
-- a job raising or running past DLA_JOB_TIMEOUT fails; its failure callback stores status "error";
+- a job running past DLA_JOB_TIMEOUT is stopped and run once more (RQ `Retry`), then its failure
+  callback stores status "error" with a plain message (grader failures the job stores itself);
 - a worker killed mid-job leaves its job in RQ's StartedJobRegistry; once the job's heartbeat expires the
   registry cleanup of any live worker retries it once (RQ `Retry`) and then fails it (same callback);
 - Redis restarted empty, or unreachable when the web app enqueued: every worker's maintenance pass
@@ -34,7 +35,7 @@ from redis.exceptions import RedisError
 from rq import Callback, Queue, Retry, SimpleWorker
 from rq.exceptions import AbandonedJobError, DuplicateJobError, NoSuchJobError
 from rq.job import Job, JobStatus
-from rq.timeouts import JobTimeoutException
+from rq.timeouts import JobTimeoutException, UnixSignalDeathPenalty
 from sqlalchemy import select
 
 log = logging.getLogger(__name__)
@@ -201,7 +202,7 @@ def failure_message(exc_type: type[BaseException] | None, job: Job) -> str:
         tries = 1 + int(job.meta.get("retries", 0))  # the callback only sees a job's last failure
         return (f"Grading stopped because the grading machine went away ({tries} "
                 f"{'try' if tries == 1 else 'tries'}). Your code is saved: submit it again.")
-    if exc_type is not None and issubclass(exc_type, JobTimeoutException):
+    if exc_type is not None and issubclass(exc_type, (GradingTimeout, JobTimeoutException)):
         return (f"Grading took longer than {job.timeout} s and was stopped. Your code is saved: "
                 f"submit it again.")
     name = exc_type.__name__ if exc_type else "unknown error"
@@ -272,10 +273,24 @@ def recover_lost_jobs(app: Flask, runner: RQRunner) -> dict[str, int]:
     return counts
 
 
+class GradingTimeout(BaseException):
+    """A job ran past DLA_JOB_TIMEOUT. A BaseException, so that the job's own `except Exception` (which
+    turns grader failures into a stored error) cannot swallow it: RQ fails the job, retries it once,
+    and the failure callback stores the learner-facing message."""
+
+
+class GradingDeathPenalty(UnixSignalDeathPenalty):
+    """RQ's SIGALRM job timeout, raising GradingTimeout instead of RQ's JobTimeoutException."""
+
+    def __init__(self, timeout: Any, exception: Any = JobTimeoutException, **kwargs: Any):
+        super().__init__(timeout, GradingTimeout if exception is JobTimeoutException else exception, **kwargs)
+
+
 class GradingWorker(SimpleWorker):
     """An RQ SimpleWorker (jobs run in this process, next to its app and warm pool) that also recovers
     lost jobs on every maintenance pass."""
 
+    death_penalty_class = GradingDeathPenalty
     runner: RQRunner
     app: Flask
 
