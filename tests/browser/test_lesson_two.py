@@ -1,0 +1,53 @@
+"""Lesson 2 can be completed in the browser too: page to the exercise, pass it, answer the quiz."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from grader.course import load_course
+from tests.browser.conftest import REPO
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+LESSON = load_course().lesson("gradient-accumulation")
+KINDS = [step.kind for step in LESSON.steps]
+EXERCISE_STEP = KINDS.index("exercise") + 1
+QUIZ_STEP = KINDS.index("quiz") + 1
+STEPS = len(KINDS)
+SOLUTION = (REPO / "exercises" / LESSON.id / "accumulate-amp" / "solution.py").read_text()
+
+
+def test_lesson_two_can_be_completed(page: Page, live_server: str, shoot) -> None:  # noqa: ANN001
+    page.goto(live_server)
+    page.get_by_role("button", name="Start as a guest").click()
+    card = page.locator(f"#lesson-{LESSON.id}")
+    card.get_by_role("link", name="Start").click()
+    for number in range(1, EXERCISE_STEP):
+        expect(page.locator(".step-count")).to_have_text(f"Step {number} of {STEPS}")
+        page.get_by_role("link", name="Next →").click()
+    expect(page.locator(".step-count")).to_have_text(f"Step {EXERCISE_STEP} of {STEPS}")
+
+    page.wait_for_function("window.academyEditor !== undefined")
+    page.evaluate("code => window.academyEditor.setCode(code)", SOLUTION)
+    page.get_by_role("button", name=re.compile("^Submit")).click()
+    expect(page.locator("#result-summary")).to_have_text("All checks passed. Well done!", timeout=120_000)
+    checks = len(LESSON.exercises[0].checks)
+    expect(page.locator("li.check.pass")).to_have_count(checks)
+    shoot(page, "lesson2-exercise-passed")
+
+    # The rest of the lesson: the cards after the exercise, the quiz (right answers), the recap.
+    for number in range(EXERCISE_STEP + 1, STEPS + 1):
+        page.goto(f"{live_server}/lessons/{LESSON.id}/{number}")
+        expect(page.locator(".step-count")).to_have_text(f"Step {number} of {STEPS}")
+        if number != QUIZ_STEP:
+            continue
+        for question in LESSON.quiz.questions:
+            section = page.locator(f"#q-{question.id}")
+            section.get_by_role("button", name=question.options[question.answer].text, exact=True).click()
+            expect(page.locator(f"#q-{question.id} .verdict.right")).to_be_visible()
+        shoot(page, "lesson2-quiz")
+
+    page.goto(live_server)
+    expect(page.locator(f"#lesson-{LESSON.id} .progress-text")).to_have_text(f"{STEPS} of {STEPS} steps done · complete")
