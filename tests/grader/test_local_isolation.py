@@ -1,7 +1,6 @@
 """Hostile submissions against the local sandbox. Each attack would make the submission pass if it
 worked (it falls back to, or smuggles in, the reference solution); none may pass, every verdict
 arrives within the time limit plus a few seconds, and nothing is left running."""
-import os
 import socket
 import subprocess
 import threading

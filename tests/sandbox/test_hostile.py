@@ -76,20 +76,20 @@ def test_control_an_attack_that_works_passes():
 
 
 ATTACKS = {
-    "network-external": '''
+    # Network attacks aim only at loopback and local sockets: this workplace never sends test traffic to
+    # other addresses. What they prove: the container has no interface but its own loopback, no route,
+    # no raw sockets, and nothing of the host (its loopback services, the Docker socket) is reachable.
+    "network-interfaces": '''
 def attack():
-    for address in [("1.1.1.1", 80), ("8.8.8.8", 53), ("151.101.0.223", 443)]:
-        try:
-            socket.create_connection(address, timeout=2).close()
-            return True
-        except OSError as exc:
-            print("blocked:", address, exc)
-    return False
+    interfaces = sorted(os.listdir("/sys/class/net"))
+    routes = open("/proc/net/route").read().splitlines()[1:]
+    print("interfaces:", interfaces, "routes:", routes)
+    return interfaces != ["lo"] or bool(routes)
 ''',
-    "network-dns": '''
+    "network-raw-socket": '''
 def attack():
     try:
-        socket.getaddrinfo("pypi.org", 443)
+        socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
         return True
     except OSError as exc:
         print("blocked:", exc)
@@ -97,8 +97,7 @@ def attack():
 ''',
     "network-host-and-engine": '''
 def attack():
-    for address in [("172.17.0.1", 2375), ("172.17.0.1", 22), ("172.17.0.1", 80), ("127.0.0.1", 38471),
-                    ("10.0.0.1", 80), ("192.168.0.1", 80)]:
+    for address in [("127.0.0.1", 2375), ("127.0.0.1", 22), ("127.0.0.1", 5000), ("127.0.0.1", 6379)]:
         try:
             socket.create_connection(address, timeout=1).close()
             return True
@@ -255,9 +254,9 @@ def test_attack_is_contained(name):
 
 
 def test_a_server_on_the_host_cannot_be_reached():
-    """A real server on every host address hands out the reference solution to whoever connects."""
+    """A real server on the host's loopback hands out the reference solution to whoever connects."""
     server = socket.socket()
-    server.bind(("0.0.0.0", 0))
+    server.bind(("127.0.0.1", 0))
     server.listen(8)
     server.settimeout(0.2)
     port = server.getsockname()[1]
@@ -276,8 +275,7 @@ def test_a_server_on_the_host_cannot_be_reached():
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
-    hosts = ["172.17.0.1", "127.0.0.1", *subprocess.run(["hostname", "-I"], capture_output=True,
-                                                        text=True).stdout.split()]
+    hosts = ["127.0.0.1"]
     attack = f'''
 def attack():
     global _solution_step
