@@ -125,11 +125,34 @@ def requeue_unfinished(app: Flask) -> int:
         return len(pending)
 
 
+def start_warm_pool(app: Flask, size: int) -> Any:
+    """Warm sandbox containers for this process when it grades with docker (None otherwise): a learner
+    then waits ~0.5 s for a verdict instead of a container's ~4 s torch start-up."""
+    from sandbox import SandboxError, get_sandbox
+
+    if size < 1 or app.config["SANDBOX"] == "local":
+        return None
+    try:
+        if get_sandbox(app.config["SANDBOX"], hide=[app.instance_path]).name != "docker":
+            return None
+        from sandbox.pool import WarmPool
+
+        return WarmPool(size=size).start()
+    except SandboxError as exc:  # grading still works, with cold containers or the local sandbox
+        log.warning("no warm sandbox pool: %s", exc)
+        return None
+
+
 def init_app(app: Flask) -> None:
-    """Jobs go to RQ when REDIS_URL is configured (academy/queue.py), else to an in-process thread pool."""
+    """Jobs go to RQ when REDIS_URL is configured (academy/queue.py), else to an in-process thread pool.
+
+    With the in-process runner, DLA_WARM_POOL=N (scripts/run sets 2) keeps N warm sandbox containers."""
     runner: JobRunner | None = None
     if app.config.get("REDIS_URL") or os.environ.get("REDIS_URL"):
         from academy.queue import init_queue  # imports rq and redis only when they are wanted
 
         runner = init_queue(app)
-    app.extensions["academy.jobs"] = runner or ThreadRunner(app, app.config["GRADING_WORKERS"])
+    if runner is None:
+        runner = ThreadRunner(app, app.config["GRADING_WORKERS"])
+        start_warm_pool(app, app.config["WARM_POOL"])
+    app.extensions["academy.jobs"] = runner

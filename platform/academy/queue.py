@@ -310,20 +310,6 @@ class GradingWorker(SimpleWorker):
                 log.exception("recovery pass failed")
 
 
-def start_warm_pool(app: Flask, size: int) -> Any:
-    """A warm container pool when this worker grades with docker; None for the local sandbox."""
-    from sandbox import get_sandbox
-
-    if size < 1 or app.config["SANDBOX"] == "local":
-        return None
-    sandbox = get_sandbox(app.config["SANDBOX"], hide=[app.instance_path])
-    if sandbox.name != "docker":
-        return None
-    from sandbox.pool import WarmPool
-
-    return WarmPool(size=size).start()
-
-
 def describe_sandbox(app: Flask, pool: Any) -> str:
     from sandbox import get_sandbox
     from sandbox.docker import host_has_gpu
@@ -337,6 +323,8 @@ def describe_sandbox(app: Flask, pool: Any) -> str:
 def run_worker(app: Flask, *, burst: bool = False, name: str | None = None, pool_size: int | None = None) -> None:
     """Consume the grading queue until stopped (SIGTERM/Ctrl-C finish the current job first)."""
     global _worker_app
+    from academy.jobs import start_warm_pool
+
     runner = install_runner(app)
     _worker_app = app
     settings = runner.settings
