@@ -1,11 +1,15 @@
 """Fixtures shared by every test folder."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -30,3 +34,34 @@ def check_json(exercise: str, path: Path, *extra: str) -> tuple[int, dict]:
     proc = run_grader("check", exercise, str(path), "--json", "--sandbox", "local", *extra)
     assert proc.stdout, proc.stderr.decode()
     return proc.returncode, json.loads(proc.stdout)
+
+
+@contextlib.contextmanager
+def bait_server(payload: bytes) -> Iterator[tuple[int, list[int]]]:
+    """A TCP server on the host's loopback that hands `payload` (say, a reference solution) to whoever
+    connects: (port, connections). A network attack that reached it would win the payload."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(0.2)
+    connections: list[int] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except socket.timeout:
+                continue
+            connections.append(1)
+            conn.sendall(payload)
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1], connections
+    finally:
+        stop.set()
+        thread.join()
+        server.close()

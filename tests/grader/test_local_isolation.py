@@ -1,16 +1,14 @@
 """Hostile submissions against the local sandbox. Each attack would make the submission pass if it
 worked (it falls back to, or smuggles in, the reference solution); none may pass, every verdict
 arrives within the time limit plus a few seconds, and nothing is left running."""
-import socket
 import subprocess
-import threading
 import time
 
 import pytest
 
 from grader.course import load_course
 from grader.grading import run_submission
-from tests.conftest import EXERCISES
+from tests.conftest import EXERCISES, bait_server
 
 AMP = EXERCISES / "mixed-precision" / "amp-step"
 SOLUTION = (AMP / "solution.py").read_text()
@@ -94,35 +92,13 @@ def test_writing_into_the_repository_is_contained(tmp_path):
 
 
 def test_network_is_unreachable():
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(1)
-    server.settimeout(0.2)
-    port = server.getsockname()[1]
-    connections = []
-    stop = threading.Event()
-
-    def serve():
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except socket.timeout:
-                continue
-            connections.append(1)
-            conn.sendall(SOLUTION.encode())
-            conn.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    code = ("import socket\n"
-            "try:\n"
-            f"    s = socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
-            "    exec(s.recv(100000).decode())\n"
-            "except OSError as exc:\n    print('blocked:', exc)\n")
-    result = grade(code)
-    stop.set()
-    thread.join()
-    server.close()
+    with bait_server(SOLUTION.encode()) as (port, connections):
+        code = ("import socket\n"
+                "try:\n"
+                f"    s = socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+                "    exec(s.recv(100000).decode())\n"
+                "except OSError as exc:\n    print('blocked:', exc)\n")
+        result = grade(code)
     assert not result["passed"]
     assert connections == []
     assert "blocked:" in result["output"]

@@ -7,16 +7,14 @@ with a clear message, its verdict must arrive within the time limit plus a few s
 be left behind: no grading container, no process.
 """
 import re
-import socket
 import subprocess
-import threading
 import time
 
 import pytest
 
 from grader.course import load_course
 from grader.grading import run_submission
-from tests.conftest import EXERCISES
+from tests.conftest import EXERCISES, bait_server
 
 pytestmark = pytest.mark.docker
 
@@ -255,50 +253,24 @@ def test_attack_is_contained(name):
 
 def test_a_server_on_the_host_cannot_be_reached():
     """A real server on the host's loopback hands out the reference solution to whoever connects."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    server.settimeout(0.2)
-    port = server.getsockname()[1]
-    connections = []
-    stop = threading.Event()
-
-    def serve():
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except socket.timeout:
-                continue
-            connections.append(1)
-            conn.sendall(SOLUTION.encode())
-            conn.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    hosts = ["127.0.0.1"]
-    attack = f'''
+    with bait_server(SOLUTION.encode()) as (port, connections):
+        attack = f'''
 def attack():
     global _solution_step
-    for host in {hosts!r}:
-        try:
-            s = socket.create_connection((host, {port}), timeout=2)
-            data = b""
-            while chunk := s.recv(65536):
-                data += chunk
-            namespace = {{}}
-            exec(data.decode(), namespace)
-            _solution_step = namespace["_solution_step"]
-            return True
-        except OSError as exc:
-            print("blocked:", host, exc)
+    try:
+        s = socket.create_connection(("127.0.0.1", {port}), timeout=2)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+        namespace = {{}}
+        exec(data.decode(), namespace)
+        _solution_step = namespace["_solution_step"]
+        return True
+    except OSError as exc:
+        print("blocked:", exc)
     return False
 '''
-    try:
         result = attack_result(attack)
-    finally:
-        stop.set()
-        thread.join()
-        server.close()
     assert connections == []
     assert_contained(result)
 
