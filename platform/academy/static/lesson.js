@@ -70,6 +70,15 @@
     return node;
   }
 
+  // Check messages and hints write code between `backticks`: show it as code, still as text nodes only.
+  function prose(tag, className, text) {
+    const node = el(tag, className);
+    String(text).split("`").forEach((part, i) => {
+      if (part) node.append(i % 2 ? el("code", null, part) : document.createTextNode(part));
+    });
+    return node;
+  }
+
   function showMessage(kind, text) {
     clearInterval(ticking);
     resultBox.hidden = false;
@@ -126,7 +135,7 @@
       item.dataset.check = check.id;
       item.append(el("span", "mark", check.passed ? "✔" : "✘"), el("strong", null, check.title));
       if (!check.passed) {
-        if (check.message) item.append(el("p", "message", check.message));
+        if (check.message) item.append(prose("p", "message", check.message));
         if (check.line) {
           lines.push(check.line);
           const jump = el("button", "link line-link", "line " + check.line);
@@ -135,7 +144,7 @@
           const message = item.querySelector(".message");
           if (message) message.append(" ", jump); else item.append(jump);
         }
-        if (check.hint) item.append(el("p", "hint", "Hint: " + check.hint));
+        if (check.hint) item.append(prose("p", "hint", "Hint: " + check.hint));
       }
       list.append(item);
     }
