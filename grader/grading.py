@@ -8,9 +8,9 @@ from typing import Any
 import jsonschema
 
 from grader.course import Course, Exercise, load_course
+from grader.harness.main import MAX_CODE_BYTES  # the harness enforces the same limit on its input
 from grader.result import build_result, infra_result, validate_raw, validate_result
 
-MAX_CODE_BYTES = 256 * 1024
 
 
 class SubmissionError(ValueError):

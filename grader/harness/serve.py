@@ -14,7 +14,6 @@ these two lines only: everything else this process would print goes to stderr.
 """
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sys
@@ -76,11 +75,7 @@ def main() -> int:
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    warm_up()
-    # Everything imported so far lives as long as the process: move it out of the collector's sight.
-    # pytest's unraisable-exception plugin runs gc.collect() five times per session, ~0.6 s with
-    # torch's objects in view, ~0.01 s without.
-    gc.freeze()
+    warm_up()  # also freezes the imported objects out of the garbage collector's sight
     _send(out, {"ready": True, "warm_s": round(time.monotonic() - started, 3)})
     try:
         request = read_request(sys.stdin.buffer)
