@@ -1,19 +1,22 @@
 """Submit-to-verdict latency through the HTTP API, for each way of grading, side by side in one run.
 
-    .venv/bin/python benchmarks/api_latency.py [--runs 10] [--modes local,docker-cold,rq,rq-docker-warm]
+    .venv/bin/python benchmarks/api_latency.py [--runs 10] [--modes local-warm,docker-warm,local-cold,...]
 
 Each mode serves a fresh app (its own SQLite instance folder) over HTTP on 127.0.0.1 and submits the
 lesson-1 reference solution (mixed-precision/amp-step) `--runs` times, one after another, polling
 GET /api/submissions/ID every 20 ms until the verdict is stored:
 
-    local           job threads in the web process, local sandbox (the single-machine default)
-    docker-cold     job threads in the web process, a fresh sandbox container per submission
-    rq              RQ on a private redis-server, one `python -m academy.queue worker` process, local sandbox
-    rq-docker-warm  the same worker with the docker sandbox and a warm pool of 2 (the production worker;
-                    a pool lives in the process that grades, so the warm pool is measured in a worker)
+    local-warm      job threads in the web process, local sandbox, warm pool of 2 fork-server children
+                    (the single-machine default)
+    docker-warm     job threads in the web process, docker sandbox, warm pool of 2 containers
+    local-cold      job threads in the web process, a fresh `python -m grader.harness` per submission
+    docker-cold     job threads in the web process, a fresh container per submission
+    rq              RQ on a private redis-server, one `python -m academy.queue worker`, local warm pool
+    rq-docker-warm  the same worker with the docker sandbox and a warm pool of 2
 
-All modes run at once and take turns, one submission each per round.
-Ratios are to the first mode. Run sandbox/build-images first (docker modes need a current grader image).
+All modes run at once and take turns, one submission each per round; each round also times the floor a
+fresh grading process cannot beat, `python -c "import torch"`. Ratios are to that floor.
+Run sandbox/build-images first (docker modes need a current grader image).
 The other benchmarks import the helpers below.
 """
 from __future__ import annotations
@@ -203,19 +206,31 @@ def docker_ready() -> tuple[bool, str]:
 
 # -- this benchmark ------------------------------------------------------------------------------------
 
-def _in_process(sandbox: str):  # noqa: ANN202
+def _in_process(sandbox: str, warm: int):  # noqa: ANN202
     @contextlib.contextmanager
     def setup(folder: Path) -> Iterator[Api]:
         from academy import create_app
+        from academy.jobs import grading_sandbox
 
-        app = create_app(app_config(folder / "instance", SANDBOX=sandbox, GRADING_WORKERS=2))
+        app = create_app(app_config(folder / "instance", SANDBOX=sandbox, GRADING_WORKERS=2, WARM_POOL=warm))
         server = LiveServer(app)
         try:
-            yield Api(server.base, make_tokens(app, 1)[0])
+            api = Api(server.base, make_tokens(app, 1)[0])
+            pool = getattr(grading_sandbox(app).get(), "pool", None)  # started before the clock runs
+            if pool is not None:
+                pool.wait_warm()
+            yield api
         finally:
             server.stop()
             app.extensions["academy.jobs"].pool.shutdown(wait=True)
+            grading_sandbox(app).close()
     return setup
+
+
+def floor_s() -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import torch"], check=True)
+    return time.perf_counter() - started
 
 
 def _through_rq(sandbox: str, pool_size: int):  # noqa: ANN202
@@ -246,9 +261,11 @@ def _through_rq(sandbox: str, pool_size: int):  # noqa: ANN202
 
 # (key, description, setup, needs docker)
 MODES = {
-    "local": ("web process threads, local sandbox", _in_process("local"), False),
-    "docker-cold": ("web process threads, a cold container each", _in_process("docker"), False),
-    "rq": ("RQ, 1 worker process, local sandbox", _through_rq("local", 0), False),
+    "local-warm": ("web process threads, local warm pool of 2", _in_process("local", 2), False),
+    "docker-warm": ("web process threads, docker warm pool of 2", _in_process("docker", 2), True),
+    "local-cold": ("web process threads, a fresh local process each", _in_process("local", 0), False),
+    "docker-cold": ("web process threads, a cold container each", _in_process("docker", 0), True),
+    "rq": ("RQ, 1 worker process, local warm pool of 2", _through_rq("local", 2), False),
     "rq-docker-warm": ("RQ, 1 worker process, docker warm pool of 2", _through_rq("docker", 2), True),
 }
 
@@ -263,6 +280,7 @@ def main() -> None:
     if any(key.startswith(("docker", "rq-docker")) for key in keys) and not (ready := docker_ready())[0]:
         skipped = {key: ready[1] for key in keys if "docker" in key}
     samples: dict[str, list[float]] = {key: [] for key in keys if key not in skipped}
+    floor: list[float] = []
     with tempfile.TemporaryDirectory(prefix="dla-bench-") as folder, contextlib.ExitStack() as stack:
         apis = {}
         for key in samples:
@@ -271,6 +289,7 @@ def main() -> None:
         # Interleaved (one submission per mode per round): load from other processes on this machine
         # hits every mode alike, so the ratios hold even when the absolute times wander.
         for round_number in range(args.runs):
+            floor.append(floor_s())
             for key, api in apis.items():
                 started = time.perf_counter()
                 result = api.wait(api.submit())
@@ -279,18 +298,18 @@ def main() -> None:
                     raise RuntimeError(f"{key}: unexpected verdict {result}")
             print(f"  round {round_number + 1}: " + ", ".join(f"{k} {v[-1]:.2f}s" for k, v in samples.items()),
                   file=sys.stderr, flush=True)
-    rows, first = [], None
+    base = statistics.median(floor)
+    rows = [["floor", "python -c 'import torch'", len(floor), base, percentile(floor, 95), "1.00x", ""]]
     for key in keys:
         if key in skipped:
             rows.append([key, MODES[key][0], 0, "-", "-", "-", f"skipped: {skipped[key]}"])
             continue
         p50 = statistics.median(samples[key])
-        first = first or p50
-        rows.append([key, MODES[key][0], len(samples[key]), p50, percentile(samples[key], 95), f"{p50 / first:.2f}x",
+        rows.append([key, MODES[key][0], len(samples[key]), p50, percentile(samples[key], 95), f"{p50 / base:.2f}x",
                      ""])
     print(f"\nSubmit-to-verdict latency through the HTTP API ({EXERCISE} solution, seconds; "
           f"{args.runs} rounds, modes interleaved)\n")
-    print_table(["mode", "graded by", "n", "p50 s", "p95 s", "p50 vs first", "note"], rows)
+    print_table(["mode", "graded by", "n", "p50 s", "p95 s", "p50 vs floor", "note"], rows)
 
 
 if __name__ == "__main__":

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from grader.course import Course, Exercise, load_course
-from grader.harness.main import MAX_CODE_BYTES  # the harness enforces the same limit on its input
-from grader.result import build_result, infra_result, validate_raw, validate_result
+from grader.protocol import MAX_CODE_BYTES, CodeTooLarge, ProtocolError, Request, infra_error
+from grader.result import build_result, validate_result
 
+if TYPE_CHECKING:
+    from sandbox import Sandbox
 
 
 class SubmissionError(ValueError):
@@ -36,29 +36,32 @@ def resolve_exercise(ref: str | Exercise, course: Course | None = None) -> Exerc
     return (course or load_course()).find_exercise(ref)
 
 
-def run_submission(exercise: str | Exercise, code: str, *, sandbox: str = "auto", seed: int | None = None,
-                   course: Course | None = None, hide: list[Path] | None = None) -> dict[str, Any]:
+def run_submission(exercise: str | Exercise, code: str, *, sandbox: str | Sandbox = "auto",
+                   seed: int | None = None, course: Course | None = None,
+                   hide: list[Path] | None = None) -> dict[str, Any]:
     """Grade `code` against `exercise` and return the result object (see grader/schemas/result.json).
 
-    `hide`: host paths the learner's code must not see (e.g. the web app's database folder).
+    `sandbox`: a name (a cold sandbox is made for this one submission) or a sandbox the caller keeps,
+    with its warm pool (the web app, the worker). `hide`: host paths the learner's code must not see
+    (e.g. the web app's database folder) when a sandbox is made here.
     Raises KeyError for an unknown exercise and SubmissionError for code that cannot be graded; any
     failure of the grading machinery itself is returned as status "infra-error", never raised.
     """
     from sandbox import SandboxError, get_sandbox
 
     exercise = resolve_exercise(exercise, course)
-    if len(code.encode("utf-8")) > MAX_CODE_BYTES:
-        raise SubmissionError(f"the submission is larger than {MAX_CODE_BYTES // 1024} KB")
-    started = time.monotonic()
-    name = sandbox
     try:
-        runner = get_sandbox(sandbox, hide=hide)
+        request = Request(exercise.id, code, seed)
+    except CodeTooLarge as exc:
+        raise SubmissionError(str(exc)) from None
+    started = time.monotonic()
+    name = sandbox if isinstance(sandbox, str) else sandbox.name
+    try:
+        runner = get_sandbox(sandbox, hide=hide) if isinstance(sandbox, str) else sandbox
         name = runner.name
-        raw = runner.run(exercise, code, seed=seed)
-        validate_raw(raw)
-    except (SandboxError, jsonschema.ValidationError) as exc:
-        message = exc.message if isinstance(exc, jsonschema.ValidationError) else str(exc)
-        return infra_result(exercise, name, f"The grader failed: {message}", time.monotonic() - started)
+        raw = runner.run(exercise, request)
+    except (SandboxError, ProtocolError) as exc:
+        raw = infra_error(f"The grader failed: {exc}")
     result = build_result(exercise, raw, name, time.monotonic() - started)
     validate_result(result)
     return result

@@ -3,6 +3,7 @@ returns and the database stores. One builder, one schema."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -10,8 +11,7 @@ from typing import Any
 import jsonschema
 
 from grader.course import Exercise
-
-STATUSES = ("passed", "failed", "error", "timeout", "killed", "infra-error")
+from grader.protocol import RawVerdict, Status
 
 
 @cache
@@ -19,20 +19,15 @@ def _schema(name: str) -> dict[str, Any]:
     return json.loads((Path(__file__).parent / "schemas" / f"{name}.json").read_text())
 
 
-def validate_raw(raw: Any) -> None:
-    """The harness's output crossed a process (or container) boundary: trust nothing unchecked."""
-    jsonschema.validate(raw, _schema("raw-verdict"))
-
-
 def validate_result(result: dict[str, Any]) -> None:
     jsonschema.validate(result, _schema("result"))
 
 
-def build_result(exercise: Exercise, raw: dict[str, Any], sandbox: str, duration_s: float) -> dict[str, Any]:
+def build_result(exercise: Exercise, raw: RawVerdict, sandbox: str, duration_s: float) -> dict[str, Any]:
     """Merge the harness's raw verdict with the exercise's check titles and hints."""
-    status = raw["status"]
-    error = raw.get("error")
-    observed = raw.get("checks") or {}
+    status = raw.status.value
+    error = asdict(raw.error) if raw.error else None
+    observed = raw.checks
     checks = []
     for spec in exercise.checks:
         got = observed.get(spec.id)
@@ -55,19 +50,14 @@ def build_result(exercise: Exercise, raw: dict[str, Any], sandbox: str, duration
         "status": "passed" if all_passed else ("failed" if status == "passed" else status),
         "checks": checks,
         "error": error,
-        "device": raw.get("device") or "unknown",
+        "device": raw.device or "unknown",
         "sandbox": sandbox,
         "duration_s": round(duration_s, 3),
-        "output": raw.get("output", ""),
-        "output_truncated": bool(raw.get("output_truncated", False)),
-        "notes": list(raw.get("notes") or []),
-        "seed": raw.get("seed"),
+        "output": raw.output,
+        "output_truncated": raw.output_truncated,
+        "notes": list(raw.notes),
+        "seed": raw.seed,
     }
-    if raw.get("problems"):
-        result["problems"] = list(raw["problems"])
+    if raw.problems:
+        result["problems"] = list(raw.problems)
     return result
-
-
-def infra_result(exercise: Exercise, sandbox: str, message: str, duration_s: float) -> dict[str, Any]:
-    raw = {"status": "infra-error", "error": {"kind": "infra", "message": message, "line": None}}
-    return build_result(exercise, raw, sandbox, duration_s)

@@ -1,16 +1,21 @@
-"""Where learner code runs. Each sandbox runs the same harness (`python -m grader.harness`) and hands
-back its raw verdict; `grader.grading.run_submission` is the only caller.
+"""Where learner code runs. Every sandbox starts the same harness entry (`python -m grader.harness`)
+and speaks the same protocol with it (grader/protocol.py); `grader.grading.run_submission` is the only
+caller of `Sandbox.run`.
 
-    local   a child process of this machine, confined by namespaces and limits (sandbox/local.py)
-    docker  a single-use hardened container, from a warm pool when one is running (sandbox/docker.py)
-    auto    docker when an engine and the grader image are there, else local
+    local   a process of this machine, confined by namespaces and limits (sandbox/local.py)
+    docker  a single-use hardened container (sandbox/docker.py)
+    auto    docker when an engine and a current grader image are there, else local
+
+Either can be given a warm pool (sandbox/pool.py) of started, single-use grading processes:
+`get_sandbox(name, warm=2)` starts one; the caller closes the sandbox when done.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from grader.course import Exercise
+from grader.protocol import RawVerdict, Request
 
 
 class SandboxError(Exception):
@@ -23,44 +28,38 @@ class Sandbox(Protocol):
     def available(self) -> tuple[bool, str]:
         """(usable here?, why not)."""
 
-    def run(self, exercise: Exercise, code: str, *, seed: int | None = None) -> dict[str, Any]:
-        """Grade `code` and return the harness's raw verdict (validated by the caller)."""
+    def run(self, exercise: Exercise, request: Request) -> RawVerdict:
+        """Grade one request (for `exercise`, resolved by the caller) and return the raw verdict."""
 
-
-def _registry() -> dict[str, type]:
-    from sandbox.local import LocalSandbox
-
-    sandboxes: dict[str, type] = {"local": LocalSandbox}
-    try:
-        from sandbox.docker import DockerSandbox
-    except ImportError:
-        pass
-    else:
-        sandboxes["docker"] = DockerSandbox
-    return sandboxes
+    def close(self) -> None:
+        """Stop its warm processes, if it has any."""
 
 
 def names() -> list[str]:
-    return ["auto", *_registry()]
+    return ["auto", "local", "docker"]
 
 
-def get_sandbox(name: str = "auto", hide: list[Path] | None = None) -> Sandbox:
+def get_sandbox(name: str = "auto", *, hide: list[Path] | None = None, warm: int = 0) -> Sandbox:
     """The sandbox called `name`; "auto" prefers docker when it is usable here.
 
     `hide`: host paths learner code must not see (the web app's instance folder); only the local
-    sandbox needs it, a container sees nothing of the host.
+    sandbox needs it, a container sees nothing of the host. `warm`: keep this many grading processes
+    started and waiting (a warm pool); the caller then owns the sandbox and must `close()` it.
     """
-    registry = _registry()
-    if name == "auto":
-        if "docker" in registry:
-            docker = registry["docker"]()
-            if docker.available()[0]:
-                return docker
-        return registry["local"](hide=hide)
-    if name not in registry:
+    from sandbox.docker import DockerSandbox, warm_pool as docker_pool
+    from sandbox.local import LocalSandbox, warm_pool as local_pool
+
+    if name not in names():
         raise SandboxError(f"unknown sandbox '{name}' (choose from {', '.join(names())})")
-    sandbox = registry[name](hide=hide) if name == "local" else registry[name]()
-    ok, why = sandbox.available()
-    if not ok:
-        raise SandboxError(f"the {name} sandbox is not available here: {why}")
-    return sandbox
+    if name in ("auto", "docker"):
+        docker = DockerSandbox()
+        ok, why = docker.available()
+        if ok:
+            return DockerSandbox(pool=docker_pool(warm)) if warm > 0 else docker
+        if name == "docker":
+            raise SandboxError(f"the docker sandbox is not available here: {why}")
+    if warm > 0:
+        from grader.course import default_root
+
+        return LocalSandbox(hide, pool=local_pool(default_root(), list(hide or []), warm))
+    return LocalSandbox(hide)

@@ -1,11 +1,12 @@
 """The docker sandbox: every submission is graded in a fresh, hardened, single-use container.
 
-The container runs `python -m grader.harness.serve` from the grader image (sandbox/Dockerfile, built by
-sandbox/build-images): it warms its imports, says it is ready, reads ONE request from stdin, grades it
-and prints the raw verdict on stdout. Nothing of the host is mounted; the code goes in over stdin.
+The container runs the one harness entry, `python -m grader.harness`, from the grader image
+(sandbox/Dockerfile, built by sandbox/build-images): it warms its imports, says it is ready, reads ONE
+request from stdin, grades it and prints the verdict on stdout (grader/protocol.py). Nothing of the host
+is mounted; the code goes in over stdin.
 
-A warm pool (sandbox/pool.py) keeps such containers started and waiting; `DockerSandbox.run` takes one
-from the pool this process started, if any, and otherwise starts a cold container for the submission.
+A warm pool (sandbox/pool.py, made by `warm_pool`) keeps such containers started and waiting; a
+`DockerSandbox` given one takes its containers from it, and otherwise starts a cold container.
 
 Why the entry process is uid 0: it must drop the learner's child to a uid of its own (so learner code
 can neither read the checks nor touch the grading process), which needs CAP_SETUID/CAP_SETGID, and
@@ -17,27 +18,23 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import random
 import shutil
 import subprocess
-import threading
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from grader.course import Exercise
+from grader.protocol import RawVerdict, Request, Status, error_verdict
 from sandbox import SandboxError
 from sandbox.image import CONTENT_LABEL, CPU_IMAGE, CUDA_IMAGE, content_fingerprint
+from sandbox.pool import WarmPool
+from sandbox.process import HarnessProcess, PopenProcess
 
 IMAGE_ENV = "DLA_GRADER_IMAGE"  # use this image instead of dla-grader:cpu / dla-grader:cuda
 CONTAINER_LABEL = "dla.sandbox"  # every grading container carries it: `docker ps -a --filter label=...`
-STARTUP_TIMEOUT_S = 60  # start + torch imports; generous because pool refills compete for the CPUs
-CHECKS_GRACE_S = 20  # after the learner's time limit: the checks' own runs and the container's exit
-VERDICT_CAP = 1024 * 1024
-STDERR_CAP = 64 * 1024
 GRADER_MEMORY_MB = 1024  # the grading side's own share (torch, pytest) on top of the exercise's limit
 SCRATCH_MB = 64
 
@@ -115,144 +112,25 @@ class ContainerSpec:
         return flags + [self.image]
 
 
-class Container:
-    """One single-use grading container: started, waits ready, takes one request, then it is gone."""
+class Container(PopenProcess):
+    """One single-use grading container: its `docker run -i --rm` client is our child process."""
 
-    def __init__(self, spec: ContainerSpec, on_change: Callable[[Container], None] | None = None):
-        """Start it now. `on_change(self)` is called (from a reader thread) once when it is ready and
-        once when its output ends."""
+    what = "grading container"
+
+    def __init__(self, spec: ContainerSpec, on_change: Callable[[HarnessProcess], None] | None = None):
         binary = docker_binary()
         if binary is None:
             raise SandboxError("the docker command is not installed")
         self.spec = spec
-        self.name = f"dla-{uuid.uuid4().hex[:16]}"
-        self.started = time.monotonic()
-        self.ready_at: float | None = None
-        self.ended = False
-        self._settled = threading.Event()  # ready, or ended before it was
-        self._on_change = on_change
-        self._lines: queue.Queue[bytes | None] = queue.Queue()
-        self._stderr: list[bytes] = []
         self._binary = binary
-        self.process = subprocess.Popen([binary, *spec.command(self.name)], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        start_new_session=True)
-        self._threads = [threading.Thread(target=self._read_stdout, daemon=True),
-                         threading.Thread(target=self._read_stderr, daemon=True)]
-        for thread in self._threads:
-            thread.start()
+        name = f"dla-{uuid.uuid4().hex[:16]}"
+        super().__init__(name, [binary, *spec.command(name)], on_change=on_change)
 
-    def _read_stdout(self) -> None:
-        """The ready line, then verdict lines; a line over VERDICT_CAP ends the reading (and the container)."""
-        buffer = b""
-        stream = self.process.stdout
-        assert stream is not None
-        while True:
-            chunk = stream.read1(65536)
-            if not chunk:
-                break
-            buffer += chunk
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
-                if self.ready_at is None and line.startswith(b'{"ready": true'):
-                    self.ready_at = time.monotonic()
-                    self._settled.set()
-                    self._notify()
-                else:
-                    self._lines.put(line)
-            if len(buffer) > VERDICT_CAP:
-                self._lines.put(b"\0oversized")
-                self.kill()
-                break
-        self.ended = True
-        self._lines.put(None)
-        self._settled.set()
-        self._notify()
-
-    def _notify(self) -> None:
-        if self._on_change is not None:
-            self._on_change(self)
-
-    def _read_stderr(self) -> None:
-        stream = self.process.stderr
-        assert stream is not None
-        kept = 0
-        while True:
-            chunk = stream.read1(65536)
-            if not chunk:
-                break
-            if kept < STDERR_CAP:
-                self._stderr.append(chunk[:STDERR_CAP - kept])
-                kept += len(self._stderr[-1])
-
-    def stderr_tail(self, size: int = 1500) -> str:
-        return b"".join(self._stderr).decode("utf-8", "replace")[-size:]
-
-    def _next_line(self, deadline: float) -> bytes | None:
-        try:
-            return self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
-            raise TimeoutError from None
-
-    def wait_ready(self, timeout: float = STARTUP_TIMEOUT_S) -> None:
-        """Block until the container has warmed its imports; SandboxError if it never does."""
-        if not self._settled.wait(timeout):
-            self.kill()
-            raise SandboxError(f"the grading container did not start within {timeout:g} s")
-        if self.ready_at is None:
-            raise SandboxError(f"the grading container failed to start (exit {self.wait(10)}): "
-                               f"{self.stderr_tail()}")
-
-    def alive(self) -> bool:
-        return self.process.poll() is None
-
-    def grade(self, exercise: Exercise, code: str, seed: int | None) -> dict[str, Any]:
-        """Hand over the one submission and wait for the raw verdict (then the container exits)."""
-        request = {"exercise": f"{exercise.path.parent.name}/{exercise.path.name}", "code": code,
-                   "seed": seed}
-        stdin = self.process.stdin
-        assert stdin is not None
-        try:
-            stdin.write(json.dumps(request).encode() + b"\n")
-            stdin.close()
-        except (BrokenPipeError, OSError):
-            pass  # the container is gone: reported below as no verdict
-        self.wait_ready()
-        limit = exercise.time_limit_s + CHECKS_GRACE_S
-        try:
-            line = self._next_line(time.monotonic() + limit)
-        except TimeoutError:
-            self.kill()
-            return {"status": "timeout", "error": {"kind": "timeout", "line": None, "message":
-                    f"Your code did not finish within {limit:g} s; its container was stopped."}}
-        if line == b"\0oversized":
-            raise SandboxError("the grading container printed an oversized verdict")
-        if line is None:
-            code_ = self.wait(10)
-            if code_ == 137:  # SIGKILL: the cgroup's OOM killer, the learner's limits are per process
-                return {"status": "killed", "error": {"kind": "memory", "line": None, "message":
-                        f"Your code's container was killed: it used more than its "
-                        f"{self.spec.memory_mb} MB of memory."}}
-            raise SandboxError(f"the grading container exited {code_} without a verdict: "
-                               f"{self.stderr_tail()}")
-        try:
-            verdict = json.loads(line)
-        except ValueError:
-            raise SandboxError("the grading container printed something that is not a verdict") from None
-        if not isinstance(verdict, dict):
-            raise SandboxError("the grading container printed something that is not a verdict")
-        return verdict
-
-    def wait(self, timeout: float) -> int | None:
-        """Wait for the docker client (and so the container, started with --rm) to end."""
-        try:
-            return self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            try:
-                return self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                return None
+    def exit_verdict(self, exit_code: int | None) -> RawVerdict | None:
+        if exit_code == 137:  # SIGKILL: the cgroup's OOM killer, the learner's limits are per process
+            return error_verdict(Status.KILLED, "memory", f"Your code's container was killed: it used more "
+                                 f"than its {self.spec.memory_mb} MB of memory.")
+        return None
 
     def kill(self) -> None:
         """Remove the container now (killing it), then its docker client."""
@@ -260,31 +138,40 @@ class Container:
             subprocess.run([self._binary, "rm", "-f", self.name], capture_output=True, timeout=30)
         except subprocess.TimeoutExpired:
             pass
-        if self.process.poll() is None:
-            self.process.kill()
+        super().kill()
 
-    def close(self) -> None:
-        """The container must be gone when this returns: wait for it, force it if needed."""
-        if self.process.stdin and not self.process.stdin.closed:
-            try:
-                self.process.stdin.close()  # a waiting container reads EOF and exits
-            except OSError:
-                pass
-        self.wait(10)
-        for thread in self._threads:
-            thread.join(timeout=5)
+
+def default_spec(image: str | None = None) -> ContainerSpec:
+    """Large enough for every exercise of the course: the learner's own limit is set per exercise."""
+    from grader.course import load_course
+
+    exercises = list(load_course().exercises.values())
+    sandbox = DockerSandbox(image)
+    specs = [sandbox.spec_for(exercise) for exercise in exercises]
+    gpus = any(spec.gpus for spec in specs)
+    image = next((spec.image for spec in specs if spec.gpus == gpus), sandbox.image)
+    memory = max((exercise.memory_mb for exercise in exercises), default=2048) + GRADER_MEMORY_MB
+    return ContainerSpec(image=image, memory_mb=memory, gpus=gpus)
+
+
+def warm_pool(size: int, spec: ContainerSpec | None = None) -> WarmPool:
+    """A pool of warm containers of `spec` (default: one that fits every exercise of the course)."""
+    spec = spec or default_spec()
+    ok, why = image_ready(spec.image)
+    if not ok:
+        raise SandboxError(f"cannot start a warm pool: {why}")
+    return WarmPool(lambda on_change: Container(spec, on_change), size, serves=spec)
 
 
 class DockerSandbox:
     name = "docker"
 
-    def __init__(self, image: str | None = None):
+    def __init__(self, image: str | None = None, pool: WarmPool | None = None):
         self.image = image or os.environ.get(IMAGE_ENV) or CPU_IMAGE
+        self.pool = pool
 
     def available(self) -> tuple[bool, str]:
-        from sandbox import pool
-
-        if pool.active() is not None:  # checked its image when it started
+        if self.pool is not None:  # checked its image when it started
             return True, ""
         return image_ready(self.image)
 
@@ -297,18 +184,26 @@ class DockerSandbox:
             gpus = False  # the CPU image cannot use a GPU: grade the CPU path
         return ContainerSpec(image=image, memory_mb=exercise.memory_mb + GRADER_MEMORY_MB, gpus=gpus)
 
-    def run(self, exercise: Exercise, code: str, *, seed: int | None = None) -> dict[str, Any]:
-        from sandbox import pool
-
+    def run(self, exercise: Exercise, request: Request) -> RawVerdict:
         spec = self.spec_for(exercise)
-        warm = pool.active()
-        container = warm.take(spec) if warm is not None else None
+        container = None
+        if self.pool is not None and _fits(self.pool.serves, spec):
+            container = self.pool.take()
         if container is None:
             container = Container(spec)
         try:
-            return container.grade(exercise, code, seed)
+            return container.grade(request, exercise.time_limit_s)
         finally:
-            if warm is not None and warm.owns(container):
-                warm.discard(container)  # its exit and removal happen off the submitter's clock
+            if self.pool is not None and self.pool.owns(container):
+                self.pool.discard(container)  # its exit and removal happen off the submitter's clock
             else:
                 container.close()
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+
+def _fits(pool_spec: object, spec: ContainerSpec) -> bool:
+    return isinstance(pool_spec, ContainerSpec) and spec.image == pool_spec.image \
+        and spec.gpus == pool_spec.gpus and spec.memory_mb <= pool_spec.memory_mb

@@ -1,52 +1,172 @@
-"""The local sandbox: the harness in a child process of this machine.
+"""The local sandbox: the harness as a process of this machine.
 
 The harness confines the learner's code itself (namespaces, a fresh uid, limits: see
-grader/harness/isolation.py); this module starts it with an empty environment and a hard deadline.
+grader/harness/isolation.py); this module starts it with an empty environment and the protocol's
+deadlines. Cold, each submission gets a fresh `python -m grader.harness` (what `grader check` does);
+warm, a `ForkServer` that has imported torch once forks a fresh grading process per submission, and a
+`WarmPool` keeps a few of those forked and ready (what the web app and the queue worker do).
 """
 from __future__ import annotations
 
 import json
 import os
-import subprocess
+import select
+import signal
+import socket
 import sys
+import threading
+import uuid
 from pathlib import Path
-from typing import Any
+from typing import Callable
 
 from grader.course import Exercise
+from grader.protocol import STARTUP_TIMEOUT_S, RawVerdict, Request
 from sandbox import SandboxError
+from sandbox.pool import WarmPool
+from sandbox.process import HarnessProcess, PopenProcess
 
-STARTUP_GRACE_S = 30  # importing torch and pytest, plus the checks' own reference runs
-VERDICT_CAP = 1024 * 1024
+
+def _environment() -> dict[str, str]:
+    """The grading process inherits nothing of ours but a PATH and the operator's delegated cgroup (no
+    secrets, no DATABASE_URL)."""
+    from grader.harness.cgroups import PARENT_ENV
+
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
+           "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    if os.environ.get(PARENT_ENV):
+        env[PARENT_ENV] = os.environ[PARENT_ENV]
+    return env
+
+
+def _harness_command(root: Path, hide: list[Path]) -> list[str]:
+    command = [sys.executable, "-m", "grader.harness", "--exercises", str(root)]
+    for path in hide:
+        command += ["--hide", str(path)]
+    return command
+
+
+class ForkedProcess(HarnessProcess):
+    """A fork-server child: not our child, so it is watched and signalled through a pidfd."""
+
+    def __init__(self, pid: int, stdin: int, stdout: int, stderr: int,
+                 on_change: Callable[[HarnessProcess], None] | None):
+        try:
+            self._pidfd: int | None = os.pidfd_open(pid)
+        except ProcessLookupError:  # already gone: its output ends at once and says so
+            self._pidfd = None
+        super().__init__(f"fork-{pid}", os.fdopen(stdin, "wb"), os.fdopen(stdout, "rb"), os.fdopen(stderr, "rb"),
+                         on_change)
+
+    def kill(self) -> None:
+        if self._pidfd is not None:
+            try:
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+            except (ProcessLookupError, OSError):
+                pass
+
+    def wait(self, timeout: float) -> int | None:
+        if self._pidfd is None:
+            return None
+        if not select.select([self._pidfd], [], [], timeout)[0]:
+            self.kill()
+            select.select([self._pidfd], [], [], 10)
+        os.close(self._pidfd)
+        self._pidfd = None
+        return None  # the fork server's to reap; its exit code is not ours to read
+
+
+class ForkServer:
+    """A warm `python -m grader.harness --fork-server` and the socket that asks it for children."""
+
+    def __init__(self, root: Path, hide: list[Path]):
+        self.root = root
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        command = _harness_command(root, hide) + ["--fork-server", str(theirs.fileno())]
+        import subprocess
+
+        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        env=_environment(), pass_fds=[theirs.fileno()], start_new_session=True)
+        theirs.close()
+        self._socket = ours
+        self._lock = threading.Lock()
+        ours.settimeout(STARTUP_TIMEOUT_S)
+        try:
+            hello = json.loads(ours.recv(256) or b"{}")
+        except (OSError, ValueError) as exc:
+            self.close()
+            raise SandboxError(f"the local fork server did not start: {exc}") from None
+        if not hello.get("ready"):
+            self.close()
+            raise SandboxError(f"the local fork server did not start (exit {self.process.poll()})")
+        ours.settimeout(10)
+
+    def spawn(self, on_change: Callable[[HarnessProcess], None] | None = None) -> HarnessProcess:
+        """A fresh grading process, forked from the warm server, ready at once."""
+        stdin_r, stdin_w = os.pipe()
+        stdout_r, stdout_w = os.pipe()
+        stderr_r, stderr_w = os.pipe()
+        try:
+            with self._lock:
+                socket.send_fds(self._socket, [b"spawn"], [stdin_r, stdout_w, stderr_w])
+                reply = json.loads(self._socket.recv(256) or b"{}")
+        except (OSError, ValueError) as exc:
+            for fd in (stdin_w, stdout_r, stderr_r):
+                os.close(fd)
+            raise SandboxError(f"the local fork server is gone: {exc}") from None
+        finally:
+            for fd in (stdin_r, stdout_w, stderr_w):
+                os.close(fd)
+        if "pid" not in reply:
+            for fd in (stdin_w, stdout_r, stderr_r):
+                os.close(fd)
+            raise SandboxError(f"the local fork server refused: {reply.get('error')}")
+        return ForkedProcess(reply["pid"], stdin_w, stdout_r, stderr_r, on_change)
+
+    def close(self) -> None:
+        self._socket.close()  # the server reads end-of-input and exits
+        try:
+            self.process.wait(timeout=10)
+        except Exception:  # noqa: BLE001
+            self.process.kill()
+            self.process.wait()
+
+
+def warm_pool(root: Path, hide: list[Path], size: int) -> WarmPool:
+    """A pool of fork-server children for `root`'s exercises; closing it stops the server."""
+    root = root.resolve()
+    server = ForkServer(root, hide)
+    return WarmPool(server.spawn, size, serves=root, on_close=server.close)
 
 
 class LocalSandbox:
     name = "local"
 
-    def __init__(self, hide: list[Path] | None = None):
+    def __init__(self, hide: list[Path] | None = None, pool: WarmPool | None = None):
         self.hide = list(hide or [])
+        self.pool = pool
 
     def available(self) -> tuple[bool, str]:
         return True, ""
 
-    def run(self, exercise: Exercise, code: str, *, seed: int | None = None) -> dict[str, Any]:
-        command = [sys.executable, "-m", "grader.harness", "--exercise-dir", str(exercise.path),
-                   "--submission", "-"]
-        if seed is not None:
-            command += ["--seed", str(seed)]
-        for path in self.hide:
-            command += ["--hide", str(path)]
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
-               "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    def start(self, exercise: Exercise) -> HarnessProcess:
+        """A cold grading process for `exercise` (a fresh interpreter)."""
+        root = exercise.path.resolve().parent.parent
+        return PopenProcess(f"local-{uuid.uuid4().hex[:8]}", _harness_command(root, self.hide), _environment())
+
+    def run(self, exercise: Exercise, request: Request) -> RawVerdict:
+        process = None
+        if self.pool is not None and exercise.path.resolve().parent.parent == self.pool.serves:
+            process = self.pool.take()
+        if process is None:
+            process = self.start(exercise)
         try:
-            proc = subprocess.run(command, input=code.encode(), capture_output=True, env=env,
-                                  timeout=exercise.time_limit_s + STARTUP_GRACE_S, start_new_session=True)
-        except subprocess.TimeoutExpired:
-            raise SandboxError(f"the grading process did not finish within "
-                               f"{exercise.time_limit_s + STARTUP_GRACE_S:g} s") from None
-        if len(proc.stdout) > VERDICT_CAP:
-            raise SandboxError("the grading process printed an oversized verdict")
-        try:
-            return json.loads(proc.stdout)
-        except ValueError:
-            tail = proc.stderr.decode("utf-8", "replace")[-1500:]
-            raise SandboxError(f"the grading process exited {proc.returncode} without a verdict: {tail}") from None
+            return process.grade(request, exercise.time_limit_s)
+        finally:
+            if self.pool is not None and self.pool.owns(process):
+                self.pool.discard(process)
+            else:
+                process.close()
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()

@@ -1,136 +1,97 @@
-"""A warm pool of pre-started, single-use grading containers.
+"""A warm pool of started, single-use grading processes, for any sandbox.
 
-A cold container spends ~2 s importing torch before it can grade; grading itself takes tens of
-milliseconds. The pool keeps `size` containers started and warmed, each waiting for exactly one
-submission on stdin. `take` hands one out and at once starts its replacement; a container is never
-given a second submission. A long-running process (the web app's queue worker) starts one pool:
+A grading process spends seconds importing torch before it can grade; grading itself takes tens of
+milliseconds. The pool keeps `size` processes started and warm, each waiting for exactly one request.
+`take` hands one out and at once starts its replacement; a process is never given a second request.
+Under a burst (more takers waiting than processes starting) it starts more, up to `max_size`
+(default: the CPU count, since each grading keeps one CPU busy); processes beyond `size` that stay
+idle for `idle_s` are stopped.
 
-    from sandbox.pool import WarmPool
-    pool = WarmPool(size=2).start()   # from now on the docker sandbox of this process uses it
+The pool does not know what it starts: the sandbox that owns it passes `start(on_change)`, which
+returns a `HarnessProcess` (a container for docker, a fork-server child for local):
+
+    pool = WarmPool(start, size=2)
+    sandbox = LocalSandbox(pool=pool)       # the sandbox draws from the pool it was given
     ...
-    pool.close()                      # or `with WarmPool(2).start(): ...`
-
-Submissions whose container would differ (more memory than the pool's, another image, a GPU) get a
-cold container; so does a submission that finds no warm container within STARTUP_TIMEOUT_S.
+    pool.close()                            # or `with WarmPool(...) as pool: ...`
 """
 from __future__ import annotations
 
 import atexit
-import contextlib
+import os
 import threading
 import time
-from typing import Iterator
+from typing import Callable
 
+from grader.protocol import STARTUP_TIMEOUT_S
 from sandbox import SandboxError
-from sandbox.docker import (GRADER_MEMORY_MB, STARTUP_TIMEOUT_S, Container, ContainerSpec, DockerSandbox,
-                            image_ready)
+from sandbox.process import HarnessProcess
 
-MAX_START_FAILURES = 3  # in a row: then the image or engine is broken and the pool says so
+MAX_START_FAILURES = 3  # in a row: then the image, engine or fork server is broken and the pool says so
 
-_active: WarmPool | None = None
-_active_lock = threading.Lock()
-
-
-def active() -> WarmPool | None:
-    """The pool this process started, if any: the docker sandbox draws its containers from it."""
-    return _active
-
-
-@contextlib.contextmanager
-def bypassed() -> Iterator[None]:
-    """Grade in cold containers for a while, the pool staying warm: benchmarks compare the two."""
-    global _active
-    with _active_lock:
-        saved, _active = _active, None
-    try:
-        yield
-    finally:
-        with _active_lock:
-            _active = saved
-
-
-def default_spec() -> ContainerSpec:
-    """Large enough for every exercise of the course: the learner's own limit is set per exercise."""
-    from grader.course import load_course
-
-    exercises = list(load_course().exercises.values())
-    sandbox = DockerSandbox()
-    specs = [sandbox.spec_for(exercise) for exercise in exercises]
-    gpus = any(spec.gpus for spec in specs)
-    image = next((spec.image for spec in specs if spec.gpus == gpus), sandbox.image)
-    memory = max((exercise.memory_mb for exercise in exercises), default=2048) + GRADER_MEMORY_MB
-    return ContainerSpec(image=image, memory_mb=memory, gpus=gpus)
-
-
-def _stop(container: Container) -> None:
-    """Remove a container that never got a submission (it may still be importing torch)."""
-    container.kill()
-    container.close()
+Starter = Callable[[Callable[[HarnessProcess], None]], HarnessProcess]
 
 
 class WarmPool:
-    def __init__(self, size: int = 2, spec: ContainerSpec | None = None):
+    def __init__(self, start: Starter, size: int = 2, *, serves: object = None, max_size: int | None = None,
+                 idle_s: float = 60.0, on_close: Callable[[], None] | None = None):
+        """`serves`: what its processes can grade (the local exercises folder, a container spec); the
+        sandbox that owns the pool decides what fits. `on_close` runs after the last process is gone."""
         if size < 1:
-            raise ValueError("a warm pool needs at least one container")
+            raise ValueError("a warm pool needs at least one process")
         self.size = size
-        self.spec = spec or default_spec()
+        self.serves = serves
+        self.max_size = max(size, max_size if max_size is not None else (os.cpu_count() or 1))
+        self.idle_s = idle_s
+        self._start = start
+        self._on_close = on_close
         self._cond = threading.Condition()
-        self._idle: list[Container] = []
-        self._busy: set[Container] = set()
+        self._idle: list[HarnessProcess] = []
+        self._busy: set[HarnessProcess] = set()
         self._cleanups: list[threading.Thread] = []
+        self._takers = 0  # callers waiting in take()
         self._failures = 0
         self._broken: str | None = None
-        self._closed = True
+        self._closed = False
         self.started_total = 0
+        with self._cond:
+            self._refill()
+        self._trimmer = threading.Thread(target=self._trim_idle, daemon=True)
+        self._trimmer.start()
+        atexit.register(self.close)
 
     # -- lifecycle ---------------------------------------------------------------------------------
-    def start(self) -> WarmPool:
-        global _active
-        ok, why = image_ready(self.spec.image)
-        if not ok:
-            raise SandboxError(f"cannot start a warm pool: {why}")
-        with _active_lock:
-            if _active is not None:
-                raise SandboxError("a warm pool is already running in this process")
-            _active = self
-        with self._cond:
-            self._closed = False
-            for _ in range(self.size):
-                self._spawn()
-        atexit.register(self.close)
-        return self
-
     def close(self) -> None:
-        """Stop the waiting containers and wait until every container of this pool is gone."""
-        global _active
-        with _active_lock:
-            if _active is self:
-                _active = None
+        """Stop the waiting processes and wait until every process of this pool is gone."""
         with self._cond:
+            if self._closed:
+                return
             self._closed = True
             idle, self._idle = self._idle, []
             self._cond.notify_all()
-        closers = [threading.Thread(target=_stop, args=(c,)) for c in idle]
+        closers = [threading.Thread(target=_stop, args=(p,)) for p in idle]
         for thread in closers:
             thread.start()
         for thread in closers:
             thread.join()
         for thread in list(self._cleanups):
             thread.join()
+        if self._on_close is not None:
+            self._on_close()
 
     def __enter__(self) -> WarmPool:
-        return self if not self._closed else self.start()
+        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def wait_warm(self, count: int | None = None, timeout: float = STARTUP_TIMEOUT_S) -> bool:
-        """Block until `count` (default: all) waiting containers are warm; False if they never are.
+        """Block until `count` (default: `size`) waiting processes are warm; False if they never are.
         Benchmarks and tests use it to time a submission from hand-over, not from a refill."""
         want = self.size if count is None else min(count, self.size)
         deadline = time.monotonic() + timeout
         with self._cond:
-            while sum(c.ready_at is not None and not c.ended for c in self._idle) < want:
+            while len(self._ready()) < want:
                 if self._broken or self._closed:
                     return False
                 remaining = deadline - time.monotonic()
@@ -140,75 +101,117 @@ class WarmPool:
         return True
 
     def waiting(self) -> list[str]:
-        """Names of the containers waiting for a submission (all others must be gone)."""
+        """Names of the processes waiting for a request (all others must be gone)."""
         with self._cond:
-            return [c.name for c in self._idle]
+            return [p.name for p in self._idle]
 
     # -- handing out -------------------------------------------------------------------------------
-    def fits(self, spec: ContainerSpec) -> bool:
-        return spec.image == self.spec.image and spec.gpus == self.spec.gpus \
-            and spec.memory_mb <= self.spec.memory_mb
-
-    def take(self, spec: ContainerSpec, timeout: float = STARTUP_TIMEOUT_S) -> Container | None:
-        """A warm container for one submission, or None when the caller should start a cold one."""
-        if not self.fits(spec):
-            return None
+    def take(self, timeout: float = STARTUP_TIMEOUT_S) -> HarnessProcess | None:
+        """A warm process for one request, or None when the caller should start a cold one."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            while True:
-                if self._closed:
-                    return None
-                if self._broken:
-                    raise SandboxError(f"the warm pool cannot start containers: {self._broken}")
-                ready = [c for c in self._idle if c.ready_at is not None and not c.ended]
-                if ready:
-                    container = min(ready, key=lambda c: c.started)
-                    self._idle.remove(container)
-                    self._busy.add(container)
-                    self._spawn()
-                    return container
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return None
-                self._cond.wait(remaining)
+            self._takers += 1
+            try:
+                while True:
+                    if self._closed:
+                        return None
+                    if self._broken:
+                        raise SandboxError(f"the warm pool cannot start grading processes: {self._broken}")
+                    ready = self._ready()
+                    if ready:
+                        process = min(ready, key=lambda p: p.started)
+                        self._idle.remove(process)
+                        self._busy.add(process)
+                        self._refill()
+                        return process
+                    # A burst: more takers than processes on their way, so start more (up to max_size).
+                    if self._takers > len(self._idle) and self._total() < self.max_size:
+                        self._spawn()
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return None
+                    self._cond.wait(remaining)
+            finally:
+                self._takers -= 1
 
-    def owns(self, container: Container) -> bool:
+    def owns(self, process: HarnessProcess) -> bool:
         with self._cond:
-            return container in self._busy
+            return process in self._busy
 
-    def discard(self, container: Container) -> None:
-        """The container graded its one submission: let it exit and be removed in the background."""
+    def discard(self, process: HarnessProcess) -> None:
+        """The process graded its one request: let it exit and be reaped in the background."""
         with self._cond:
-            self._busy.discard(container)
-            thread = threading.Thread(target=self._finish, args=(container,), daemon=True)
+            self._busy.discard(process)
+            self._refill()
+            thread = threading.Thread(target=self._finish, args=(process,), daemon=True)
             self._cleanups.append(thread)
         thread.start()
 
     # -- internals ---------------------------------------------------------------------------------
-    def _finish(self, container: Container) -> None:
-        container.close()
+    def _ready(self) -> list[HarnessProcess]:
+        return [p for p in self._idle if p.ready_at is not None and not p.ended]
+
+    def _finish(self, process: HarnessProcess) -> None:
+        process.close()
         with self._cond:
             self._cleanups.remove(threading.current_thread())
 
-    def _spawn(self) -> None:
-        """Start one more waiting container (called with the lock held)."""
-        if self._closed or self._broken:
-            return
-        self._idle.append(Container(self.spec, on_change=self._changed))
-        self.started_total += 1
+    def _total(self) -> int:
+        return len(self._idle) + len(self._busy)
 
-    def _changed(self, container: Container) -> None:
+    def _refill(self) -> None:
+        """Keep `size` processes waiting, within max_size in all (called with the lock held)."""
+        while len(self._idle) < self.size and self._total() < self.max_size and not self._broken:
+            before = len(self._idle)
+            self._spawn()
+            if len(self._idle) == before:
+                break
+
+    def _spawn(self) -> None:
+        """Start one more waiting process (called with the lock held)."""
+        while not (self._closed or self._broken):
+            try:
+                self._idle.append(self._start(self._changed))
+            except SandboxError as exc:  # a start that fails at once is retried at once, a few times
+                self._failed(str(exc))
+                continue
+            self.started_total += 1
+            return
+
+    def _failed(self, why: str) -> None:
+        self._failures += 1
+        if self._failures >= MAX_START_FAILURES:
+            self._broken = f"{self._failures} in a row failed to start: {why}"
+            self._cond.notify_all()
+
+    def _changed(self, process: HarnessProcess) -> None:
         with self._cond:
-            if container.ready_at is not None and not container.ended:
+            if process.ready_at is not None and not process.ended:
                 self._failures = 0
-            elif container in self._idle:  # died while waiting (or never got ready)
-                self._idle.remove(container)
-                self._failures += 1
-                if self._failures >= MAX_START_FAILURES:
-                    self._broken = f"{self._failures} containers in a row died: {container.stderr_tail(500)}"
-                else:
-                    self._spawn()
-                thread = threading.Thread(target=self._finish, args=(container,), daemon=True)
+            elif process in self._idle:  # died while waiting (or never got ready)
+                self._idle.remove(process)
+                self._failed(process.stderr_tail(500))
+                self._refill()
+                thread = threading.Thread(target=self._finish, args=(process,), daemon=True)
                 self._cleanups.append(thread)
                 thread.start()
             self._cond.notify_all()
+
+    def _trim_idle(self) -> None:
+        """Stop processes beyond `size` that have waited `idle_s` without a request."""
+        with self._cond:
+            while not self._closed:
+                self._cond.wait(self.idle_s / 2)
+                now = time.monotonic()
+                stale = [p for p in self._ready() if now - (p.ready_at or now) > self.idle_s]
+                for process in stale[:max(0, len(self._idle) - self.size)]:
+                    self._idle.remove(process)
+                    thread = threading.Thread(target=self._finish, args=(process,), daemon=True)
+                    self._cleanups.append(thread)
+                    thread.start()
+
+
+def _stop(process: HarnessProcess) -> None:
+    """Stop a process that never got a request (it may still be importing torch)."""
+    process.kill()
+    process.close()

@@ -1,5 +1,5 @@
 import sys
 
-from grader.harness.main import main
+from grader.harness.serve import main
 
 sys.exit(main())

@@ -1,29 +1,35 @@
-"""Run the learner's code in a forked, confined child process.
+"""Run the learner's code in a forked, confined child process: confined fully, or not run at all.
 
 The grading process imports torch once, then forks (forking is ~40x cheaper than a fresh interpreter;
-it must happen before any multi-threaded tensor op, or the child can deadlock). The child:
+it must happen before any multi-threaded tensor op, or the child can deadlock). How the child is
+confined is the `Confinement` the harness was started with:
 
-  * enters new PID, network and mount namespaces (as root directly; otherwise inside a new user
-    namespace), so it can neither reach the network nor see or signal the grader's processes, and
-    everything it starts dies with it;
-  * gets a private, size-limited tmpfs as /tmp (its scratch and working directory) and has the
-    exercises (reference solutions, hidden checks), the caller's hidden paths and home directories
-    covered by empty mounts;
-  * drops to a fresh unprivileged uid when running as root, with memory, file-size, process and
-    CPU-time limits and an empty environment.
+NAMESPACES (the local sandbox). Every item below is applied, or the learner's code does not run and
+the verdict is an infra-error naming what failed (never a silent downgrade):
+  * the whole submission in its own cgroup: memory (swap included), process count and CPU for all its
+    processes together; every process left in it is killed afterwards (cgroups.py);
+  * new user (when not root), PID, network, mount, IPC and UTS namespaces: no network, no host
+    processes, no System V IPC shared with the host, everything it starts dies with it;
+  * an allowlist root built for it and entered with pivot_root (view.py): the interpreter, the grader
+    package, /dev basics, its own /proc and a private size-limited /tmp, nothing else;
+  * as root: a fresh unprivileged uid; not root: a second, nested user namespace, so the mounts above
+    are locked and cannot be undone; either way every capability is dropped;
+  * memory, file-size, process and CPU rlimits, an empty environment, none of the grader's file
+    descriptors, and last `no_new_privs` with a seccomp filter (seccomp.py).
 
-Inside the grading container (sandbox/docker.py) namespaces and mounts are not permitted: the
-container itself has no network, a read-only root file system and its own PID namespace, and it is
-single-use. There the harness runs as uid 0 with every capability dropped except SETUID, SETGID and KILL
-(and no-new-privileges), so the child can still drop to its own uid: it cannot read the checks (root's,
-mode 0700), signal or trace the grading process, or write anywhere but its private scratch folder on
-the container's /tmp; when it is done every process of its uid is killed.
+CONTAINER (inside the grader image, sandbox/docker.py): Docker provides the network, file system,
+PID namespace and cgroup; namespaces and mounts are refused there. The child drops to its own uid (the
+entry keeps only CAP_SETUID, CAP_SETGID and CAP_KILL), gets the rlimits and the seccomp filter, and
+every process of its uid is killed afterwards.
 
-Whatever isolation the machine could not give is reported in `Outcome.isolation` rather than hidden.
+NONE (`grader check --sandbox unconfined`, one's own code on one's own machine): rlimits only; every
+result says so.
 """
 from __future__ import annotations
 
 import ctypes
+import enum
+import itertools
 import json
 import os
 import resource
@@ -38,16 +44,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-CLONE_NEWNS = 0x00020000
-CLONE_NEWUSER = 0x10000000
-CLONE_NEWPID = 0x20000000
-CLONE_NEWNET = 0x40000000
-MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 2, 4, 16384, 1 << 18
-# open_tree/move_mount share these numbers on x86_64 and arm64 (Linux 5.2+).
-SYS_OPEN_TREE, SYS_MOVE_MOUNT = 428, 429
-AT_FDCWD, AT_RECURSIVE = -100, 0x8000
-OPEN_TREE_CLONE, OPEN_TREE_CLOEXEC = 1, os.O_CLOEXEC
-MOVE_MOUNT_F_EMPTY_PATH = 0x4
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 1, 24, 47, 4
 UID_BASE = 200_000  # learner uids are UID_BASE + the middle process's pid: unique while it runs
 # Containers graded side by side share the host's per-uid process count (RLIMIT_NPROC): the docker
 # sandbox gives each container its own base through this variable.
@@ -55,6 +54,18 @@ UID_BASE_ENV = "DLA_LEARNER_UID_BASE"
 
 OUTPUT_CAP = 64 * 1024
 RESULT_CAP = 64 * 1024 * 1024
+EXIT_OUT_OF_MEMORY, EXIT_CONFINEMENT = 71, 72
+
+
+class Confinement(str, enum.Enum):
+    NAMESPACES = "namespaces"
+    CONTAINER = "container"
+    NONE = "none"
+
+
+UNCONFINED_NOTE = ("graded UNCONFINED (--sandbox unconfined): your code ran as your own user, with your "
+                   "files and network in reach; use this only for your own code")
+CONTAINER_NOTE = "graded in a single-use container: no network, read-only file system, learner code under its own uid"
 
 
 @dataclass
@@ -76,14 +87,14 @@ class Outcome:
     output: str  # first OUTPUT_CAP bytes of stdout+stderr
     output_truncated: bool
     duration_s: float
-    isolation: list[str] = field(default_factory=list)
+    isolation: list[str] = field(default_factory=list)  # notes for the result
+    refused: str | None = None  # why the confinement could not be applied (the code did not run)
+    out_of_memory: bool = False  # the submission's cgroup hit its memory limit
 
 
 class _Libc:
     def __init__(self) -> None:
         self.lib = ctypes.CDLL(None, use_errno=True)
-        self.lib.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
-                                   ctypes.c_char_p]
 
     def _check(self, rc: int, what: str) -> None:
         if rc != 0:
@@ -93,25 +104,28 @@ class _Libc:
     def unshare(self, flags: int) -> None:
         self._check(self.lib.unshare(flags), "unshare")
 
-    def mount(self, source: str | None, target: str, fstype: str | None, flags: int, data: str | None) -> None:
-        enc = lambda s: s.encode() if s is not None else None  # noqa: E731
-        self._check(self.lib.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
+    def prctl(self, option: int, arg: int = 0) -> None:
+        self._check(self.lib.prctl(option, ctypes.c_ulong(arg), 0, 0, 0), f"prctl {option}")
 
-    def open_tree(self, path: str) -> int:
-        """A detached recursive clone of the mount tree at `path`, as a file descriptor."""
-        long = ctypes.c_long
-        fd = self.lib.syscall(long(SYS_OPEN_TREE), long(AT_FDCWD), path.encode(),
-                              long(OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE))
-        if fd < 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"open_tree {path}: {os.strerror(err)}")
-        return fd
+    def die_with_parent(self, expected_parent: int) -> None:
+        """SIGKILL this process when its parent dies (a grading process stopped at a deadline must not
+        leave its learner running). Cleared by a uid change: call it after dropping privileges."""
+        self.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != expected_parent:  # the parent died before the call
+            os._exit(70)
 
-    def move_mount(self, fd: int, target: str) -> None:
-        long = ctypes.c_long
-        rc = self.lib.syscall(long(SYS_MOVE_MOUNT), long(fd), b"", long(AT_FDCWD), target.encode(),
-                              long(MOVE_MOUNT_F_EMPTY_PATH))
-        self._check(rc, f"move_mount {target}")
+    def drop_bounding_set(self) -> None:
+        """No capability can be gained again, even by exec (needs CAP_SETPCAP: call it first)."""
+        for cap in range(64):
+            if self.lib.prctl(PR_CAPBSET_DROP, ctypes.c_ulong(cap), 0, 0, 0) != 0 and ctypes.get_errno() == 22:
+                break  # EINVAL: past the last capability this kernel knows
+        self.lib.prctl(PR_CAP_AMBIENT, ctypes.c_ulong(PR_CAP_AMBIENT_CLEAR_ALL), 0, 0, 0)
+
+    def drop_capabilities(self) -> None:
+        """Empty the effective, permitted and inheritable sets."""
+        header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+        data = (ctypes.c_uint32 * 6)()  # two all-zero {effective, permitted, inheritable} triples
+        self._check(self.lib.capset(header, data), "capset")
 
 
 def _write_frame(fd: int, payload: bytes) -> None:
@@ -153,100 +167,6 @@ def _drain(fd: int, cap: int, sink: list[bytes], truncated: list[bool]) -> None:
     os.close(fd)
 
 
-def _outermost(paths: list[Path], under: Path) -> list[Path]:
-    """The entries of `paths` below `under`, without those already inside another entry."""
-    inside = sorted({p for p in paths if under in p.parents}, key=lambda p: len(p.parts))
-    return [p for i, p in enumerate(inside) if not any(q in p.parents for q in inside[:i])]
-
-
-def _cover(libc: _Libc, path: Path, keep: list[Path], options: str = "size=64k,mode=0755") -> None:
-    """Mount an empty tmpfs over `path`, keeping the entries of `keep` below it visible.
-
-    The kept trees are cloned as detached mounts first (open_tree), then moved onto the new tmpfs
-    (move_mount): no staging folder, so this works for /tmp itself, e.g. a checkout under /tmp.
-    """
-    clones = [(p, libc.open_tree(str(p))) for p in _outermost(keep, path)]
-    try:
-        libc.mount("tmpfs", str(path), "tmpfs", MS_NOSUID | MS_NODEV, options)
-        for kept, fd in clones:
-            kept.mkdir(parents=True, exist_ok=True)
-            libc.move_mount(fd, str(kept))
-    finally:
-        for _, fd in clones:
-            os.close(fd)
-
-
-def _confine(libc: _Libc, limits: Limits, hide: list[Path], keep: list[Path], as_root: bool,
-             uid: int, notes: list[str]) -> None:
-    """Runs in the grandchild (pid 1 of its namespace) before any learner code."""
-    mounts_ok = True
-    try:
-        libc.mount(None, "/", None, MS_REC | MS_PRIVATE, None)
-        owner = f",uid={uid},gid={uid}" if as_root else ""
-        _cover(libc, Path("/tmp"), keep, f"size={limits.scratch_mb}m,mode=0700{owner}")
-    except OSError as exc:
-        mounts_ok = False
-        if not in_container():  # there the container's own /tmp is the scratch space
-            notes.append(f"no private scratch: {exc.strerror}")
-    if mounts_ok:
-        for path in sorted({p.resolve() for p in hide if p.exists()}, key=lambda p: len(p.parts)):
-            try:
-                _cover(libc, path, keep)
-            except OSError as exc:
-                notes.append(f"could not hide {path}: {exc.strerror}")
-        for path in ("/dev/shm", "/var/tmp", "/run"):
-            try:
-                if os.path.isdir(path):
-                    libc.mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
-            except OSError:
-                pass
-    if mounts_ok:
-        os.chdir("/tmp")
-
-    address_space = _current_vm_bytes() + limits.memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
-    file_bytes = limits.max_file_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
-    cpu = int(limits.time_s) + 2
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    try:  # if memory runs out for the whole container, the kernel kills the learner's processes first
-        Path("/proc/self/oom_score_adj").write_text("1000")
-    except OSError:
-        pass
-    resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
-    if as_root:
-        resource.setrlimit(resource.RLIMIT_NPROC, (limits.max_processes, limits.max_processes))
-        os.setgroups([])
-        os.setresgid(uid, uid, uid)
-        os.setresuid(uid, uid, uid)
-    scratch = "/tmp" if mounts_ok else _private_scratch(uid, notes)
-    os.environ.clear()
-    os.environ.update({"PATH": "/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8",
-                       "OMP_NUM_THREADS": "1"})
-    tempfile.tempdir = None  # the grading side may have cached its own (unwritable) temp folder
-
-
-def _private_scratch(uid: int, notes: list[str]) -> str:
-    """Without a private tmpfs: a fresh 0700 folder of the learner's own on the shared /tmp."""
-    path = f"/tmp/learner-{uid}"
-    try:
-        os.mkdir(path, 0o700)
-        os.chdir(path)
-    except OSError as exc:
-        notes.append(f"no scratch folder ({exc.strerror}): working directory is /")
-        os.chdir("/")
-        return "/"
-    return path
-
-
-def _current_vm_bytes() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmSize:"):
-            return int(line.split()[1]) * 1024
-    return 0
-
-
 def in_container() -> bool:
     """True inside the grader image, where the container provides what namespaces would."""
     return os.environ.get("DLA_IN_CONTAINER") == "1"
@@ -260,45 +180,138 @@ def learner_uid(middle_pid: int) -> int:
     return base + middle_pid
 
 
-def _enter_namespaces(libc: _Libc, as_root: bool, notes: list[str]) -> bool:
-    """Called in the middle process; True when the next fork lands in a new PID namespace."""
-    flags = CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWNS
-    uid, gid = os.getuid(), os.getgid()
-    try:
-        libc.unshare(flags if as_root else flags | CLONE_NEWUSER)
-    except OSError as exc:
-        if in_container():
-            notes.append("graded in a single-use container: no network, read-only file system, "
-                         "learner code under its own uid")
-        else:
-            notes.append(f"no namespaces ({exc.strerror}): network and process isolation unavailable")
-        return False
+def _set_limits(limits: Limits, as_root: bool) -> None:
+    address_space = _current_vm_bytes() + limits.memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+    file_bytes = limits.max_file_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
+    cpu = int(limits.time_s) + 2
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+    if as_root:  # counted per uid: only a uid of the learner's own makes it a per-submission bound
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.max_processes, limits.max_processes))
+    try:  # under memory pressure, the kernel kills the learner's processes first
+        Path("/proc/self/oom_score_adj").write_text("1000")
+    except OSError:
+        pass
+
+
+def _current_vm_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _drop_root(uid: int) -> None:
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)  # clears the effective and permitted capability sets
+
+
+def _map_own_ids(uid: int, gid: int) -> None:
+    """In a new user namespace: map our own uid and gid to themselves (no setgroups)."""
+    Path("/proc/self/setgroups").write_text("deny")
+    Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
+    Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
+
+
+def _confine_namespaces(libc: _Libc, limits: Limits, view, as_root: bool, uid: int) -> str:
+    """In the grandchild (pid 1 of its namespaces), before any learner code. Returns the scratch dir."""
+    from grader.harness import view as views
+
+    own_uid, own_gid = os.getuid(), os.getgid()
+    views.enter(view, limits.scratch_mb, uid if as_root else None)
+    _set_limits(limits, as_root)
     if not as_root:
-        Path("/proc/self/setgroups").write_text("deny")
-        Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
-        Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
-        notes.append("not root: learner code runs as the grader's own user inside a user namespace")
-    return True
+        # A user namespace owned by the first one: the mounts made above become locked (they cannot
+        # be unmounted to reveal what they cover), and the capabilities it grants are dropped below.
+        libc.unshare(CLONE_NEWUSER | CLONE_NEWNS)
+        _map_own_ids(own_uid, own_gid)
+    _drop_all(libc, uid if as_root else None)
+    return "/tmp"
 
 
-def run_confined(target: Callable[[list[str]], bytes], limits: Limits, hide: list[Path], keep: list[Path],
-                 before_drop: Callable[[], None] | None = None) -> Outcome:
+def _drop_all(libc: _Libc, uid: int | None) -> None:
+    """Every capability gone: the bounding set (while CAP_SETPCAP is still held), then the uid (as root:
+    that empties the effective and permitted sets), then whatever is left."""
+    libc.drop_bounding_set()
+    if uid is not None:
+        _drop_root(uid)
+    libc.drop_capabilities()
+
+
+def _confine_container(libc: _Libc, limits: Limits, as_root: bool, uid: int) -> str:
+    """In the grading container: the container confines; the child takes a uid and a folder of its own."""
+    _set_limits(limits, as_root)
+    if as_root:
+        _drop_all(libc, uid)
+    path = f"/tmp/learner-{uid}"
+    os.mkdir(path, 0o700)
+    os.chdir(path)
+    return path
+
+
+def run_confined(target: Callable[[list[str]], bytes], limits: Limits, confinement: Confinement,
+                 view=None, before_drop: Callable[[], None] | None = None) -> Outcome:
     """Fork, confine, run `target` in the child and return what it produced.
 
-    `before_drop` runs in the child before privileges are dropped and paths hidden (load the probe
-    there: it may live under a hidden path). `target` returns the bytes to send back; whatever the
-    learner's code writes elsewhere never reaches the verdict. `target` receives the isolation notes
-    gathered so far, to pass on.
+    `view` (view.View): the learner's file system, for NAMESPACES. `before_drop` runs in the child
+    before it is confined (load the probe there: its folder is not in the view). `target` returns the
+    bytes to send back; whatever the learner's code writes elsewhere never reaches the verdict.
+    `target` receives the notes gathered so far, to pass on.
     """
+    from grader.harness import cgroups
+
+    cgroup = None
+    if confinement is Confinement.NAMESPACES:
+        try:
+            cgroup = cgroups.SubmissionCgroup.create(
+                cgroup_root(), f"sub-{os.getpid()}-{next(_serial)}",
+                memory_bytes=limits.memory_mb * 1024 * 1024, pids=limits.max_processes, cpus=1.0)
+        except (cgroups.CgroupUnavailable, OSError) as exc:
+            return _refused(f"no cgroup for the submission: {exc}")
+    try:
+        outcome = _run(target, limits, confinement, view, before_drop, cgroup)
+        if cgroup is not None:
+            outcome.out_of_memory = cgroup.oom_killed()
+        return outcome
+    finally:
+        if cgroup is not None:
+            cgroup.remove()  # kills whatever the submission left running, daemons included
+
+
+_serial = itertools.count()
+_cgroup_root = None
+
+
+def cgroup_root():  # noqa: ANN201 - cgroups.CgroupRoot
+    """Found once per process (inherited by the fork server's children); CgroupUnavailable says why not."""
+    global _cgroup_root
+    from grader.harness import cgroups
+
+    if _cgroup_root is None:
+        _cgroup_root = cgroups.find_root(os.environ.get(cgroups.PARENT_ENV) or None)
+    return _cgroup_root
+
+
+def _refused(why: str) -> Outcome:
+    return Outcome(payload=None, exit_code=None, signal=None, timed_out=False, output="",
+                   output_truncated=False, duration_s=0.0, refused=why)
+
+
+def _run(target, limits, confinement, view, before_drop, cgroup) -> Outcome:
     result_r, result_w = os.pipe()
     output_r, output_w = os.pipe()
     info_r, info_w = os.pipe()
     as_root = os.geteuid() == 0
     started = time.monotonic()
+    grader_pid = os.getpid()
     middle = os.fork()
     if middle == 0:  # pragma: no cover - runs in the child
-        _middle(target, limits, hide, keep, before_drop, as_root,
-                (result_r, result_w, output_r, output_w, info_r, info_w))
+        _middle(target, limits, confinement, view, before_drop, as_root, cgroup,
+                (result_r, result_w, output_r, output_w, info_r, info_w), grader_pid)
     for fd in (result_w, output_w, info_w):
         os.close(fd)
 
@@ -313,7 +326,6 @@ def run_confined(target: Callable[[list[str]], bytes], limits: Limits, hide: lis
 
     deadline = started + limits.time_s
     info = _read_info(info_r, deadline + 5)
-    grandchild = info.get("pid")
     status, timed_out = None, False
     while True:
         pid, status = os.waitpid(middle, os.WNOHANG)
@@ -321,24 +333,26 @@ def run_confined(target: Callable[[list[str]], bytes], limits: Limits, hide: lis
             break
         if time.monotonic() >= deadline:
             timed_out = True
-            _kill(grandchild, middle)
+            _kill(info.get("pid"), middle)
             _, status = os.waitpid(middle, 0)
             break
         time.sleep(0.005)
     duration = time.monotonic() - started
-    if as_root and not info.get("pidns", False):
-        _kill_uid(learner_uid(middle))
+    if as_root and confinement is Confinement.CONTAINER:
+        _kill_uid(learner_uid(middle))  # no PID namespace there: daemons would outlive the run
     for reader in readers:
         reader.join(timeout=2)
 
     exit_code, sig = _decode_status(status)
-    data = b"".join(result_chunks)
+    refused = info.get("refused")
+    if refused is None and not info.get("confined") and not timed_out and exit_code == EXIT_CONFINEMENT:
+        refused = "the learner's process ended before it was confined"
     return Outcome(
-        payload=None if timed_out else _last_frame(data),
+        payload=None if timed_out or refused else _last_frame(b"".join(result_chunks)),
         exit_code=exit_code, signal=sig, timed_out=timed_out,
         output=b"".join(output_chunks).decode("utf-8", "replace"),
         output_truncated=output_trunc[0], duration_s=duration,
-        isolation=info.get("notes", []),
+        isolation=info.get("notes", []), refused=refused,
     )
 
 
@@ -378,15 +392,13 @@ def _kill(grandchild: int | None, middle: int) -> None:
 
 
 def _kill_uid(uid: int) -> None:
-    """Kill every process of the learner's uid: without a PID namespace, daemons it started would
-    otherwise outlive the run. A helper takes that uid and signals everything it may signal (-1)."""
+    """Kill every process of the learner's uid. A helper takes that uid and signals everything it may
+    signal (-1)."""
     helper = os.fork()
     if helper == 0:  # pragma: no cover - runs in the child
         code = 1
         try:
-            os.setgroups([])
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
+            _drop_root(uid)
             os.kill(-1, signal.SIGKILL)  # never the caller itself
             code = 0
         except BaseException:
@@ -396,9 +408,10 @@ def _kill_uid(uid: int) -> None:
 
 
 def _read_info(fd: int, deadline: float) -> dict:
-    """The middle process reports the grandchild's pid and the isolation notes as one line."""
+    """The middle process reports the grandchild's pid and notes, the grandchild whether it is
+    confined, one JSON line each; merged here."""
     buf = b""
-    while b"\n" not in buf and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
         ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
         if not ready:
             break
@@ -407,13 +420,25 @@ def _read_info(fd: int, deadline: float) -> dict:
             break
         buf += chunk
     os.close(fd)
-    try:
-        return json.loads(buf.split(b"\n", 1)[0] or b"{}")
-    except ValueError:
-        return {}
+    info: dict = {}
+    for line in buf.splitlines():
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(message, dict):
+            notes = info.get("notes", []) + list(message.pop("notes", []))
+            info.update(message)
+            info["notes"] = notes
+    return info
 
 
-def _middle(target, limits, hide, keep, before_drop, as_root, fds) -> None:  # pragma: no cover
+def _say(fd: int, message: dict) -> None:
+    os.write(fd, (json.dumps(message) + "\n").encode())
+
+
+def _middle(target, limits, confinement, view, before_drop, as_root, cgroup, fds,
+            grader_pid) -> None:  # pragma: no cover
     result_r, result_w, output_r, output_w, info_r, info_w = fds
     try:
         os.setsid()
@@ -422,17 +447,26 @@ def _middle(target, limits, hide, keep, before_drop, as_root, fds) -> None:  # p
         os.close(info_r)
         _close_fds_except({0, 1, 2, result_w, output_w, info_w})
         libc = _Libc()
-        notes: list[str] = []
-        in_pidns = _enter_namespaces(libc, as_root, notes)
+        if cgroup is not None:
+            cgroup.add(0)  # before any namespace: everything from here on is counted and killable
+        if confinement is Confinement.NAMESPACES:
+            flags = CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS
+            uid, gid = os.getuid(), os.getgid()
+            try:
+                libc.unshare(flags if as_root else flags | CLONE_NEWUSER)
+                if not as_root:
+                    _map_own_ids(uid, gid)
+            except OSError as exc:
+                _say(info_w, {"refused": f"no namespaces: {exc.strerror or exc}"})
+                os._exit(EXIT_CONFINEMENT)
+        libc.die_with_parent(grader_pid)
         uid = learner_uid(os.getpid())
-        if not in_pidns and not as_root:
-            notes.append("no PID namespace: processes the learner starts are killed by process group only")
         child = os.fork()
         if child == 0:
-            os.close(info_w)  # learner code must not reach the parent's status pipe
-            _grandchild(target, limits, hide, keep, before_drop, as_root, uid, libc,
-                        result_w, output_w, notes)
-        os.write(info_w, (json.dumps({"pid": child, "notes": notes, "pidns": in_pidns}) + "\n").encode())
+            _grandchild(target, limits, confinement, view, before_drop, as_root, uid, libc,
+                        result_w, output_w, info_w)
+        notes = {Confinement.CONTAINER: [CONTAINER_NOTE], Confinement.NONE: [UNCONFINED_NOTE]}.get(confinement, [])
+        _say(info_w, {"pid": child, "notes": notes})
         os.close(info_w)
         os.close(result_w)
         os.close(output_w)
@@ -444,8 +478,10 @@ def _middle(target, limits, hide, keep, before_drop, as_root, fds) -> None:  # p
         os._exit(70)
 
 
-def _grandchild(target, limits, hide, keep, before_drop, as_root, uid, libc, result_w, output_w,
-                notes) -> None:  # pragma: no cover
+def _grandchild(target, limits, confinement, view, before_drop, as_root, uid, libc, result_w, output_w,
+                info_w) -> None:  # pragma: no cover
+    from grader.harness import seccomp
+
     code = 70
     try:
         null = os.open(os.devnull, os.O_RDONLY)
@@ -459,12 +495,33 @@ def _grandchild(target, limits, hide, keep, before_drop, as_root, uid, libc, res
         os.setsid()
         if before_drop:
             before_drop()
-        _confine(libc, limits, hide, keep, as_root, uid, notes)
-        payload = target(notes)
+        parent = os.getppid()
+        try:
+            if confinement is Confinement.NAMESPACES:
+                scratch = _confine_namespaces(libc, limits, view, as_root, uid)
+            elif confinement is Confinement.CONTAINER:
+                scratch = _confine_container(libc, limits, as_root, uid)
+            else:
+                _set_limits(limits, False)
+                scratch = tempfile.mkdtemp(prefix="dla-unconfined-")
+                os.chdir(scratch)
+            libc.die_with_parent(parent)
+            if confinement is not Confinement.NONE:
+                seccomp.install()  # sets no_new_privs first; the last step before learner code
+        except Exception as exc:  # noqa: BLE001 - the code must not run half-confined
+            _say(info_w, {"refused": f"{type(exc).__name__}: {exc}"})
+            os._exit(EXIT_CONFINEMENT)
+        _say(info_w, {"confined": True})
+        os.close(info_w)  # learner code must not reach the parent's status pipe
+        os.environ.clear()
+        os.environ.update({"PATH": "/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8",
+                           "OMP_NUM_THREADS": "1"})
+        tempfile.tempdir = None  # the grading side may have cached its own (unreachable) temp folder
+        payload = target([])
         _write_frame(result_w, payload)
         code = 0
     except MemoryError:
-        code = 71
+        code = EXIT_OUT_OF_MEMORY
     except BaseException:
         code = 70
     finally:

@@ -17,6 +17,7 @@ import linecache
 import sys
 import traceback
 import types
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
@@ -24,6 +25,7 @@ import torch
 
 from grader.harness.amp import SUBMISSION_FILENAME
 from grader.harness.emulation import amp_device, device_label
+from grader.protocol import ErrorInfo
 
 
 class LearnerError(Exception):
@@ -32,6 +34,10 @@ class LearnerError(Exception):
     def __init__(self, kind: str, message: str, line: int | None = None):
         super().__init__(message)
         self.kind, self.message, self.line = kind, message, line
+
+    def frame(self) -> dict[str, Any]:
+        """What the learner's process sends back for this error (the harness makes it a verdict)."""
+        return asdict(ErrorInfo(self.kind, self.message, self.line))
 
 
 def submission_frame_line(tb: types.TracebackType | None) -> int | None:
@@ -76,8 +82,7 @@ class ProbeAPI:
         try:
             return self.entry(*args, **kwargs), None
         except Exception as exc:
-            err = describe_exception(exc, self.memory_mb)
-            return None, {"kind": err.kind, "message": err.message, "line": err.line}
+            return None, describe_exception(exc, self.memory_mb).frame()
 
 
 def load_probe(checks_dir: Path) -> types.ModuleType:
@@ -151,10 +156,9 @@ def make_target(checks_dir: Path, code: str, entry: str, params: list[str], seed
             observations = probe.probe(api)
             message = {"ok": True, "observations": observations}
         except LearnerError as err:
-            message = {"ok": False, "error": {"kind": err.kind, "message": err.message, "line": err.line}}
+            message = {"ok": False, "error": err.frame()}
         except BaseException as exc:  # the learner's code reached beyond api.call (e.g. a patched probe)
-            err = describe_exception(exc, memory_mb)
-            message = {"ok": False, "error": {"kind": err.kind, "message": err.message, "line": err.line}}
+            message = {"ok": False, "error": describe_exception(exc, memory_mb).frame()}
         message["device"] = device_label()
         if not torch.cuda.is_available():
             notes = [*notes, "No GPU here: CUDA autocast ran as CPU float16 autocast and the CUDA GradScaler "

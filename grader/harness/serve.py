@@ -1,99 +1,112 @@
-"""One-request server mode of the harness: the entry point of every grading container.
+"""The one harness entry: every sandbox starts this, in a container or as a local process.
 
-    python -m grader.harness.serve
+    python -m grader.harness [--exercises DIR] [--hide PATH ...] [--confinement namespaces|container|none]
 
 1. warms the imports a grading run needs (torch, its lazy optimizer imports, pytest, the harness) and
-   prints `{"ready": true, ...}` as one line on stdout;
-2. reads ONE request from stdin, a single JSON line `{"exercise": "lesson/exercise", "code": "...",
-   "seed": 123}` (the exercise is looked up under $DLA_EXERCISES, the image's copy of the checks);
-3. grades it with `grader.harness.main.grade`, prints the raw verdict as one JSON line and exits.
+   prints the protocol's ready line on stdout;
+2. reads ONE request line from stdin (grader/protocol.py), resolves its exercise id under the
+   exercises folder (--exercises, else $DLA_EXERCISES, else the repository's), grades it;
+3. prints the verdict line and exits. Never a second request: a process that ran learner code is gone.
 
-A warm-pool container sits in step 2 until it is handed a submission; a cold container gets its request
-at once. Either way the process, and with it the container, ends after one submission. stdout carries
-these two lines only: everything else this process would print goes to stderr.
+    python -m grader.harness --fork-server FD [--exercises DIR] [--hide PATH ...]
+
+warms once and then, for each message on the Unix socket FD, forks a child that does 2. and 3. on the
+pipes it was sent (grader/harness/forkserver.py): the local sandbox's warm processes. The fork server
+itself never runs learner code.
+
+stdout carries protocol lines only: everything else this process would print goes to stderr.
 """
 from __future__ import annotations
 
-import json
+import argparse
 import os
 import sys
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
-from grader.harness.main import MAX_CODE_BYTES, grade, warm_up
-
-# JSON escaping can make code up to 6x longer (\uXXXX); anything beyond that is not a real request.
-MAX_REQUEST_BYTES = 6 * MAX_CODE_BYTES + 4096
-
-
-class RequestError(Exception):
-    """The request on stdin is malformed: the caller's bug, reported as an infra-error."""
+from grader.course import CourseError, Exercise, default_root, load_exercise
+from grader.harness.isolation import Confinement, in_container
+from grader.protocol import ProtocolError, RawVerdict, Request, infra_error, ready_line
 
 
-def read_request(stream: IO[bytes]) -> dict[str, Any] | None:
-    """The one request line, or None when stdin closed without one (a pool shutting down)."""
+def resolve_exercise(root: Path, exercise_id: str) -> Exercise:
+    """The exercise `exercise_id` ("lesson/exercise") under `root`, refusing anything outside it."""
+    parts = exercise_id.split("/")
+    if len(parts) != 2 or any(p in ("", ".", "..") or p.startswith(".") for p in parts):
+        raise ProtocolError(f"bad exercise id {exercise_id!r}")
+    folder = root / parts[0] / parts[1]
+    if not (folder / "exercise.yaml").is_file():
+        raise ProtocolError(f"this grader has no exercise {exercise_id!r} under {root} "
+                            f"(a grader image is rebuilt by sandbox/build-images)")
+    try:
+        return load_exercise(folder, exercise_id, authoring_files=False)
+    except CourseError as exc:
+        raise ProtocolError(f"the exercise files are broken: {exc}") from None
+
+
+def read_request(stream: IO[bytes]) -> Request | None:
+    """The one request, or None when stdin closed without one (a pool shutting down)."""
+    from grader.protocol import MAX_REQUEST_BYTES
+
     line = stream.readline(MAX_REQUEST_BYTES + 1)
     if not line.strip():
         return None
-    if len(line) > MAX_REQUEST_BYTES:
-        raise RequestError(f"request larger than {MAX_REQUEST_BYTES} bytes")
-    try:
-        request = json.loads(line)
-    except ValueError as exc:
-        raise RequestError(f"request is not JSON: {exc}") from None
-    if not isinstance(request, dict) or not isinstance(request.get("exercise"), str) \
-            or not isinstance(request.get("code"), str):
-        raise RequestError("request needs string fields 'exercise' and 'code'")
-    seed = request.get("seed")
-    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-        raise RequestError("'seed' must be an integer")
-    if len(request["code"].encode("utf-8", "surrogatepass")) > MAX_CODE_BYTES:
-        raise RequestError(f"code larger than {MAX_CODE_BYTES} bytes")
-    return request
+    return Request.decode(line)
 
 
-def exercise_dir(root: Path, exercise: str) -> Path:
-    """The folder of `exercise` ("lesson/exercise") under `root`, refusing anything outside it."""
-    parts = exercise.split("/")
-    if len(parts) != 2 or any(p in ("", ".", "..") or p.startswith(".") for p in parts):
-        raise RequestError(f"bad exercise id {exercise!r}")
-    folder = root / parts[0] / parts[1]
-    if not (folder / "exercise.yaml").is_file():
-        raise RequestError(f"this grader image has no exercise {exercise!r} (rebuild it: sandbox/build-images)")
-    return folder
+def serve_one(root: Path, hide: list[Path], confinement: Confinement, warm_s: float) -> int:
+    """Steps 2 and 3 for this process's stdin/stdout (the imports are already warm)."""
+    from grader.harness.grade import grade
 
-
-def _send(out: IO[str], message: dict[str, Any]) -> None:
-    out.write(json.dumps(message, default=str) + "\n")
-    out.flush()
-
-
-def main() -> int:
-    started = time.monotonic()
-    # Keep a private copy of stdout for our two lines; fd 1 (and sys.stdout) now lead to stderr.
-    out = os.fdopen(os.dup(1), "w")
+    # Keep a private copy of stdout for our lines; fd 1 (and sys.stdout) now lead to stderr.
+    out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    warm_up()  # also freezes the imported objects out of the garbage collector's sight
-    _send(out, {"ready": True, "warm_s": round(time.monotonic() - started, 3)})
+    out.write(ready_line(warm_s))
+    out.flush()
+    verdict: RawVerdict
     try:
         request = read_request(sys.stdin.buffer)
         if request is None:
             return 0
-        root = Path(os.environ.get("DLA_EXERCISES", "/opt/grader/exercises"))
-        verdict = grade(exercise_dir(root, request["exercise"]), request["code"], seed=request.get("seed"))
-    except RequestError as exc:
-        verdict = {"status": "infra-error", "error": {"kind": "infra", "line": None,
-                                                      "message": f"The grader got a bad request: {exc}"}}
+        verdict = grade(resolve_exercise(root, request.exercise), request.code, confinement, seed=request.seed,
+                        hide=[root, *hide])
+    except ProtocolError as exc:
+        verdict = infra_error(f"The grader got a bad request: {exc}")
     except Exception as exc:  # noqa: BLE001 - reported as an infrastructure failure, never a crash
         import traceback
 
         traceback.print_exc()
-        message = f"The grader itself failed: {type(exc).__name__}: {exc}"
-        verdict = {"status": "infra-error", "error": {"kind": "infra", "line": None, "message": message}}
-    _send(out, verdict)
+        verdict = infra_error(f"The grader itself failed: {type(exc).__name__}: {exc}")
+    out.write(verdict.encode())
+    out.flush()
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m grader.harness")
+    parser.add_argument("--exercises", type=Path, help="the exercises folder (default: $DLA_EXERCISES)")
+    parser.add_argument("--hide", action="append", type=Path, default=[],
+                        help="a host path learner code must not see (repeatable)")
+    parser.add_argument("--confinement", choices=[c.value for c in Confinement],
+                        help="how learner code is confined (grader/harness/isolation.py; default: container "
+                             "inside the grader image, else namespaces)")
+    parser.add_argument("--fork-server", type=int, metavar="FD",
+                        help="serve the local sandbox's warm pool over this Unix socket")
+    args = parser.parse_args(argv)
+    root = (args.exercises or default_root()).resolve()
+    confinement = Confinement(args.confinement) if args.confinement else \
+        (Confinement.CONTAINER if in_container() else Confinement.NAMESPACES)
+    started = time.monotonic()
+    from grader.harness.grade import warm_up
+
+    warm_up()
+    if args.fork_server is not None:
+        from grader.harness.forkserver import serve_forever
+
+        return serve_forever(args.fork_server, lambda: serve_one(root, args.hide, confinement, 0.0))
+    return serve_one(root, args.hide, confinement, time.monotonic() - started)
 
 
 if __name__ == "__main__":

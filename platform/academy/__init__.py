@@ -42,7 +42,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         SANDBOX=os.environ.get("DLA_SANDBOX", "auto"),
         EXERCISES_DIR=os.environ.get("DLA_EXERCISES") or str(default_root()),
         GRADING_WORKERS=int(os.environ.get("DLA_GRADING_WORKERS", "2")),
-        WARM_POOL=int(os.environ.get("DLA_WARM_POOL", "0")),  # warm sandbox containers (docker only)
+        WARM_POOL=int(os.environ.get("DLA_WARM_POOL", "2")),  # warm grading processes (0: cold ones)
         SUBMISSION_RATE=(int(os.environ.get("DLA_SUBMISSIONS_PER_MINUTE", "10")), 60),  # (count, seconds)
         CONTENT_RELOAD=os.environ.get("DLA_CONTENT_RELOAD", "1") == "1",
         REQUEUE_ON_START=True,

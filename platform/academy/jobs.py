@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from flask import Flask, current_app
@@ -69,9 +71,8 @@ def grade_submission(submission_id: int) -> None:
     db.commit()
     try:
         exercise = get_content().exercise(submission.exercise_id)
-        result: dict[str, Any] | None = run_submission(
-            exercise, submission.code, sandbox=current_app.config["SANDBOX"],
-            hide=[current_app.instance_path])
+        result: dict[str, Any] | None = run_submission(exercise, submission.code,
+                                                       sandbox=grading_sandbox(current_app))
     except KeyError:
         result, error = None, f"The exercise '{submission.exercise_id}' no longer exists."
     except SubmissionError as exc:
@@ -99,8 +100,8 @@ def validate_exercise_run(run_id: int) -> None:
     run.status = "running"
     db.commit()
     try:
-        cases = validate_exercise(get_content().exercise(run.exercise_id), sandbox=current_app.config["SANDBOX"],
-                                  jobs=1)
+        cases = validate_exercise(get_content().exercise(run.exercise_id),
+                                  sandbox=grading_sandbox(current_app), jobs=1)
     except Exception as exc:  # noqa: BLE001 - shown to the instructor
         run.status, run.report = "error", f"validate could not run: {exc}"
     else:
@@ -125,28 +126,61 @@ def requeue_unfinished(app: Flask) -> int:
         return len(pending)
 
 
-def start_warm_pool(app: Flask, size: int) -> Any:
-    """Warm sandbox containers for this process when it grades with docker (None otherwise): a learner
-    then waits ~0.5 s for a verdict instead of a container's ~4 s torch start-up."""
-    from sandbox import SandboxError, get_sandbox
+class GradingSandbox:
+    """This process's sandbox, made on first use and kept, with its warm pool of single-use grading
+    processes (DLA_WARM_POOL, default 2; 0 = a cold process per submission): a learner then waits a
+    fraction of a second for a verdict instead of a torch start-up. It is itself a sandbox for
+    `run_submission`: a sandbox that cannot be made is that submission's infra-error."""
 
-    if size < 1 or app.config["SANDBOX"] == "local":
-        return None
-    try:
-        if get_sandbox(app.config["SANDBOX"], hide=[app.instance_path]).name != "docker":
-            return None
-        from sandbox.pool import WarmPool
+    def __init__(self, app: Flask):
+        self.app = app
+        self._sandbox: Any = None
+        self._lock = threading.Lock()
 
-        return WarmPool(size=size).start()
-    except SandboxError as exc:  # grading still works, with cold containers or the local sandbox
-        log.warning("no warm sandbox pool: %s", exc)
-        return None
+    @property
+    def name(self) -> str:
+        return self._sandbox.name if self._sandbox is not None else self.app.config["SANDBOX"]
+
+    def run(self, exercise: Any, request: Any) -> Any:
+        return self.get().run(exercise, request)
+
+    def get(self) -> Any:
+        from sandbox import SandboxError, get_sandbox
+
+        with self._lock:
+            if self._sandbox is None:
+                name, hide, warm = self.app.config["SANDBOX"], [Path(self.app.instance_path)], \
+                    int(self.app.config["WARM_POOL"])
+                try:
+                    self._sandbox = get_sandbox(name, hide=hide, warm=warm)
+                except SandboxError as exc:
+                    if warm < 1:
+                        raise
+                    # Grading still works, a cold process per submission: slower, and the log says why.
+                    log.warning("no warm sandbox pool: %s", exc)
+                    self._sandbox = get_sandbox(name, hide=hide)
+            return self._sandbox
+
+    def describe(self) -> str:
+        sandbox = self.get()
+        pool = getattr(sandbox, "pool", None)
+        return f"{sandbox.name} (warm pool of {pool.size})" if pool is not None else f"{sandbox.name} (cold)"
+
+    def close(self) -> None:
+        with self._lock:
+            if self._sandbox is not None:
+                self._sandbox.close()
+                self._sandbox = None
+
+
+def grading_sandbox(app: Flask) -> GradingSandbox:
+    return app.extensions["academy.sandbox"]
 
 
 def init_app(app: Flask) -> None:
     """Jobs go to RQ when REDIS_URL is configured (academy/queue.py), else to an in-process thread pool.
-
-    With the in-process runner, DLA_WARM_POOL=N (scripts/run sets 2) keeps N warm sandbox containers."""
+    Whoever runs the jobs grades with this app's `grading_sandbox`, made on first use."""
+    app.extensions["academy.sandbox"] = GradingSandbox(app)
     runner: JobRunner | None = None
     if app.config.get("REDIS_URL") or os.environ.get("REDIS_URL"):
         from academy.queue import init_queue  # imports rq and redis only when they are wanted
@@ -154,5 +188,4 @@ def init_app(app: Flask) -> None:
         runner = init_queue(app)
     if runner is None:
         runner = ThreadRunner(app, app.config["GRADING_WORKERS"])
-        start_warm_pool(app, app.config["WARM_POOL"])
     app.extensions["academy.jobs"] = runner

@@ -57,7 +57,7 @@ class QueueSettings:
     sweep_s: int = 60  # how often an idle worker runs RQ's registry cleanup and `recover_lost_jobs`
     heartbeat_grace_s: int = 60  # a started job counts as abandoned job_timeout + this after its start
     recover_after_s: int = 10  # a queued row younger than this may still be on its way to Redis
-    pool_size: int = 2  # warm sandbox containers per worker (docker only; 0 = cold containers)
+    pool_size: int = 2  # warm grading processes per worker (containers or local forks; 0 = cold ones)
 
     @classmethod
     def from_app(cls, app: Flask) -> QueueSettings | None:
@@ -310,25 +310,17 @@ class GradingWorker(SimpleWorker):
                 log.exception("recovery pass failed")
 
 
-def describe_sandbox(app: Flask, pool: Any) -> str:
-    from sandbox import get_sandbox
-    from sandbox.docker import host_has_gpu
-
-    sandbox = get_sandbox(app.config["SANDBOX"], hide=[app.instance_path])
-    where = "GPU host" if host_has_gpu() else "no GPU"
-    warm = f", warm pool of {pool.size}" if pool is not None else ""
-    return f"{sandbox.name} sandbox{warm}, {where}"
-
-
 def run_worker(app: Flask, *, burst: bool = False, name: str | None = None, pool_size: int | None = None) -> None:
     """Consume the grading queue until stopped (SIGTERM/Ctrl-C finish the current job first)."""
     global _worker_app
-    from academy.jobs import start_warm_pool
+    from academy.jobs import grading_sandbox
+    from sandbox.docker import host_has_gpu
 
     runner = install_runner(app)
     _worker_app = app
     settings = runner.settings
-    pool = start_warm_pool(app, settings.pool_size if pool_size is None else pool_size)
+    app.config["WARM_POOL"] = settings.pool_size if pool_size is None else pool_size
+    sandbox = grading_sandbox(app)
     try:
         worker = GradingWorker(
             [runner.queue], connection=runner.connection, name=name or f"{socket.gethostname()}.{os.getpid()}",
@@ -337,11 +329,10 @@ def run_worker(app: Flask, *, burst: bool = False, name: str | None = None, pool
             worker_ttl=settings.sweep_s + 15)
         worker.runner, worker.app = runner, app
         click.echo(f"worker {worker.name}: queue '{settings.queue_name}' on {redacted(settings.redis_url)}, "
-                   f"{describe_sandbox(app, pool)}", err=True)
+                   f"{sandbox.describe()} sandbox, {'GPU host' if host_has_gpu() else 'no GPU'}", err=True)
         worker.work(burst=burst, logging_level=os.environ.get("DLA_WORKER_LOG", "INFO"))
     finally:
-        if pool is not None:
-            pool.close()
+        sandbox.close()
 
 
 def redacted(url: str) -> str:
@@ -357,7 +348,7 @@ def redacted(url: str) -> str:
 @click.command("worker")
 @click.option("--burst", is_flag=True, help="Quit when the queue is empty (for scripts and tests).")
 @click.option("--name", help="Worker name shown by `rq info` (default HOST.PID).")
-@click.option("--pool", "pool_size", type=int, help="Warm sandbox containers (docker only; default DLA_POOL_SIZE or 2).")
+@click.option("--pool", "pool_size", type=int, help="Warm grading processes (default DLA_POOL_SIZE or 2; 0 = cold).")
 def worker_command(burst: bool, name: str | None, pool_size: int | None) -> None:
     """Grade queued submissions from Redis (REDIS_URL) with the best sandbox of this host."""
     run_worker(current_app._get_current_object(), burst=burst, name=name, pool_size=pool_size)  # type: ignore[attr-defined]
@@ -371,7 +362,7 @@ def main() -> None:
 @main.command("worker")
 @click.option("--burst", is_flag=True, help="Quit when the queue is empty (for scripts and tests).")
 @click.option("--name", help="Worker name shown by `rq info` (default HOST.PID).")
-@click.option("--pool", "pool_size", type=int, help="Warm sandbox containers (docker only; default DLA_POOL_SIZE or 2).")
+@click.option("--pool", "pool_size", type=int, help="Warm grading processes (default DLA_POOL_SIZE or 2; 0 = cold).")
 def standalone_worker(burst: bool, name: str | None, pool_size: int | None) -> None:
     """Grade queued submissions from Redis (REDIS_URL) with the best sandbox of this host."""
     run_worker(worker_app(), burst=burst, name=name, pool_size=pool_size)

@@ -16,9 +16,24 @@ LIMIT = load_course().exercises["mixed-precision/amp-step"].time_limit_s
 GRACE = 10  # seconds over the time limit: torch import in the grading process plus the checks
 
 
+SANDBOX = None  # the sandbox of the running parameter: a cold local process, or the warm pool's
+
+
+@pytest.fixture(scope="module", params=["cold", "warm"], autouse=True)
+def local_sandbox(request):
+    """Every attack, through a fresh interpreter (`grader check`) and through a fork-server child of
+    the warm pool (the web app and the worker)."""
+    global SANDBOX
+    from sandbox import get_sandbox
+
+    SANDBOX = get_sandbox("local", warm=2 if request.param == "warm" else 0)
+    yield SANDBOX
+    SANDBOX.close()
+
+
 def grade(code: str) -> dict:
     started = time.monotonic()
-    result = run_submission("mixed-precision/amp-step", code, sandbox="local")
+    result = run_submission("mixed-precision/amp-step", code, sandbox=SANDBOX)
     assert time.monotonic() - started < LIMIT + GRACE
     return result
 

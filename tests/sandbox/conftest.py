@@ -61,13 +61,18 @@ def wait_no_grading_containers(timeout: float = 20) -> list[str]:
 
 
 @pytest.fixture(scope="package")
-def warm_pool(docker_image):
-    """A warm pool for this folder's tests (while it runs, this process's docker sandbox uses it);
-    closing it must leave no container behind."""
-    from sandbox.pool import WarmPool
+def docker_sandbox(docker_image):
+    """The docker sandbox with a warm pool of 2 for this folder's tests; closing it must leave no
+    container behind."""
+    from sandbox import get_sandbox
 
-    pool = WarmPool(size=2).start()
-    assert pool.wait_warm(), "the warm pool never got warm"
-    yield pool
-    pool.close()
+    sandbox = get_sandbox("docker", warm=2)
+    assert sandbox.pool.wait_warm(), "the warm pool never got warm"
+    yield sandbox
+    sandbox.close()
     assert wait_no_grading_containers() == []
+
+
+@pytest.fixture(scope="package")
+def warm_pool(docker_sandbox):
+    return docker_sandbox.pool

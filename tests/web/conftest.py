@@ -37,6 +37,7 @@ def make_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator:
         pool = getattr(app.extensions["academy.jobs"], "pool", None)  # the thread runner's
         if pool is not None:
             pool.shutdown(wait=True)
+        app.extensions["academy.sandbox"].close()  # its warm grading processes, if it started them
 
 
 @pytest.fixture

@@ -1,0 +1,171 @@
+"""Grade one submission inside a grading process and produce its raw verdict.
+
+`warm_up()` imports what grading needs (so a warm process answers in a fraction of a second) and
+`grade()` runs the learner's code in a confined child (isolation.py), then the exercise's pytest checks
+here, in the grading process. The entry that calls them is grader/harness/serve.py.
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import io
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+from grader.course import Exercise
+from grader.harness.isolation import Confinement
+from grader.protocol import RawVerdict, Status, error_verdict, learner_timeout
+
+
+def warm_up() -> None:
+    """Import what a grading run needs before forking: the child then starts ~2 s sooner.
+
+    No tensor op may run here: a multi-threaded op before fork() can deadlock the child.
+    """
+    import torch
+
+    torch.set_num_threads(1)
+    import torch._dynamo  # noqa: F401 - optimizers import it lazily on first construction (~0.9 s)
+    import torch.optim  # noqa: F401
+    import pytest  # noqa: F401
+
+    from grader.harness import amp, learner, plugin, seccomp  # noqa: F401
+
+    seccomp.available()  # loads libseccomp now: the learner's view has no library search path
+    # Everything imported so far lives as long as the process: keep it out of the collector's sweeps
+    # (pytest calls gc.collect() several times per run; with torch loaded each costs ~0.1 s).
+    gc.freeze()
+
+
+def _syntax_error(code: str) -> RawVerdict | None:
+    try:
+        compile(code, "submission.py", "exec")
+    except SyntaxError as exc:
+        where = f" on line {exc.lineno}" if exc.lineno else ""
+        return error_verdict(Status.ERROR, "syntax", f"Your code has a syntax error{where}: {exc.msg}.", exc.lineno)
+    except ValueError as exc:  # e.g. null bytes
+        return error_verdict(Status.ERROR, "syntax", f"Your code cannot be compiled: {exc}.")
+    return None
+
+
+def _run_checks(exercise_dir: Path, observed: dict[str, Any], run_facts: dict[str, Any]) -> tuple[
+        dict[str, dict[str, Any]], list[str]]:
+    import pytest
+
+    from grader.harness import plugin
+
+    check_run = plugin.CheckRun(observed=observed, run=run_facts)
+    plugin.activate(check_run)
+    checks_dir = exercise_dir / "checks"
+    sys.path.insert(0, str(checks_dir))
+    ini = Path(__file__).with_name("pytest.ini")
+    args = [str(checks_dir), "-c", str(ini), "--rootdir", str(checks_dir), "-p", "no:cacheprovider",
+            "-p", "grader.harness.plugin", "--import-mode=importlib", "-q", "--no-header",
+            "-W", "ignore::DeprecationWarning"]
+    captured = io.StringIO()
+    with contextlib.redirect_stdout(captured):
+        code = pytest.main(args)
+    if code not in (0, 1):
+        check_run.problems.append(f"pytest exited {code}: {captured.getvalue()[-2000:]}")
+    return check_run.results, check_run.problems
+
+
+def grade(exercise: Exercise, code: str, confinement: Confinement, *, seed: int | None = None,
+          hide: list[Path] | None = None) -> RawVerdict:
+    """Grade `code` against `exercise` (loaded from the harness's own copy of the checks).
+
+    `hide`: host paths no part of the learner's view may contain (the web app's instance folder);
+    the exercises folder is always one of them."""
+    from grader.harness.isolation import Limits, run_confined
+    from grader.harness.learner import make_target
+    from grader.harness.view import grader_view
+
+    seed = random.randrange(1, 2**31) if seed is None else seed
+    verdict = _syntax_error(code)
+    if verdict is None:
+        from grader.harness.emulation import amp_device
+
+        limits = Limits(time_s=exercise.time_limit_s, memory_mb=exercise.memory_mb)
+        before_drop, target = make_target(exercise.checks_dir, code, exercise.entry, list(exercise.params),
+                                          seed, exercise.memory_mb)
+        view = grader_view([exercise.path.resolve().parent.parent, *(hide or [])]) \
+            if confinement is Confinement.NAMESPACES else None
+        outcome = run_confined(target, limits, confinement, view, before_drop)
+        verdict, observations = _interpret(outcome, limits)
+        verdict.output = outcome.output
+        verdict.output_truncated = outcome.output_truncated
+        verdict.notes.extend(n for n in outcome.isolation if n not in verdict.notes)
+        if observations is not None:
+            device = amp_device()
+            run_facts = {"seed": seed, "device": device, "emulated": device != "cuda",
+                         "entry": exercise.entry}
+            results, problems = _run_checks(exercise.path, observations, run_facts)
+            verdict.checks = results
+            verdict.problems = problems
+            missing = {c.id for c in exercise.checks} - set(results)
+            if missing:
+                verdict.problems.append(f"declared checks with no test: {sorted(missing)}")
+            all_passed = all(r["passed"] for r in results.values()) and not missing
+            verdict.status = Status.PASSED if all_passed else Status.FAILED
+    verdict.seed = seed
+    return verdict
+
+
+def _interpret(outcome, limits) -> tuple[RawVerdict, dict[str, Any] | None]:
+    """How the learner's process ended: (verdict so far, observations when the checks can run)."""
+    import signal as signals
+
+    import torch
+
+    from grader.harness.isolation import OUTPUT_CAP
+
+    if outcome.refused:
+        return error_verdict(Status.INFRA_ERROR, "confinement", f"The local sandbox could not confine your "
+                             f"code, so it did not run it: {outcome.refused}"), None
+    if outcome.timed_out:
+        return learner_timeout(limits.time_s), None
+    message = None
+    if outcome.payload is not None:
+        try:
+            message = torch.load(io.BytesIO(outcome.payload), weights_only=True)
+        except Exception as exc:  # noqa: BLE001 - anything unreadable is the learner's doing
+            return error_verdict(Status.ERROR, "protocol", f"The grader could not read what your code's "
+                                 f"process sent back ({type(exc).__name__})."), None
+    if outcome.out_of_memory and (outcome.signal is not None or outcome.exit_code != 0):
+        return error_verdict(Status.KILLED, "memory", f"Your code ran out of memory: its processes together "
+                             f"used more than {limits.memory_mb} MB."), None
+    if outcome.signal is not None:
+        name = signals.Signals(outcome.signal).name if outcome.signal in signals.Signals._value2member_map_ \
+            else str(outcome.signal)
+        if outcome.signal == signals.SIGXCPU:
+            text = f"CPU time limit exceeded ({limits.time_s:g} s): your code was stopped."
+        elif outcome.signal == signals.SIGXFSZ:
+            text = f"Your code wrote a file larger than {limits.max_file_mb} MB and was stopped."
+        else:
+            text = f"Your code's process was killed ({name})."
+        return error_verdict(Status.KILLED, "killed", text), None
+    if outcome.output_truncated:
+        # Flooding the output is how a submission would hide a forged verdict or stall the grader.
+        return error_verdict(Status.KILLED, "output", f"Your code printed more than {OUTPUT_CAP // 1024} KB "
+                             f"of output; keep prints short."), None
+    if outcome.exit_code == 71:
+        return error_verdict(Status.ERROR, "memory", f"Your code ran out of memory (limit {limits.memory_mb} MB)."), None
+    if not isinstance(message, dict) or outcome.exit_code != 0:
+        return error_verdict(Status.ERROR, "exit", f"Your code ended its process (exit code {outcome.exit_code}) "
+                             f"before it could be graded."), None
+    if message.get("infra"):
+        return error_verdict(Status.INFRA_ERROR, "infra", str(message["infra"])), None
+    if not message.get("ok"):
+        err = message.get("error") or {}
+        verdict = error_verdict(Status.ERROR, str(err.get("kind", "exception")),
+                                str(err.get("message", "Your code failed.")),
+                                err.get("line") if isinstance(err.get("line"), int) else None)
+        observations = None
+    else:
+        verdict, observations = RawVerdict(status=Status.FAILED), message.get("observations") or {}
+    verdict.device = message.get("device")
+    verdict.notes = list(message.get("notes") or [])
+    return verdict, observations
+

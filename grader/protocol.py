@@ -1,0 +1,190 @@
+"""The harness protocol: what goes into a grading process and what comes out, in one place.
+
+Every sandbox starts the same entry (`python -m grader.harness`, see grader/harness/serve.py) and talks
+to it the same way, one JSON object per line:
+
+    harness -> sandbox   {"type": "ready", "warm_s": 1.9}            imports warmed, waiting for a request
+    sandbox -> harness   {"kind": "grade", "exercise": "lesson/ex", "code": "...", "seed": 7}
+    harness -> sandbox   {"type": "verdict", "verdict": {...RawVerdict...}}   then the process exits
+
+One request per process: a process that has graded a submission never sees another one.
+
+Room is reserved for what comes next: a request kind that *runs* the learner's function on an example
+without grading (learner flows) will be a new `RequestKind`; spy events streamed while the learner's
+code runs (integrity) will be lines of type "event" before the verdict. Today a harness sends neither,
+and a reader refuses any line type it does not know.
+
+Limits and caps live here and are checked once, where data crosses a boundary: `Request.decode` in
+the harness, `RawVerdict.decode` in the sandbox, `check_code_size` at the edges that accept code.
+Error verdicts have one constructor, `error_verdict`.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+MAX_CODE_BYTES = 256 * 1024  # a submission's source, UTF-8
+# JSON escaping can make code up to 6x longer (\uXXXX); anything beyond that is not a real request.
+MAX_REQUEST_BYTES = 6 * MAX_CODE_BYTES + 4096
+VERDICT_CAP = 1024 * 1024  # one verdict line; a longer one is the sandbox's failure
+STDERR_CAP = 64 * 1024  # what a sandbox keeps of the grading process's stderr (for infra-errors)
+STARTUP_TIMEOUT_S = 60.0  # start + torch imports; generous because refills compete for the CPUs
+# After the learner's time limit: the checks' own reference runs and the process's exit. A grading
+# process still busy after time_s + this is stopped, and the verdict is a timeout of the learner's code.
+CHECKS_GRACE_S = 20.0
+
+
+class ProtocolError(Exception):
+    """A message broke the protocol (malformed, too large, unknown kind): the sender's bug."""
+
+
+class CodeTooLarge(ValueError):
+    """The submission is over MAX_CODE_BYTES: a usage error at the edge that accepted it."""
+
+
+def check_code_size(code: str) -> None:
+    size = len(code.encode("utf-8", "surrogatepass"))
+    if size > MAX_CODE_BYTES:
+        raise CodeTooLarge(f"the submission is {size / 1024:.0f} KB; the limit is {MAX_CODE_BYTES // 1024} KB")
+
+
+class Status(str, Enum):
+    """How a grading ended. PASSED/FAILED: the checks ran. The others: they could not."""
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"  # the learner's code did not load or raised
+    TIMEOUT = "timeout"  # the learner's code ran past its time limit
+    KILLED = "killed"  # stopped for a resource (memory, output, CPU, file size) or by a signal
+    INFRA_ERROR = "infra-error"  # the grader itself failed: not the learner's doing
+
+
+class RequestKind(str, Enum):
+    GRADE = "grade"  # run the checks, return a verdict
+
+
+@dataclass(frozen=True)
+class Request:
+    exercise: str  # "lesson/exercise", resolved under the harness's exercises folder
+    code: str
+    seed: int | None = None
+    kind: RequestKind = RequestKind.GRADE
+
+    def __post_init__(self) -> None:
+        check_code_size(self.code)
+
+    def encode(self) -> bytes:
+        return json.dumps({"kind": self.kind.value, "exercise": self.exercise, "code": self.code,
+                           "seed": self.seed}).encode() + b"\n"
+
+    @classmethod
+    def decode(cls, line: bytes) -> Request:
+        if len(line) > MAX_REQUEST_BYTES:
+            raise ProtocolError(f"request larger than {MAX_REQUEST_BYTES} bytes")
+        try:
+            data = json.loads(line)
+        except ValueError as exc:
+            raise ProtocolError(f"request is not JSON: {exc}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("exercise"), str) \
+                or not isinstance(data.get("code"), str):
+            raise ProtocolError("request needs string fields 'exercise' and 'code'")
+        seed = data.get("seed")
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+            raise ProtocolError("'seed' must be an integer")
+        try:
+            kind = RequestKind(data.get("kind", "grade"))
+        except ValueError:
+            raise ProtocolError(f"unknown request kind {data.get('kind')!r}") from None
+        try:
+            return cls(data["exercise"], data["code"], seed, kind)
+        except CodeTooLarge as exc:
+            raise ProtocolError(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """Why the checks could not run: learner-facing `message`, the submission `line` to mark."""
+    kind: str
+    message: str
+    line: int | None = None
+
+
+@dataclass
+class RawVerdict:
+    """What one grading process produces (grader/schemas/raw-verdict.json); grader/result.py turns it
+    into the result a learner sees, adding titles, hints and the sandbox's name."""
+    status: Status
+    error: ErrorInfo | None = None
+    checks: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> {passed, message, line, detail}
+    device: str | None = None
+    notes: list[str] = field(default_factory=list)
+    output: str = ""
+    output_truncated: bool = False
+    seed: int | None = None
+    problems: list[str] = field(default_factory=list)  # for the exercise's author, never the learner
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["status"] = self.status.value
+        return data
+
+    def encode(self) -> bytes:
+        return json.dumps({"type": "verdict", "verdict": self.to_dict()}, default=str).encode() + b"\n"
+
+    @classmethod
+    def from_dict(cls, data: Any) -> RawVerdict:
+        """A verdict that crossed a process or container boundary: trust nothing unchecked."""
+        import jsonschema
+
+        try:
+            jsonschema.validate(data, _raw_schema())
+        except jsonschema.ValidationError as exc:
+            raise ProtocolError(f"malformed verdict: {exc.message}") from None
+        error = data.get("error")
+        return cls(status=Status(data["status"]), error=ErrorInfo(**error) if error else None,
+                   checks=data.get("checks") or {}, device=data.get("device"), notes=list(data.get("notes") or []),
+                   output=data.get("output", ""), output_truncated=bool(data.get("output_truncated", False)),
+                   seed=data.get("seed"), problems=list(data.get("problems") or []))
+
+
+@cache
+def _raw_schema() -> dict[str, Any]:
+    return json.loads((Path(__file__).parent / "schemas" / "raw-verdict.json").read_text())
+
+
+def error_verdict(status: Status, kind: str, message: str, line: int | None = None) -> RawVerdict:
+    """The one way to build a verdict for a grading whose checks could not run."""
+    return RawVerdict(status=status, error=ErrorInfo(kind, message, line))
+
+
+def learner_timeout(limit_s: float) -> RawVerdict:
+    """The learner's code ran past its time limit (stopped by the harness, or by the sandbox when the
+    whole grading process outlived the limit plus CHECKS_GRACE_S)."""
+    return error_verdict(Status.TIMEOUT, "timeout", f"Time limit of {limit_s:g} s exceeded: your code was stopped.")
+
+
+def infra_error(message: str) -> RawVerdict:
+    return error_verdict(Status.INFRA_ERROR, "infra", message)
+
+
+def ready_line(warm_s: float) -> bytes:
+    return json.dumps({"type": "ready", "warm_s": round(warm_s, 3)}).encode() + b"\n"
+
+
+def parse_output_line(line: bytes) -> tuple[str, Any]:
+    """One line from a harness: ("ready", None) or ("verdict", RawVerdict). ProtocolError otherwise."""
+    if len(line) > VERDICT_CAP:
+        raise ProtocolError(f"a line of {len(line)} bytes is over the {VERDICT_CAP}-byte cap")
+    try:
+        message = json.loads(line)
+    except ValueError:
+        raise ProtocolError("the grading process printed something that is not a protocol message") from None
+    kind = message.get("type") if isinstance(message, dict) else None
+    if kind == "ready":
+        return "ready", None
+    if kind == "verdict":
+        return "verdict", RawVerdict.from_dict(message.get("verdict"))
+    raise ProtocolError(f"unknown message type {kind!r} from the grading process")
