@@ -209,7 +209,7 @@ def docker_ready() -> tuple[bool, str]:
 def _in_process(sandbox: str, warm: int):  # noqa: ANN202
     @contextlib.contextmanager
     def setup(folder: Path) -> Iterator[Api]:
-        from academy import create_app
+        from academy import create_app, jobs
         from academy.jobs import grading_sandbox
 
         app = create_app(app_config(folder / "instance", SANDBOX=sandbox, GRADING_WORKERS=2, WARM_POOL=warm))
@@ -222,8 +222,7 @@ def _in_process(sandbox: str, warm: int):  # noqa: ANN202
             yield api
         finally:
             server.stop()
-            app.extensions["academy.jobs"].pool.shutdown(wait=True)
-            grading_sandbox(app).close()
+            jobs.shutdown(app)
     return setup
 
 

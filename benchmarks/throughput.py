@@ -29,7 +29,7 @@ from api_latency import (Api, LiveServer, RedisProcess, app_config, make_tokens,
 
 
 def _inprocess(folder: Path, workers: int, clients: int) -> Iterator[tuple[Any, list[Api]]]:
-    from academy import create_app
+    from academy import create_app, jobs
 
     app = create_app(app_config(folder / "instance", SANDBOX="local", GRADING_WORKERS=workers))
     server = LiveServer(app)
@@ -37,7 +37,7 @@ def _inprocess(folder: Path, workers: int, clients: int) -> Iterator[tuple[Any, 
         yield app, [Api(server.base, token) for token in make_tokens(app, clients)]
     finally:
         server.stop()
-        app.extensions["academy.jobs"].pool.shutdown(wait=True)
+        jobs.shutdown(app)
 
 
 def _rq(folder: Path, workers: int, clients: int, sandbox: str = "local",

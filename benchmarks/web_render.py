@@ -13,7 +13,7 @@ import statistics
 import tempfile
 import time
 
-from academy import create_app
+from academy import create_app, jobs
 
 PAGES = [
     ("course page", "/"),
@@ -42,7 +42,7 @@ def main() -> None:
                 started = time.perf_counter()
                 client.get(url)
                 samples[name].append((time.perf_counter() - started) * 1000)
-        app.extensions["academy.jobs"].pool.shutdown()
+        jobs.shutdown(app)
     print(f"Server-side render, {args.runs} requests per page (Flask test client, SQLite, one guest)\n")
     print(f"| page | median ms | p95 ms | median / {TARGET_MS:g} ms target |")
     print("|---|---:|---:|---:|")

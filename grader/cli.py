@@ -78,7 +78,8 @@ def list_exercises() -> None:
 @click.argument("exercise")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a report.")
-@click.option("--sandbox", type=click.Choice(["auto", "docker", "local"]), default="auto", show_default=True)
+@click.option("--sandbox", type=click.Choice(["auto", "docker", "local", "unconfined"]), default="auto",
+              show_default=True, help="unconfined: your own code only, nothing hidden or limited but rlimits.")
 @click.option("--seed", type=int, help="Reuse the scenario seed of an earlier run.")
 def check(exercise: str, file: Path, as_json: bool, sandbox: str, seed: int | None) -> None:
     """Grade FILE against EXERCISE (an id like mixed-precision/amp-step, or an exercise folder)."""
@@ -100,13 +101,17 @@ def check(exercise: str, file: Path, as_json: bool, sandbox: str, seed: int | No
     else:
         _print_report(result)
     if result["status"] == "infra-error":
+        if "sandbox is refused" in (result["error"] or {}).get("message", ""):
+            click.echo("hint: to grade your own code on your own machine without confinement, add "
+                       "--sandbox unconfined", err=True)
         sys.exit(EXIT_INFRA)
     sys.exit(EXIT_PASSED if result["passed"] else EXIT_FAILED)
 
 
 @main.command()
 @click.argument("exercises", nargs=-1)
-@click.option("--sandbox", type=click.Choice(["auto", "docker", "local"]), default="local", show_default=True)
+@click.option("--sandbox", type=click.Choice(["auto", "docker", "local", "unconfined"]), default="local",
+              show_default=True)
 def validate(exercises: tuple[str, ...], sandbox: str) -> None:
     """Check that each solution passes and each mistake fails exactly what it declares."""
     from grader.validate import validate_exercise

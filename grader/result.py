@@ -11,7 +11,7 @@ from typing import Any
 import jsonschema
 
 from grader.course import Exercise
-from grader.protocol import RawVerdict, Status
+from grader.protocol import RawVerdict
 
 
 @cache

@@ -2,9 +2,13 @@
 and speaks the same protocol with it (grader/protocol.py); `grader.grading.run_submission` is the only
 caller of `Sandbox.run`.
 
-    local   a process of this machine, confined by namespaces and limits (sandbox/local.py)
-    docker  a single-use hardened container (sandbox/docker.py)
-    auto    docker when an engine and a current grader image are there, else local
+    local       a process of this machine, confined by namespaces, an allowlist view, a cgroup and
+                seccomp (sandbox/local.py); refused where the host cannot give all of them
+    docker      a single-use hardened container (sandbox/docker.py)
+    auto        docker when an engine and a current grader image are there, else local if it can
+                confine here; never a sandbox that would degrade
+    unconfined  for `grader check` on one's own code only: rlimits, nothing hidden; never automatic,
+                never for the web app or the worker
 
 Either can be given a warm pool (sandbox/pool.py) of started, single-use grading processes:
 `get_sandbox(name, warm=2)` starts one; the caller closes the sandbox when done.
@@ -35,8 +39,11 @@ class Sandbox(Protocol):
         """Stop its warm processes, if it has any."""
 
 
+SERVICE_SANDBOXES = ("auto", "local", "docker")  # what grades other people's code
+
+
 def names() -> list[str]:
-    return ["auto", "local", "docker"]
+    return [*SERVICE_SANDBOXES, "unconfined"]
 
 
 def get_sandbox(name: str = "auto", *, hide: list[Path] | None = None, warm: int = 0) -> Sandbox:
@@ -46,20 +53,27 @@ def get_sandbox(name: str = "auto", *, hide: list[Path] | None = None, warm: int
     sandbox needs it, a container sees nothing of the host. `warm`: keep this many grading processes
     started and waiting (a warm pool); the caller then owns the sandbox and must `close()` it.
     """
+    from grader.course import default_root
     from sandbox.docker import DockerSandbox, warm_pool as docker_pool
-    from sandbox.local import LocalSandbox, warm_pool as local_pool
+    from sandbox.local import LocalSandbox, UnconfinedSandbox, warm_pool as local_pool
 
     if name not in names():
         raise SandboxError(f"unknown sandbox '{name}' (choose from {', '.join(names())})")
+    if name == "unconfined":
+        return UnconfinedSandbox(hide)
+    docker_why = ""
     if name in ("auto", "docker"):
         docker = DockerSandbox()
-        ok, why = docker.available()
+        ok, docker_why = docker.available()
         if ok:
             return DockerSandbox(pool=docker_pool(warm)) if warm > 0 else docker
         if name == "docker":
-            raise SandboxError(f"the docker sandbox is not available here: {why}")
+            raise SandboxError(f"the docker sandbox is not available here: {docker_why}")
+    local = LocalSandbox(hide)
+    ok, why = local.available()
+    if not ok:
+        also = f"; the docker sandbox is not available either: {docker_why}" if docker_why else ""
+        raise SandboxError(f"the local sandbox is refused: {why}{also}")
     if warm > 0:
-        from grader.course import default_root
-
         return LocalSandbox(hide, pool=local_pool(default_root(), list(hide or []), warm))
-    return LocalSandbox(hide)
+    return local

@@ -8,11 +8,13 @@ warm, a `ForkServer` that has imported torch once forks a fresh grading process 
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import select
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import uuid
@@ -38,11 +40,24 @@ def _environment() -> dict[str, str]:
     return env
 
 
-def _harness_command(root: Path, hide: list[Path]) -> list[str]:
-    command = [sys.executable, "-m", "grader.harness", "--exercises", str(root)]
+def _harness_command(root: Path, hide: list[Path], confinement: str = "namespaces",
+                     module: str = "grader.harness") -> list[str]:
+    command = [sys.executable, "-m", module, "--exercises", str(root)]
     for path in hide:
         command += ["--hide", str(path)]
-    return command
+    return command + (["--confinement", confinement] if module == "grader.harness" else [])
+
+
+@functools.cache
+def confinement_problems(root: Path, hide: tuple[Path, ...]) -> tuple[str, ...]:
+    """What keeps this host from confining learner code (grader/harness/preflight.py); () when nothing."""
+    try:
+        proc = subprocess.run(_harness_command(root, list(hide), module="grader.harness.preflight"),
+                              capture_output=True, env=_environment(), timeout=STARTUP_TIMEOUT_S)
+        return tuple(json.loads(proc.stdout)["problems"])
+    except (subprocess.TimeoutExpired, ValueError, KeyError, TypeError) as exc:
+        return (f"the confinement check itself failed ({type(exc).__name__}): "
+                f"{proc.stderr.decode(errors='replace')[-500:] if 'proc' in locals() else exc}",)
 
 
 class ForkedProcess(HarnessProcess):
@@ -82,8 +97,6 @@ class ForkServer:
         self.root = root
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         command = _harness_command(root, hide) + ["--fork-server", str(theirs.fileno())]
-        import subprocess
-
         self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                         env=_environment(), pass_fds=[theirs.fileno()], start_new_session=True)
         theirs.close()
@@ -139,19 +152,29 @@ def warm_pool(root: Path, hide: list[Path], size: int) -> WarmPool:
 
 
 class LocalSandbox:
+    """Learner code confined by namespaces, an allowlist view, a cgroup and seccomp, or not run at all:
+    `available()` says what this host lacks, and get_sandbox refuses such a host."""
     name = "local"
+    confinement = "namespaces"
 
     def __init__(self, hide: list[Path] | None = None, pool: WarmPool | None = None):
         self.hide = list(hide or [])
         self.pool = pool
 
     def available(self) -> tuple[bool, str]:
+        from grader.course import default_root
+        from grader.harness.preflight import ADVICE
+
+        problems = confinement_problems(default_root().resolve(), tuple(self.hide))
+        if problems:
+            return False, f"it cannot confine learner code here: {'; '.join(problems)}. {ADVICE}"
         return True, ""
 
     def start(self, exercise: Exercise) -> HarnessProcess:
         """A cold grading process for `exercise` (a fresh interpreter)."""
         root = exercise.path.resolve().parent.parent
-        return PopenProcess(f"local-{uuid.uuid4().hex[:8]}", _harness_command(root, self.hide), _environment())
+        return PopenProcess(f"{self.name}-{uuid.uuid4().hex[:8]}",
+                            _harness_command(root, self.hide, self.confinement), _environment())
 
     def run(self, exercise: Exercise, request: Request) -> RawVerdict:
         process = None
@@ -170,3 +193,14 @@ class LocalSandbox:
     def close(self) -> None:
         if self.pool is not None:
             self.pool.close()
+
+
+class UnconfinedSandbox(LocalSandbox):
+    """`grader check --sandbox unconfined`: one's own code on one's own machine, which already holds the
+    solutions, where the local sandbox cannot confine. Rlimits only; every result says so. Never chosen
+    automatically, never used by the web app or the worker."""
+    name = "unconfined"
+    confinement = "none"
+
+    def available(self) -> tuple[bool, str]:
+        return True, ""

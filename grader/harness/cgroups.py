@@ -77,6 +77,7 @@ class CgroupUnavailable(Exception):
     """This process cannot create cgroups with the controllers a submission needs."""
 
     def __init__(self, problems: list[str]):
+        self.problems = problems
         super().__init__("cgroups unavailable:\n" + "".join(f"  - {p}\n" for p in problems)
                          + HELP.format(uid=os.geteuid(), env=PARENT_ENV))
 

@@ -145,12 +145,15 @@ class GradingSandbox:
         return self.get().run(exercise, request)
 
     def get(self) -> Any:
-        from sandbox import SandboxError, get_sandbox
+        from sandbox import SERVICE_SANDBOXES, SandboxError, get_sandbox, names
 
         with self._lock:
             if self._sandbox is None:
                 name, hide, warm = self.app.config["SANDBOX"], [Path(self.app.instance_path)], \
                     int(self.app.config["WARM_POOL"])
+                if name in names() and name not in SERVICE_SANDBOXES:  # "unconfined": other people's code
+                    raise SandboxError(f"DLA_SANDBOX={name!r} is never used by the web app or the worker: "
+                                       f"they grade with one of {', '.join(SERVICE_SANDBOXES)}")
                 try:
                     self._sandbox = get_sandbox(name, hide=hide, warm=warm)
                 except SandboxError as exc:
@@ -175,6 +178,14 @@ class GradingSandbox:
 
 def grading_sandbox(app: Flask) -> GradingSandbox:
     return app.extensions["academy.sandbox"]
+
+
+def shutdown(app: Flask) -> None:
+    """Finish this app's in-process jobs and stop its warm grading processes (tests, benchmarks)."""
+    pool = getattr(app.extensions["academy.jobs"], "pool", None)  # the thread runner's
+    if pool is not None:
+        pool.shutdown(wait=True)
+    grading_sandbox(app).close()
 
 
 def init_app(app: Flask) -> None:

@@ -314,6 +314,7 @@ def run_worker(app: Flask, *, burst: bool = False, name: str | None = None, pool
     """Consume the grading queue until stopped (SIGTERM/Ctrl-C finish the current job first)."""
     global _worker_app
     from academy.jobs import grading_sandbox
+    from sandbox import SandboxError
     from sandbox.docker import host_has_gpu
 
     runner = install_runner(app)
@@ -322,6 +323,10 @@ def run_worker(app: Flask, *, burst: bool = False, name: str | None = None, pool
     app.config["WARM_POOL"] = settings.pool_size if pool_size is None else pool_size
     sandbox = grading_sandbox(app)
     try:
+        where = sandbox.describe()  # refuse before taking a job when nothing here can grade it
+    except SandboxError as exc:
+        raise click.ClickException(f"this worker cannot grade: {exc}") from None
+    try:
         worker = GradingWorker(
             [runner.queue], connection=runner.connection, name=name or f"{socket.gethostname()}.{os.getpid()}",
             maintenance_interval=settings.sweep_s,
@@ -329,7 +334,7 @@ def run_worker(app: Flask, *, burst: bool = False, name: str | None = None, pool
             worker_ttl=settings.sweep_s + 15)
         worker.runner, worker.app = runner, app
         click.echo(f"worker {worker.name}: queue '{settings.queue_name}' on {redacted(settings.redis_url)}, "
-                   f"{sandbox.describe()} sandbox, {'GPU host' if host_has_gpu() else 'no GPU'}", err=True)
+                   f"{where} sandbox, {'GPU host' if host_has_gpu() else 'no GPU'}", err=True)
         worker.work(burst=burst, logging_level=os.environ.get("DLA_WORKER_LOG", "INFO"))
     finally:
         sandbox.close()

@@ -95,3 +95,15 @@ def test_compose_stack_grades_a_submission_through_the_api(stack: Stack) -> None
     assert state["result"]["passed"] is True
     # Graded by the worker in a sandbox container on the host's engine, not in the web container.
     assert state["result"]["sandbox"] == "docker", (state["result"], stack.logs())
+
+
+def test_the_compose_worker_refuses_to_grade_in_the_local_sandbox(stack: Stack) -> None:
+    # Inside the worker container namespaces and cgroups cannot be had: the worker must refuse at
+    # start-up rather than run learner code next to Redis and its own secrets.
+    proc = subprocess.run(["docker", "run", "--rm", "--network", "none", "-e", "DLA_SANDBOX=local",
+                           "-e", "REDIS_URL=redis://127.0.0.1:9/0", "-e", "DATABASE_URL=sqlite:////tmp/academy.sqlite",
+                           "-e", "DLA_INSTANCE=/tmp/instance", "-e", "SECRET_KEY=test", "dla-app:latest", "worker"],
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode != 0, proc.stdout + proc.stderr
+    assert "this worker cannot grade: the local sandbox is refused" in proc.stderr, proc.stderr[-2000:]
+    assert "no namespaces" in proc.stderr or "no cgroup" in proc.stderr

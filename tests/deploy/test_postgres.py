@@ -19,7 +19,7 @@ def _api(app, token: str):  # noqa: ANN001, ANN202
 
 def test_app_on_postgresql_migrates_grades_and_survives_a_restart(postgres: PostgresServer, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from academy import create_app
+    from academy import create_app, jobs
     from academy.auth import create_account
     from academy.db import get_session
     from academy.security import new_api_token
@@ -45,13 +45,13 @@ def test_app_on_postgresql_migrates_grades_and_survives_a_restart(postgres: Post
         assert time.monotonic() < deadline, state
         time.sleep(0.2)
     assert state["status"] == "done" and state["result"]["passed"] is True
-    app.extensions["academy.jobs"].pool.shutdown(wait=True)  # the in-process runner (no REDIS_URL here)
+    jobs.shutdown(app)  # the in-process runner (no REDIS_URL here)
 
     # A restart: migrations are a no-op, the stored verdict and the token are still there.
     again = create_app(config)
     state = _api(again, token)("GET", f"/api/submissions/{submission_id}").get_json()
     assert state["status"] == "done" and state["result"]["passed"] is True
-    again.extensions["academy.jobs"].pool.shutdown(wait=True)
+    jobs.shutdown(again)
     engine.dispose()
     for each in (app, again):
         each.extensions["academy.engine"].dispose()  # let the server stop without waiting for clients

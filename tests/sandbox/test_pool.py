@@ -12,7 +12,7 @@ from grader.course import default_root
 from grader.grading import run_submission
 from sandbox import SandboxError, get_sandbox
 from sandbox.docker import ContainerSpec, warm_pool as docker_pool
-from sandbox.local import ForkServer, LocalSandbox
+from sandbox.local import LocalSandbox
 from sandbox.pool import WarmPool
 from tests.conftest import EXERCISES
 

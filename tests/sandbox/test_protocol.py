@@ -2,7 +2,6 @@
 malformed messages are refused at the edge, exercise ids cannot leave the exercises folder, a learner
 stopped by a sandbox gets a verdict about its code, and the entry speaks the protocol end to end."""
 import io
-import json
 import subprocess
 import sys
 

@@ -11,7 +11,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from academy import create_app
+from academy import create_app, jobs
 from academy.db import get_session
 from academy.models import Submission
 
@@ -34,10 +34,7 @@ def make_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator:
         return app
     yield _make
     for app in apps:
-        pool = getattr(app.extensions["academy.jobs"], "pool", None)  # the thread runner's
-        if pool is not None:
-            pool.shutdown(wait=True)
-        app.extensions["academy.sandbox"].close()  # its warm grading processes, if it started them
+        jobs.shutdown(app)
 
 
 @pytest.fixture

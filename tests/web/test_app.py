@@ -7,7 +7,7 @@ import sys
 
 from sqlalchemy import inspect, select
 
-from academy import create_app
+from academy import create_app, jobs
 from academy.db import get_session
 from academy.models import User
 from tests.web.conftest import REPO
@@ -70,7 +70,7 @@ def test_cli_init_db_create_user_and_token(tmp_path) -> None:  # noqa: ANN001
         user = get_session().scalar(select(User))
         assert user.role == "instructor"
         assert user.password_hash.startswith("scrypt:")  # werkzeug's KDF, never the password
-    app.extensions["academy.jobs"].pool.shutdown()
+    jobs.shutdown(app)
 
 
 def test_cookies_are_secure_httponly_and_samesite(web) -> None:  # noqa: ANN001

@@ -1,0 +1,310 @@
+"""The attacks that beat the old local sandbox, against the confined one: each submission would PASS if
+its attack worked (it then runs the reference solution it smuggled in or falls back to); none may.
+Every attack runs as root (a warm fork-server child, the web app's path) and as an unprivileged user
+with an operator-delegated cgroup subtree (`grader check`, as `setpriv` runs it). Without a cgroup the
+local sandbox is refused with a message saying what to do; `--sandbox unconfined` says what it is.
+The host kinds that cannot confine at all (no user namespaces, an unprivileged container) are in
+tests/sandbox/test_host_kinds.py."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from grader.grading import run_submission
+from tests.conftest import EXERCISES, REPO
+
+AMP = EXERCISES / "mixed-precision" / "amp-step"
+SOLUTION = re.sub(r"\bdef train_step\(", "def _solution_step(", (AMP / "solution.py").read_text())
+NOBODY = 65534
+CGROUP = Path("/sys/fs/cgroup")
+
+GATED = '''
+import ctypes, os, subprocess, sys, time
+
+{attack}
+
+ESCAPED = attack()
+
+{solution}
+
+def train_step(model, optimizer, scaler, loss_fn, x, y):
+    if ESCAPED:
+        return _solution_step(model, optimizer, scaler, loss_fn, x, y)
+    raise RuntimeError("the attack was contained")
+'''
+
+ATTACKS = {
+    # Reference solutions through the repository's git history (git refuses a foreign-owned repository
+    # unless told safe.directory=*).
+    "git-history": f'''
+def attack():
+    config = "/tmp/gitconfig"
+    open(config, "w").write("[safe]\\n\\tdirectory = *\\n")
+    env = {{"GIT_CONFIG_GLOBAL": config, "PATH": "/usr/bin:/bin", "HOME": "/tmp"}}
+    for repo in ({str(REPO)!r}, "/work/main", "/tmp/ci-clone"):
+        if os.path.exists(repo + "/.git"):
+            return True
+        try:
+            proc = subprocess.run(["git", "-C", repo, "show", "HEAD:exercises/mixed-precision/amp-step/solution.py"],
+                                  capture_output=True, env=env)
+        except OSError:
+            continue
+        if proc.returncode == 0:
+            return True
+    return False
+''',
+    # The exercise folder found from the probe's own modules, then its solution read.
+    "scenario-module-path": '''
+def attack():
+    import pathlib
+    folder = pathlib.Path(sys.modules["scenario"].__file__).parent.parent
+    try:
+        exec((folder / "solution.py").read_text(), {})
+        return True
+    except OSError:
+        return False
+''',
+    # The build context deploy/build-stack leaves behind, and any other copy of the course under /var.
+    "build-context": '''
+def attack():
+    for root in ("/var/cache/dla", "/var/lib/docker", "/var"):
+        for dirpath, _dirs, files in os.walk(root):
+            if "solution.py" in files:
+                return True
+    return os.path.exists("/var")
+''',
+    # Undo the mounts to see what they hide (the old sandbox's covers came off with umount2).
+    "unmount": f'''
+def attack():
+    libc = ctypes.CDLL(None, use_errno=True)
+    targets = [line.split()[4] for line in open("/proc/self/mountinfo")]
+    for target in sorted(targets, key=len, reverse=True) + ["/"]:
+        libc.umount2(target.encode(), 2)
+    return os.path.exists({str(AMP / "solution.py")!r}) or os.path.exists("/work") and any(
+        "exercises" in dirs for _root, dirs, _files in os.walk("/work"))
+''',
+    # A new user namespace would give back every capability (and with it mount and unshare).
+    "new-user-namespace": '''
+def attack():
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.unshare(0x10000000 | 0x00020000) == 0
+''',
+    # The host's processes and their command lines.
+    "host-processes": '''
+def attack():
+    pids = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
+    lines = []
+    for pid in pids:
+        try:
+            lines.append(open(f"/proc/{pid}/cmdline", "rb").read())
+        except OSError:
+            pass
+    return len(pids) > 2 or any(b"pytest" in line or b"grader" in line for line in lines)
+''',
+    # Every process of the submission must be counted against one memory limit: three children
+    # holding 1.2 GB each under the exercise's 2048 MB.
+    "memory-across-processes": '''
+def attack():
+    ready_r, ready_w = os.pipe()
+    children = []
+    for _ in range(3):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                block = b"x" * (1200 * 1024 * 1024)
+                os.write(ready_w, b"1")
+                time.sleep(3)
+            finally:
+                os._exit(0)
+        children.append(pid)
+    os.close(ready_w)
+    got = b""
+    deadline = time.monotonic() + 6
+    while len(got) < 3 and time.monotonic() < deadline:
+        chunk = os.read(ready_r, 3)
+        if not chunk:
+            break
+        got += chunk
+    return len(got) >= 3
+''',
+    # Confined for real: no privilege to gain, the kernel surface filtered.
+    "no-new-privs-and-seccomp": '''
+def attack():
+    status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines() if ":" in line)
+    return status["NoNewPrivs"].strip() != "1" or status["Seccomp"].strip() != "2" \\
+        or int(status["CapEff"], 16) != 0 or int(status["CapBnd"], 16) != 0
+''',
+}
+
+SECRET = "dla-instance-secret-93c1"
+SHM_KEY = 0x0D1A5EC7
+SHM_ATTACK = f'''
+libc = ctypes.CDLL(None, use_errno=True)
+shmid = libc.shmget({SHM_KEY}, 64 * 1024 * 1024, 0o1000 | 0o666)
+print("shmget", shmid)
+def attack():
+    return False
+'''
+
+
+def gated(attack: str) -> str:
+    return GATED.format(attack=attack, solution=SOLUTION)
+
+
+def assert_contained(result: dict) -> None:
+    """Not passed, and because the attack failed (train_step raised) or the sandbox stopped it."""
+    assert not result["passed"], result
+    assert result["status"] != "infra-error", result["error"]
+    messages = [c["message"] for c in result["checks"]] + [(result["error"] or {}).get("message", "")]
+    assert any("the attack was contained" in m or "memory" in m for m in messages), (result["status"], messages)
+
+
+def shm_keys() -> set[int]:
+    lines = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    return {int(line.split()[0]) for line in lines}
+
+
+# -- as root: a warm fork-server child, as the web app and the worker grade ---------------------------
+
+@pytest.fixture(scope="module")
+def root_sandbox():
+    from sandbox import get_sandbox
+
+    if os.geteuid() != 0:
+        pytest.skip("runs as root (CI does)")
+    sandbox = get_sandbox("local", warm=1)
+    yield sandbox
+    sandbox.close()
+
+
+def test_control_an_attack_that_works_passes(root_sandbox):
+    result = run_submission("mixed-precision/amp-step", gated("def attack():\n    return True\n"), sandbox=root_sandbox)
+    assert result["passed"], result
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_attack_as_root(root_sandbox, name):
+    assert_contained(run_submission("mixed-precision/amp-step", gated(ATTACKS[name]), sandbox=root_sandbox))
+
+
+def test_the_web_instance_folder_is_not_in_view(tmp_path):
+    from sandbox import get_sandbox
+
+    instance = tmp_path / "instance"
+    instance.mkdir()
+    (instance / "secret_key").write_text(SECRET)
+    attack = f"def attack():\n    try:\n        return open({str(instance / 'secret_key')!r}).read() == {SECRET!r}\n" \
+             f"    except OSError:\n        return False\n"
+    sandbox = get_sandbox("local", hide=[instance])
+    assert_contained(run_submission("mixed-precision/amp-step", gated(attack), sandbox=sandbox))
+
+
+def test_system_v_shared_memory_dies_with_the_submission(root_sandbox):
+    before = shm_keys()
+    result = run_submission("mixed-precision/amp-step", gated(SHM_ATTACK), sandbox=root_sandbox)
+    assert "shmget" in result["output"] and "shmget -1" not in result["output"], result["output"]
+    assert SHM_KEY not in shm_keys() - before, "a segment made by learner code outlived it on the host"
+
+
+# -- as an unprivileged user, with a delegated cgroup subtree -----------------------------------------
+
+@pytest.fixture(scope="module")
+def nobody(tmp_path_factory):
+    """A venv of the system interpreter that user 65534 can run, borrowing this checkout's packages,
+    and a cgroup subtree delegated to that user the way docs/sandbox.md tells an operator to."""
+    if os.geteuid() != 0 or not shutil.which("setpriv") or not Path("/usr/bin/python3").exists():
+        pytest.skip("needs root, setpriv and /usr/bin/python3 to act as another user")
+    if not (CGROUP / "memory" / "cgroup.procs").exists():
+        pytest.skip("the delegation below is written for cgroup v1 (this machine's); v2 is untested")
+    home = Path(tempfile.mkdtemp(prefix="dla-nobody-"))
+    home.chmod(0o755)
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(home / "venv")], check=True)
+    site_packages = next((REPO / ".venv" / "lib").glob("python3*/site-packages"))
+    pth = next((home / "venv" / "lib").glob("python3*/site-packages")) / "dla.pth"
+    pth.write_text(f"import site; site.addsitedir({str(site_packages)!r})\n")
+    parent = f"/dla-test-{os.getpid()}"
+    for controller in ("memory", "pids", "cpu", "cpuacct", "freezer"):
+        folder = CGROUP / controller / parent.lstrip("/")
+        if (CGROUP / controller).is_dir():
+            folder.mkdir(exist_ok=True)
+            for path in (folder, folder / "cgroup.procs", folder / "tasks"):
+                os.chown(path, NOBODY, NOBODY)
+    yield home, parent
+    for controller in ("memory", "pids", "cpu", "cpuacct", "freezer"):
+        folder = CGROUP / controller / parent.lstrip("/")
+        for child in sorted(folder.glob("*/"), reverse=True) if folder.is_dir() else []:
+            if child.is_dir():
+                child.rmdir()
+        if folder.is_dir():
+            folder.rmdir()
+    shutil.rmtree(home)
+
+
+def check_as_nobody(nobody, code: str, *args: str, delegated: bool = True) -> tuple[int, dict, str]:
+    home, parent = nobody
+    submission = home / "submission.py"
+    submission.write_text(code)
+    submission.chmod(0o644)
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", **({"DLA_CGROUP_PARENT": parent} if delegated else {})}
+    proc = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                           str(home / "venv" / "bin" / "python"), "-m", "grader.cli", "check",
+                           "mixed-precision/amp-step", str(submission), "--json", *args],
+                          capture_output=True, env=env, cwd="/", timeout=120)
+    return proc.returncode, json.loads(proc.stdout or b"{}"), proc.stderr.decode()
+
+
+def test_control_as_nobody_an_attack_that_works_passes(nobody):
+    code, result, err = check_as_nobody(nobody, gated("def attack():\n    return True\n"), "--sandbox", "local")
+    assert code == 0 and result["passed"] and result["sandbox"] == "local", (result, err)
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_attack_as_nobody(nobody, name):
+    _, result, err = check_as_nobody(nobody, gated(ATTACKS[name]), "--sandbox", "local")
+    assert result, err
+    assert_contained(result)
+
+
+def test_a_daemon_started_as_nobody_does_not_outlive_the_verdict(nobody):
+    marker = "dla-nobody-daemon-5521"
+    attack = (f"subprocess.Popen(['sh', '-c', 'exec -a {marker} sleep 300'], start_new_session=True)\n"
+              "def attack():\n    return False\n")
+    check_as_nobody(nobody, gated(attack), "--sandbox", "local")
+    assert subprocess.run(["pgrep", "-f", marker], capture_output=True).stdout == b""
+
+
+def test_without_a_cgroup_the_local_sandbox_is_refused_with_what_to_do(nobody):
+    for sandbox in ("local", "auto"):
+        code, result, err = check_as_nobody(nobody, gated("def attack():\n    return True\n"), "--sandbox", sandbox,
+                                            delegated=False)
+        assert code == 3 and result["status"] == "infra-error", result
+        message = result["error"]["message"]
+        assert "the local sandbox is refused" in message and "no cgroup for submissions" in message
+        assert "DLA_CGROUP_PARENT" in message and "docker sandbox" in message
+        assert "--sandbox unconfined" in err
+
+
+def test_unconfined_is_explicit_and_says_so_in_the_result(nobody):
+    code, result, _ = check_as_nobody(nobody, (AMP / "solution.py").read_text(), "--sandbox", "unconfined",
+                                      delegated=False)
+    assert code == 0 and result["sandbox"] == "unconfined"
+    assert any("UNCONFINED" in note for note in result["notes"])
+
+
+def test_services_never_grade_unconfined(tmp_path):
+    from academy import create_app, jobs
+    from academy.jobs import grading_sandbox
+    from sandbox import SandboxError
+
+    app = create_app({"INSTANCE_PATH": str(tmp_path / "instance"), "SANDBOX": "unconfined", "SECRET_KEY": "t",
+                      "TESTING": True})
+    with pytest.raises(SandboxError, match="never|grade with one of auto, local, docker"):
+        grading_sandbox(app).get()
+    jobs.shutdown(app)
