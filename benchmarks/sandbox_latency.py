@@ -6,10 +6,12 @@ Every latency is measured through `grader.grading.run_submission`, the one way t
 the amp-step reference solution. Modes take turns (interleaved) so load changes hit all alike; each
 round also times the floor a fresh grading process cannot beat, `python -c "import torch"`.
 
-CPU seconds per verdict are the whole machine's busy time (/proc/stat) over sequential verdicts divided
-by their number: the grading process, the learner's, the docker engine, and preparing the next warm
-process (a refill) all count. Run it on a quiet machine. The docker modes need the engine and a current
-image (sandbox/build-images); without them they are skipped and say why.
+CPU seconds per verdict, everything the verdict costs including preparing the next warm process (the
+refill): for local modes, the CPU time of this process's own cgroup (cgroup v1 cpuacct, as root), which
+holds the grading processes, the fork server and the learners' cgroups below it; for docker modes the
+containers live in the engine's cgroups, so the whole machine's busy time (/proc/stat) is used and the
+machine must be quiet. The docker modes need the engine and a current image (sandbox/build-images);
+without them they are skipped and say why.
 """
 from __future__ import annotations
 
@@ -40,6 +42,23 @@ def busy_cpu_s() -> float:
     fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
     user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in fields[:7])
     return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+
+
+def own_cpuacct() -> Path | None:
+    """A fresh cpuacct cgroup holding this process (and so everything it starts), or None."""
+    if os.geteuid() != 0 or not (CPUACCT / "cpuacct.usage").exists():
+        return None
+    folder = CPUACCT / f"dla-bench-{os.getpid()}"
+    folder.mkdir(exist_ok=True)
+    (folder / "cgroup.procs").write_text(str(os.getpid()))
+    return folder
+
+
+def cgroup_cpu_s(folder: Path) -> float:
+    return int((folder / "cpuacct.usage").read_text()) / 1e9
 
 
 def graded(sandbox, seed: int) -> float:
@@ -95,6 +114,7 @@ def main() -> None:
     parser.add_argument("--pool", type=int, default=2)
     args = parser.parse_args()
 
+    accounting = own_cpuacct()
     sandboxes = {"local cold": get_sandbox("local"), "local warm": get_sandbox("local", warm=args.pool)}
     try:
         sandboxes["docker cold"] = get_sandbox("docker")
@@ -112,12 +132,13 @@ def main() -> None:
             for name, sandbox in sandboxes.items():
                 for pool in warm.values():  # every pool full and idle: nobody competes with a refill
                     assert pool.wait_warm(), "a warm pool did not get warm"
-                before = busy_cpu_s()
+                meter = (lambda: cgroup_cpu_s(accounting)) if accounting and name.startswith("local") else busy_cpu_s
+                before = meter()
                 samples[name].append(graded(sandbox, 1000 + i))
                 if name in warm:
                     warm[name].wait_warm()  # the refill this verdict caused is part of its cost
                     time.sleep(0.2)  # the discarded process's exit and removal too
-                cpu[name].append(busy_cpu_s() - before)
+                cpu[name].append(meter() - before)
             print(f"  round {i + 1}: " + ", ".join(f"{k} {v[-1]:.2f}s" for k, v in samples.items()),
                   file=sys.stderr, flush=True)
 
@@ -127,7 +148,8 @@ def main() -> None:
         print("| mode | p50 s | p95 s | min s | max s | p50 / floor | CPU s per verdict (p50) |")
         print("|---|---:|---:|---:|---:|---:|---:|")
         for name, values in samples.items():
-            cpu_cell = f"{statistics.median(cpu[name]):.2f}" if name in cpu else "-"
+            how = " (cgroup)" if accounting and name.startswith("local") else " (machine)"
+            cpu_cell = f"{statistics.median(cpu[name]):.2f}{how}" if name in cpu else "-"
             print(f"| {name} | {statistics.median(values):.2f} | {percentile(values, 0.95):.2f} | "
                   f"{min(values):.2f} | {max(values):.2f} | {statistics.median(values) / floor:.2f} | {cpu_cell} |")
 
@@ -143,6 +165,9 @@ def main() -> None:
     finally:
         for sandbox in sandboxes.values():
             sandbox.close()
+        if accounting:
+            (CPUACCT / "cgroup.procs").write_text(str(os.getpid()))
+            accounting.rmdir()
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ caller of `Sandbox.run`.
                 never for the web app or the worker
 
 Either can be given a warm pool (sandbox/pool.py) of started, single-use grading processes:
-`get_sandbox(name, warm=2)` starts one; the caller closes the sandbox when done.
+`get_sandbox(name, warm=2)` starts one; the caller closes the sandbox when done. A local sandbox checks
+that this host confines before its first submission runs (`require()`); with a warm pool, at once.
 """
 from __future__ import annotations
 
@@ -31,6 +32,9 @@ class Sandbox(Protocol):
 
     def available(self) -> tuple[bool, str]:
         """(usable here?, why not)."""
+
+    def require(self) -> None:
+        """SandboxError saying why, unless usable here."""
 
     def run(self, exercise: Exercise, request: Request) -> RawVerdict:
         """Grade one request (for `exercise`, resolved by the caller) and return the raw verdict."""
@@ -69,11 +73,9 @@ def get_sandbox(name: str = "auto", *, hide: list[Path] | None = None, warm: int
             return DockerSandbox(pool=docker_pool(warm)) if warm > 0 else docker
         if name == "docker":
             raise SandboxError(f"the docker sandbox is not available here: {docker_why}")
-    local = LocalSandbox(hide)
-    ok, why = local.available()
-    if not ok:
-        also = f"; the docker sandbox is not available either: {docker_why}" if docker_why else ""
-        raise SandboxError(f"the local sandbox is refused: {why}{also}")
-    if warm > 0:
-        return LocalSandbox(hide, pool=local_pool(default_root(), list(hide or []), warm))
-    return local
+    also = f"; the docker sandbox is not available either: {docker_why}" if docker_why else ""
+    local = LocalSandbox(hide, also_unavailable=also)
+    if warm > 0:  # a service: refuse now, before any submission is taken
+        local.require()
+        return LocalSandbox(hide, pool=local_pool(default_root(), list(hide or []), warm), also_unavailable=also)
+    return local  # checked before its first submission runs (local.require()), alongside the process start

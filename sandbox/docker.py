@@ -175,6 +175,11 @@ class DockerSandbox:
             return True, ""
         return image_ready(self.image)
 
+    def require(self) -> None:
+        ok, why = self.available()
+        if not ok:
+            raise SandboxError(f"the docker sandbox is not available here: {why}")
+
     def spec_for(self, exercise: Exercise) -> ContainerSpec:
         gpus = exercise.uses_gpu and host_has_gpu()
         image = self.image

@@ -157,9 +157,11 @@ class LocalSandbox:
     name = "local"
     confinement = "namespaces"
 
-    def __init__(self, hide: list[Path] | None = None, pool: WarmPool | None = None):
+    def __init__(self, hide: list[Path] | None = None, pool: WarmPool | None = None, also_unavailable: str = ""):
+        """`also_unavailable`: why the docker sandbox was not chosen instead (for the refusal message)."""
         self.hide = list(hide or [])
         self.pool = pool
+        self.also_unavailable = also_unavailable
 
     def available(self) -> tuple[bool, str]:
         from grader.course import default_root
@@ -169,6 +171,12 @@ class LocalSandbox:
         if problems:
             return False, f"it cannot confine learner code here: {'; '.join(problems)}. {ADVICE}"
         return True, ""
+
+    def require(self) -> None:
+        """SandboxError unless this host confines (checked once per process; see available())."""
+        ok, why = self.available()
+        if not ok:
+            raise SandboxError(f"the {self.name} sandbox is refused: {why}{self.also_unavailable}")
 
     def start(self, exercise: Exercise) -> HarnessProcess:
         """A cold grading process for `exercise` (a fresh interpreter)."""
@@ -183,6 +191,12 @@ class LocalSandbox:
         if process is None:
             process = self.start(exercise)
         try:
+            # A cold process imports torch for seconds: the host check (once per process) runs meanwhile.
+            try:
+                self.require()
+            except SandboxError:
+                process.kill()
+                raise
             return process.grade(request, exercise.time_limit_s)
         finally:
             if self.pool is not None and self.pool.owns(process):
@@ -204,3 +218,6 @@ class UnconfinedSandbox(LocalSandbox):
 
     def available(self) -> tuple[bool, str]:
         return True, ""
+
+    def require(self) -> None:
+        pass

@@ -155,13 +155,15 @@ class GradingSandbox:
                     raise SandboxError(f"DLA_SANDBOX={name!r} is never used by the web app or the worker: "
                                        f"they grade with one of {', '.join(SERVICE_SANDBOXES)}")
                 try:
-                    self._sandbox = get_sandbox(name, hide=hide, warm=warm)
+                    sandbox = get_sandbox(name, hide=hide, warm=warm)
                 except SandboxError as exc:
                     if warm < 1:
                         raise
                     # Grading still works, a cold process per submission: slower, and the log says why.
                     log.warning("no warm sandbox pool: %s", exc)
-                    self._sandbox = get_sandbox(name, hide=hide)
+                    sandbox = get_sandbox(name, hide=hide)
+                sandbox.require()  # a sandbox that cannot confine here is refused before any submission
+                self._sandbox = sandbox
             return self._sandbox
 
     def describe(self) -> str:

@@ -60,6 +60,13 @@ def attack():
             return True
     return False
 ''',
+    # Anything of the checkout besides the grader package: the course, the web instance folder (database,
+    # secret key), the platform's code and configuration.
+    "repository-files": f'''
+def attack():
+    return any(os.path.exists({str(REPO)!r} + "/" + name)
+               for name in ("exercises", "instance", "platform", ".git", "pyproject.toml", "scripts"))
+''',
     # The exercise folder found from the probe's own modules, then its solution read.
     "scenario-module-path": '''
 def attack():
