@@ -54,10 +54,13 @@ def confinement_problems(root: Path, hide: tuple[Path, ...]) -> tuple[str, ...]:
     try:
         proc = subprocess.run(_harness_command(root, list(hide), module="grader.harness.preflight"),
                               capture_output=True, env=_environment(), timeout=STARTUP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return (f"the confinement check did not answer within {STARTUP_TIMEOUT_S:g} s",)
+    try:
         return tuple(json.loads(proc.stdout)["problems"])
-    except (subprocess.TimeoutExpired, ValueError, KeyError, TypeError) as exc:
-        return (f"the confinement check itself failed ({type(exc).__name__}): "
-                f"{proc.stderr.decode(errors='replace')[-500:] if 'proc' in locals() else exc}",)
+    except (ValueError, KeyError, TypeError):
+        return (f"the confinement check itself failed (exit {proc.returncode}): "
+                f"{proc.stderr.decode(errors='replace')[-500:]}",)
 
 
 class ForkedProcess(HarnessProcess):

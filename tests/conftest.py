@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -15,6 +16,29 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 EXERCISES = REPO / "exercises"
+# The amp-step reference solution under another name, for attacks that smuggle it in.
+AMP_SOLUTION = re.sub(r"\bdef train_step\(", "def _solution_step(",
+                      (EXERCISES / "mixed-precision" / "amp-step" / "solution.py").read_text())
+# A hostile amp-step submission that PASSES exactly when its `attack()` returns True (it escaped): then
+# train_step runs the reference solution; otherwise it raises "the attack was contained".
+GATED = '''
+import ctypes, os, signal, socket, subprocess, sys, time
+
+{attack}
+
+ESCAPED = attack()
+
+{solution}
+
+def train_step(model, optimizer, scaler, loss_fn, x, y):
+    if ESCAPED:
+        return _solution_step(model, optimizer, scaler, loss_fn, x, y)
+    raise RuntimeError("the attack was contained")
+'''
+
+
+def gated(attack: str) -> str:
+    return GATED.format(attack=attack, solution=AMP_SOLUTION)
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -18,27 +17,12 @@ from pathlib import Path
 import pytest
 
 from grader.grading import run_submission
-from tests.conftest import EXERCISES, REPO
+from tests.conftest import EXERCISES, REPO, gated
 
 AMP = EXERCISES / "mixed-precision" / "amp-step"
-SOLUTION = re.sub(r"\bdef train_step\(", "def _solution_step(", (AMP / "solution.py").read_text())
 NOBODY = 65534
 CGROUP = Path("/sys/fs/cgroup")
 
-GATED = '''
-import ctypes, os, subprocess, sys, time
-
-{attack}
-
-ESCAPED = attack()
-
-{solution}
-
-def train_step(model, optimizer, scaler, loss_fn, x, y):
-    if ESCAPED:
-        return _solution_step(model, optimizer, scaler, loss_fn, x, y)
-    raise RuntimeError("the attack was contained")
-'''
 
 ATTACKS = {
     # Reference solutions through the repository's git history (git refuses a foreign-owned repository
@@ -161,10 +145,6 @@ def attack():
 '''
 
 
-def gated(attack: str) -> str:
-    return GATED.format(attack=attack, solution=SOLUTION)
-
-
 def assert_contained(result: dict) -> None:
     """Not passed, and because the attack failed (train_step raised) or the sandbox stopped it."""
     assert not result["passed"], result
@@ -275,6 +255,23 @@ def test_control_as_nobody_an_attack_that_works_passes(nobody):
 @pytest.mark.parametrize("name", sorted(ATTACKS))
 def test_attack_as_nobody(nobody, name):
     _, result, err = check_as_nobody(nobody, gated(ATTACKS[name]), "--sandbox", "local")
+    assert result, err
+    assert_contained(result)
+
+
+def test_files_of_the_service_user_are_out_of_reach_of_code_with_the_same_uid(nobody):
+    # As non-root, learner code runs under the service's own uid: file permissions protect nothing,
+    # only the view does (the old sandbox leaked the web app's secret key and database this way).
+    home, _ = nobody
+    instance = home / "instance"
+    instance.mkdir(exist_ok=True)
+    (instance / "secret_key").write_text(SECRET)
+    for path in (instance, instance / "secret_key"):
+        os.chown(path, NOBODY, NOBODY)
+    (instance / "secret_key").chmod(0o600)
+    attack = f"def attack():\n    try:\n        return open({str(instance / 'secret_key')!r}).read() == {SECRET!r}\n" \
+             f"    except OSError:\n        return False\n"
+    _, result, err = check_as_nobody(nobody, gated(attack), "--sandbox", "local")
     assert result, err
     assert_contained(result)
 

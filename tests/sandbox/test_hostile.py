@@ -6,7 +6,6 @@ attack smuggled in). The control test proves that a True attack really passes. E
 with a clear message, its verdict must arrive within the time limit plus a few seconds, and nothing may
 be left behind: no grading container, no process.
 """
-import re
 import subprocess
 import time
 
@@ -14,7 +13,7 @@ import pytest
 
 from grader.course import load_course
 from grader.grading import run_submission
-from tests.conftest import EXERCISES, bait_server
+from tests.conftest import AMP_SOLUTION, EXERCISES, GATED, bait_server
 
 pytestmark = pytest.mark.docker
 
@@ -22,23 +21,9 @@ AMP = EXERCISES / "mixed-precision" / "amp-step"
 LIMIT = load_course().exercises["mixed-precision/amp-step"].time_limit_s
 SANDBOX = None  # the warm docker sandbox, set by the autouse fixture
 GRACE = 5  # seconds over the time limit: the checks and the hand-over to the container
-SOLUTION = re.sub(r"\bdef train_step\(", "def _solution_step(", (AMP / "solution.py").read_text())
+SOLUTION = AMP_SOLUTION
 HOST_SECRET = "dla-host-secret-5d1f0c"
 
-GATED = '''
-import os, signal, socket, subprocess, sys, time
-
-{attack}
-
-ESCAPED = attack()
-
-{solution}
-
-def train_step(model, optimizer, scaler, loss_fn, x, y):
-    if ESCAPED:
-        return _solution_step(model, optimizer, scaler, loss_fn, x, y)
-    raise RuntimeError("the attack was contained")
-'''
 
 
 @pytest.fixture(autouse=True)
