@@ -16,7 +16,11 @@ from typing import Any
 
 from grader.course import Exercise
 from grader.harness.isolation import Confinement
-from grader.protocol import RawVerdict, Status, error_verdict, learner_timeout
+from grader.harness.frame import FrameError, check_frame
+from grader.protocol import RawVerdict, Status, error_verdict, infra_error, learner_timeout
+
+EMULATION_NOTE = ("No GPU here: CUDA autocast ran as CPU float16 autocast and the CUDA GradScaler as the CPU "
+                  "GradScaler; timings and memory are the CPU's.")
 
 
 def warm_up() -> None:
@@ -102,6 +106,7 @@ def grade(exercise: Exercise, code: str, confinement: Confinement, *, seed: int 
     from grader.harness.view import grader_view
 
     seed = random.randrange(1, 2**31) if seed is None else seed
+    _limit_self(exercise)
     verdict = _syntax_error(code)
     if verdict is None:
         from grader.harness.emulation import amp_device
@@ -122,7 +127,7 @@ def grade(exercise: Exercise, code: str, confinement: Confinement, *, seed: int 
                          "entry": exercise.entry}
             results, problems = _run_checks(exercise.path, observations, run_facts)
             verdict.checks = results
-            verdict.problems = problems
+            verdict.problems.extend(problems)
             missing = {c.id for c in exercise.checks} - set(results)
             if missing:
                 verdict.problems.append(f"declared checks with no test: {sorted(missing)}")
@@ -132,26 +137,55 @@ def grade(exercise: Exercise, code: str, confinement: Confinement, *, seed: int 
     return verdict
 
 
+GRADER_MEMORY_MB = 1024  # the grading side's own share on top of the learner's limit (as in a container)
+
+
+def _limit_self(exercise: Exercise) -> None:
+    """The grading process under limits of its own, whatever the learner's frame makes it do: address
+    space (the learner's child, forked later, lowers it further) and CPU time. Not on CUDA hosts, whose
+    driver reserves address space far beyond any such limit."""
+    import resource
+
+    from grader.harness.emulation import cuda_available
+    from grader.harness.isolation import _current_vm_bytes
+
+    if not cuda_available():
+        space = _current_vm_bytes() + (exercise.memory_mb + GRADER_MEMORY_MB) * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (space, space))
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = int(used.ru_utime + used.ru_stime + 2 * exercise.time_limit_s + 60)
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+
+
 def _interpret(outcome, limits) -> tuple[RawVerdict, dict[str, Any] | None]:
     """How the learner's process ended: (verdict so far, observations when the checks can run)."""
     import signal as signals
 
     import torch
 
+    from grader.harness.emulation import amp_device, device_label
+
     from grader.harness.isolation import OUTPUT_CAP
 
+    if outcome.setup_failed:
+        return infra_error(f"the exercise's probe failed to load: {outcome.setup_failed}"), None
     if outcome.refused:
         return error_verdict(Status.INFRA_ERROR, "confinement", f"The local sandbox could not confine your "
                              f"code, so it did not run it: {outcome.refused}"), None
     if outcome.timed_out:
         return learner_timeout(limits.time_s), None
-    message = None
+    message, dropped = None, []
     if outcome.payload is not None:
         try:
             message = torch.load(io.BytesIO(outcome.payload), weights_only=True)
         except Exception as exc:  # noqa: BLE001 - anything unreadable is the learner's doing
             return error_verdict(Status.ERROR, "protocol", f"The grader could not read what your code's "
                                  f"process sent back ({type(exc).__name__})."), None
+        try:
+            message, dropped = check_frame(message)
+        except FrameError as exc:
+            return error_verdict(Status.ERROR, "protocol", f"Your code's process sent back data the grader "
+                                 f"does not accept: {exc}."), None
     if outcome.out_of_memory and (outcome.signal is not None or outcome.exit_code != 0):
         return error_verdict(Status.KILLED, "memory", f"Your code ran out of memory: its processes together "
                              f"used more than {limits.memory_mb} MB."), None
@@ -174,8 +208,6 @@ def _interpret(outcome, limits) -> tuple[RawVerdict, dict[str, Any] | None]:
     if not isinstance(message, dict) or outcome.exit_code != 0:
         return error_verdict(Status.ERROR, "exit", f"Your code ended its process (exit code {outcome.exit_code}) "
                              f"before it could be graded."), None
-    if message.get("infra"):
-        return error_verdict(Status.INFRA_ERROR, "infra", str(message["infra"])), None
     if not message.get("ok"):
         err = message.get("error") or {}
         verdict = error_verdict(Status.ERROR, str(err.get("kind", "exception")),
@@ -184,7 +216,10 @@ def _interpret(outcome, limits) -> tuple[RawVerdict, dict[str, Any] | None]:
         observations = None
     else:
         verdict, observations = RawVerdict(status=Status.FAILED), message.get("observations") or {}
-    verdict.device = message.get("device")
-    verdict.notes = list(message.get("notes") or [])
+    # The learner's code ran: what it ran on, and what the grader knows about that, stated from here.
+    verdict.device = device_label()
+    if amp_device() != "cuda":
+        verdict.notes.append(EMULATION_NOTE)
+    verdict.problems.extend(dropped)
     return verdict, observations
 

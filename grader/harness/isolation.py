@@ -89,6 +89,7 @@ class Outcome:
     duration_s: float
     isolation: list[str] = field(default_factory=list)  # notes for the result
     refused: str | None = None  # why the confinement could not be applied (the code did not run)
+    setup_failed: str | None = None  # `before_drop` failed: the exercise's fault, before any learner code
     out_of_memory: bool = False  # the submission's cgroup hit its memory limit
 
 
@@ -253,14 +254,15 @@ def _confine_container(libc: _Libc, limits: Limits, as_root: bool, uid: int) -> 
     return path
 
 
-def run_confined(target: Callable[[list[str]], bytes], limits: Limits, confinement: Confinement,
+def run_confined(target: Callable[[], bytes], limits: Limits, confinement: Confinement,
                  view=None, before_drop: Callable[[], None] | None = None) -> Outcome:
     """Fork, confine, run `target` in the child and return what it produced.
 
     `view` (view.View): the learner's file system, for NAMESPACES. `before_drop` runs in the child
     before it is confined (load the probe there: its folder is not in the view). `target` returns the
     bytes to send back; whatever the learner's code writes elsewhere never reaches the verdict.
-    `target` receives the notes gathered so far, to pass on.
+    What the parent learns before learner code runs (the notes, a refusal, a failed `before_drop`)
+    comes over a separate pipe that the child closes first, so it can be trusted.
     """
     from grader.harness import cgroups
 
@@ -344,15 +346,16 @@ def _run(target, limits, confinement, view, before_drop, cgroup) -> Outcome:
         reader.join(timeout=2)
 
     exit_code, sig = _decode_status(status)
-    refused = info.get("refused")
-    if refused is None and not info.get("confined") and not timed_out and exit_code == EXIT_CONFINEMENT:
+    refused, setup_failed = info.get("refused"), info.get("setup_failed")
+    if refused is None and setup_failed is None and not info.get("confined") and not timed_out \
+            and exit_code == EXIT_CONFINEMENT:
         refused = "the learner's process ended before it was confined"
     return Outcome(
-        payload=None if timed_out or refused else _last_frame(b"".join(result_chunks)),
+        payload=None if timed_out or refused or setup_failed else _last_frame(b"".join(result_chunks)),
         exit_code=exit_code, signal=sig, timed_out=timed_out,
         output=b"".join(output_chunks).decode("utf-8", "replace"),
         output_truncated=output_trunc[0], duration_s=duration,
-        isolation=info.get("notes", []), refused=refused,
+        isolation=info.get("notes", []), refused=refused, setup_failed=setup_failed,
     )
 
 
@@ -494,7 +497,13 @@ def _grandchild(target, limits, confinement, view, before_drop, as_root, uid, li
         sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
         os.setsid()
         if before_drop:
-            before_drop()
+            try:
+                before_drop()
+            except Exception:  # noqa: BLE001 - reported as the exercise's failure, not the learner's
+                import traceback
+
+                _say(info_w, {"setup_failed": traceback.format_exc(limit=-3)})
+                os._exit(EXIT_CONFINEMENT)
         parent = os.getppid()
         try:
             if confinement is Confinement.NAMESPACES:
@@ -517,7 +526,7 @@ def _grandchild(target, limits, confinement, view, before_drop, as_root, uid, li
         os.environ.update({"PATH": "/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8",
                            "OMP_NUM_THREADS": "1"})
         tempfile.tempdir = None  # the grading side may have cached its own (unreachable) temp folder
-        payload = target([])
+        payload = target()
         _write_frame(result_w, payload)
         code = 0
     except MemoryError:

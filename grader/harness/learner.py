@@ -24,7 +24,7 @@ from typing import Any, Callable
 import torch
 
 from grader.harness.amp import SUBMISSION_FILENAME
-from grader.harness.emulation import amp_device, device_label
+from grader.harness.emulation import amp_device
 from grader.protocol import ErrorInfo
 
 
@@ -67,7 +67,6 @@ class ProbeAPI:
         self.memory_mb = memory_mb
         self.device = amp_device()  # "cuda" on a GPU host, else "cpu" (CUDA code emulated)
         self.emulated = self.device != "cuda"
-        self.notes: list[str] = []  # lines a probe adds to the result's notes (e.g. what was measured)
 
     def call(self, *args: Any, **kwargs: Any) -> Any:
         """Call the learner's function; an exception in it becomes the run's learner-facing error."""
@@ -129,41 +128,28 @@ def load_submission(code: str, entry: str, params: list[str], memory_mb: int) ->
 
 
 def make_target(checks_dir: Path, code: str, entry: str, params: list[str], seed: int,
-                memory_mb: int) -> tuple[Callable[[], None], Callable[[list[str]], bytes]]:
+                memory_mb: int) -> tuple[Callable[[], None], Callable[[], bytes]]:
     """(load the probe, run it): the first runs before privileges drop, the second after."""
     probe_box: dict[str, types.ModuleType] = {}
 
-    problems: list[str] = []
-
     def before_drop() -> None:
-        try:
-            probe_box["probe"] = load_probe(checks_dir)
-        except Exception:  # noqa: BLE001 - a broken exercise is the grader's failure, not the learner's
-            problems.append(traceback.format_exc(limit=-3))
+        # A probe that fails to load is the exercise's failure, reported by isolation.py as such.
+        probe_box["probe"] = load_probe(checks_dir)
 
-    def target(notes: list[str]) -> bytes:
-        if problems:  # the learner's code was never loaded: this report can be trusted
-            buffer = io.BytesIO()
-            torch.save({"ok": False, "infra": f"the exercise's probe failed to load: {problems[0]}"}, buffer)
-            return buffer.getvalue()
+    def target() -> bytes:
+        """Observations or the learner-facing error, nothing else: device, notes and infrastructure
+        failures are the grading side's to state (a frame that claims them is ignored there)."""
         probe = probe_box["probe"]
-        api = None
         try:
             if hasattr(probe, "prepare"):
                 probe.prepare()
             function = load_submission(code, entry, params, memory_mb)
-            api = ProbeAPI(function, seed, memory_mb)
-            observations = probe.probe(api)
+            observations = probe.probe(ProbeAPI(function, seed, memory_mb))
             message = {"ok": True, "observations": observations}
         except LearnerError as err:
             message = {"ok": False, "error": err.frame()}
         except BaseException as exc:  # the learner's code reached beyond api.call (e.g. a patched probe)
             message = {"ok": False, "error": describe_exception(exc, memory_mb).frame()}
-        message["device"] = device_label()
-        if not torch.cuda.is_available():
-            notes = [*notes, "No GPU here: CUDA autocast ran as CPU float16 autocast and the CUDA GradScaler "
-                             "as the CPU GradScaler; timings and memory are the CPU's."]
-        message["notes"] = notes if api is None else [*notes, *(str(n) for n in api.notes)]
         buffer = io.BytesIO()
         torch.save(message, buffer)
         return buffer.getvalue()
