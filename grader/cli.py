@@ -131,6 +131,8 @@ def validate(exercises: tuple[str, ...], sandbox: str) -> None:
             name = case.path.relative_to(exercise.path)
             what = "passes every check" if not case.expected_fail else \
                 f"fails exactly {', '.join(sorted(case.expected_fail))}"
+            if case.expected_fail:  # the outside-evidence column (docs/threat-model.md)
+                what += "   [outside: caught]" if case.caught_outside else "   [outside: not caught]"
             if case.ok:
                 click.echo(f"  {click.style('ok', fg='green')}    {name}: {what}")
             else:

@@ -24,6 +24,7 @@ import yaml
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 CHECK_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+EVIDENCE = ("outside", "learner")
 EXPECT_LINE = re.compile(r"^#\s*expect-fail:\s*(.*)$", re.MULTILINE)
 
 
@@ -44,6 +45,11 @@ class CheckSpec:
     id: str
     title: str
     hint: str
+    # Where the verdict's deciding numbers come from (docs/threat-model.md): "outside" when the grading
+    # process compares them with a recomputation of its own; "learner" when the verdict rests only on
+    # what was recorded inside the learner's process, which `evidence_why` then justifies.
+    evidence: str = "learner"
+    evidence_why: str = ""
 
 
 @dataclass(frozen=True)
@@ -229,7 +235,15 @@ def load_exercise(path: Path, exercise_id: str, *, authoring_files: bool = True)
         check_id = _require(raw, "id", meta_path)
         if not CHECK_ID.match(check_id):
             raise CourseError(f"{meta_path}: check id '{check_id}' must be lower-case-with-dashes")
-        checks.append(CheckSpec(check_id, _require(raw, "title", meta_path), _require(raw, "hint", meta_path)))
+        evidence = _require(raw, "evidence", meta_path)
+        if evidence not in EVIDENCE:
+            raise CourseError(f"{meta_path}: check '{check_id}': evidence must be one of {', '.join(EVIDENCE)}")
+        why = str(raw.get("evidence_why", "")).strip()
+        if evidence == "learner" and not why:
+            raise CourseError(f"{meta_path}: check '{check_id}' rests on evidence from the learner's process: "
+                              f"say why that is acceptable in 'evidence_why'")
+        checks.append(CheckSpec(check_id, _require(raw, "title", meta_path), _require(raw, "hint", meta_path),
+                                evidence, why))
     if len({c.id for c in checks}) != len(checks):
         raise CourseError(f"{meta_path}: check ids must be unique")
     limits = meta.get("limits", {}) or {}

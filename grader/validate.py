@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.course import Exercise
+from grader.course import CheckSpec, Exercise
 from grader.grading import run_submission
 
 
@@ -20,10 +20,18 @@ class Case:
     path: Path
     expected_fail: frozenset[str]
     result: dict[str, Any]
+    checks: tuple[CheckSpec, ...] = ()
 
     @property
     def failed(self) -> frozenset[str]:
         return frozenset(c["id"] for c in self.result["checks"] if not c["passed"])
+
+    @property
+    def caught_outside(self) -> bool:
+        """Whether a check whose evidence the grading side recomputes (docs/threat-model.md) fails too:
+        a mistake caught only by records of the learner's process could be forged past."""
+        outside = {check.id for check in self.checks if check.evidence == "outside"}
+        return bool(self.failed & outside)
 
     @property
     def ok(self) -> bool:
@@ -56,7 +64,7 @@ def validate_exercise(exercise: Exercise, sandbox: str = "auto", jobs: int = 2) 
     def grade(item: tuple[Path, frozenset[str]]) -> Case:
         path, expected = item
         result = run_submission(exercise, path.read_text(encoding="utf-8"), sandbox=sandbox)
-        return Case(exercise.id, path, expected, result)
+        return Case(exercise.id, path, expected, result, exercise.checks)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         return list(pool.map(grade, plan))

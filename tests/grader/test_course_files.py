@@ -82,6 +82,14 @@ def _course(tmp_path: Path, lesson_yaml: str, exercise_yaml: str | None = None) 
     ("title: L\nsteps:\n  - exercise: ex\n", "title: X\nentry: f\nchecks:\n  - id: Bad Id\n    title: t\n    hint: h\n",
      "must be lower-case-with-dashes"),
     ("title: L\nsteps:\n  - exercise: ex\n", "title: X\nchecks: []\n", "missing required key 'entry'"),
+    ("title: L\nsteps:\n  - exercise: ex\n", "title: X\nentry: f\nchecks:\n  - id: runs\n    title: t\n    hint: h\n",
+     "missing required key 'evidence'"),
+    ("title: L\nsteps:\n  - exercise: ex\n",
+     "title: X\nentry: f\nchecks:\n  - id: runs\n    title: t\n    hint: h\n    evidence: trust-me\n",
+     "evidence must be one of outside, learner"),
+    ("title: L\nsteps:\n  - exercise: ex\n",
+     "title: X\nentry: f\nchecks:\n  - id: runs\n    title: t\n    hint: h\n    evidence: learner\n",
+     "say why that is acceptable in 'evidence_why'"),
 ])
 def test_malformed_course_files_name_the_file_and_the_problem(tmp_path, lesson_yaml, exercise_yaml, expected):
     root = _course(tmp_path, lesson_yaml, exercise_yaml)
@@ -92,7 +100,7 @@ def test_malformed_course_files_name_the_file_and_the_problem(tmp_path, lesson_y
 
 def test_mistake_without_expectation_is_rejected(tmp_path):
     root = _course(tmp_path, "title: L\nsteps:\n  - exercise: ex\n",
-                   "title: X\nentry: f\nchecks:\n  - id: runs\n    title: t\n    hint: h\n")
+                   "title: X\nentry: f\nchecks:\n  - id: runs\n    title: t\n    hint: h\n    evidence: outside\n")
     (root / "one" / "ex" / "mistakes").mkdir()
     (root / "one" / "ex" / "mistakes" / "m.py").write_text("def f(): pass\n")
     exercise = load_course(root).exercises["one/ex"]
