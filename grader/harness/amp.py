@@ -212,7 +212,14 @@ def watch_optimizer(optimizer: torch.optim.Optimizer, measure_zero_grads: bool =
 
     optimizer.step = recorded_step
     optimizer.zero_grad = recorded_zero_grad
+    # torch wraps the optimizer *class's* step so that step hooks run for every real step, also for
+    # `type(optimizer).step(optimizer)`, which the instance attribute above never sees.
+    optimizer.register_step_pre_hook(_record_class_step)
     return optimizer
+
+
+def _record_class_step(*_: object) -> None:  # a pre-hook that returns something would change step's args
+    RECORDER.add("optimizer.class_step")
 
 
 def watch_loss(loss_fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:

@@ -94,6 +94,11 @@ def check_scaled_backward(events: list[Event]) -> None:
 
 def check_step_then_update(span: list[Event], label: str) -> None:
     """One training step's events: exactly one scaler.step(optimizer), then exactly one scaler.update()."""
+    unseen = len(of_kind(span, "optimizer.class_step")) - len(of_kind(span, "optimizer.step"))
+    if unseen > 0:
+        fail(f"In {label}, the optimizer stepped {unseen} more time{'s' if unseen > 1 else ''} than "
+             "optimizer.step() and scaler.step(optimizer) were called: its class's step was called "
+             "directly. Step only through scaler.step(optimizer).")
     direct = [e for e in of_kind(span, "optimizer.step") if not e["via_scaler"]]
     if direct:
         fail(f"In {label}, optimizer.step(){_at(direct[0])} was called directly. Call "

@@ -17,4 +17,6 @@ def probe(api):
     scaler = torch.amp.GradScaler(api.device)
     amp.RECORDER.mark("call")
     api.call(model, optimizer, scaler, amp.watch_loss(loss_fn), micro_batches, scenario.ACCUM_STEPS)
-    return {"events": amp.RECORDER.events}
+    # The whole run's outcome: the grading side compares it with a correct run of its own.
+    final = {name: p.detach().float().cpu().clone() for name, p in model.named_parameters()}
+    return {"events": amp.RECORDER.events, "final_params": final}

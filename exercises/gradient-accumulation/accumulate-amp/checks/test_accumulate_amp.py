@@ -169,3 +169,46 @@ def test_each_update_uses_the_large_batch_gradient(observed, run):
                      f"fp16 large-batch gradient of its window by up to {diff:.3g} in '{name}' (allowed: "
                      f"{GRAD_TOLERANCE:.0%} of its largest entry, {scale:.3g}); its norm is {ratio:.3g}x the "
                      "large-batch one.", event.get("line"))
+
+
+OUTCOME_TOLERANCE = 1e-2  # of the largest entry of the reference run's total update, per parameter
+
+
+@pytest.fixture(scope="module")
+def reference_run(run):
+    """A correct accumulation run, here in the grading process: (initial weights, final weights)."""
+    device = run["device"]
+    model, optimizer, loss_fn, micro_batches = scenario.build(run["seed"], device)
+    initial = {n: p.detach().float().cpu().clone() for n, p in model.named_parameters()}
+    scaler = torch.amp.GradScaler(device)
+    optimizer.zero_grad()
+    for window in scenario.windows():
+        for i in window:
+            x, y = micro_batches[i]
+            with torch.autocast(device_type=device, dtype=torch.float16):
+                loss = loss_fn(model(x), y) / len(window)
+            scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+    return initial, {n: p.detach().float().cpu() for n, p in model.named_parameters()}
+
+
+@check("matches-reference-run")
+def test_training_ends_where_a_correct_run_ends(observed, reference_run):
+    initial, final = reference_run
+    got = observed.get("final_params") or {}
+    for name, want in final.items():
+        if name not in got or got[name].shape != want.shape:
+            fail(f"After training, '{name}' was missing or had another shape.")
+        want_update = want - initial[name]
+        got_update = got[name] - initial[name]
+        scale = float(want_update.abs().max())
+        diff = float((got_update - want_update).abs().max())
+        if not diff <= OUTCOME_TOLERANCE * scale + 1e-7:
+            ratio = float(got_update.norm() / want_update.norm()) if float(want_update.norm()) else float("nan")
+            fail(f"After training, the total change of '{name}' differs from a correct run's by up to {diff:.3g} "
+                 f"(allowed: {OUTCOME_TOLERANCE * scale + 1e-7:.3g}, {OUTCOME_TOLERANCE:.0%} of the correct run's "
+                 f"largest change, {scale:.3g}); its size is {ratio:.3g}x "
+                 f"the correct run's. Each of the {len(scenario.windows())} windows must update the weights "
+                 f"exactly once, with its mean gradient and the learning rate you were given.")

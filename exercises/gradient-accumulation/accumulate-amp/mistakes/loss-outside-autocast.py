@@ -1,5 +1,5 @@
 # mistake: runs the forward pass under autocast but computes the loss after the block
-# expect-fail: autocast-scope
+# expect-fail: autocast-scope, matches-reference-run
 import torch
 
 

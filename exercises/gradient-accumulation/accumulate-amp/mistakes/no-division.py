@@ -1,5 +1,5 @@
 # mistake: backpropagates each micro-batch's full loss, so a window's gradient is the sum, not the mean
-# expect-fail: loss-divided, matches-large-batch
+# expect-fail: loss-divided, matches-large-batch, matches-reference-run
 import torch
 
 

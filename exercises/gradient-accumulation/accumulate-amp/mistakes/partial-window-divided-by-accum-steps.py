@@ -1,5 +1,5 @@
 # mistake: divides every loss by accum_steps, so the short last window's update is too small
-# expect-fail: loss-divided, matches-large-batch
+# expect-fail: loss-divided, matches-large-batch, matches-reference-run
 import torch
 
 
