@@ -1,4 +1,5 @@
-"""Instructor pages: content with its validate status, content reload, and a dashboard per exercise."""
+"""Instructor pages: content with its validate status, content reload, and a dashboard per exercise
+with its latest regrade."""
 from __future__ import annotations
 
 import json
@@ -12,7 +13,7 @@ from sqlalchemy import func, select
 from academy import jobs
 from academy.content import get_content, reload_content
 from academy.db import get_session
-from academy.models import Submission, User, ValidationRun
+from academy.models import RegradeRun, Submission, User, ValidationRun
 from academy.security import instructor_required
 from grader.course import CourseError
 
@@ -84,6 +85,25 @@ def validate(exercise_id: str) -> ResponseReturnValue:
     return redirect(url_for("instructor.overview"))
 
 
+@bp.post("/regrade/<path:exercise_id>")
+@instructor_required
+def regrade(exercise_id: str) -> ResponseReturnValue:
+    if exercise_id not in get_content().course.exercises:
+        abort(404, description=f"There is no exercise '{exercise_id}'.")
+    run, started = jobs.request_regrade(exercise_id)
+    if started:
+        flash(f"Regrading {run.total} finished submission(s) in the background; this page refreshes until done.",
+              "info")
+    else:
+        flash(f"A regrade of this exercise is already {run.status} (run {run.id}); it is shown below.", "info")
+    return redirect(url_for("instructor.dashboard", exercise_id=exercise_id))
+
+
+def latest_regrade(exercise_id: str) -> RegradeRun | None:
+    return get_session().scalar(select(RegradeRun).where(RegradeRun.exercise_id == exercise_id)
+                                .order_by(RegradeRun.id.desc()).limit(1))
+
+
 @bp.post("/reload")
 @instructor_required
 def reload() -> ResponseReturnValue:
@@ -106,4 +126,5 @@ def dashboard(exercise_id: str) -> ResponseReturnValue:
         exercise = get_content().exercise(exercise_id)
     except KeyError:
         abort(404, description=f"There is no exercise '{exercise_id}'.")
-    return render_template("instructor/dashboard.html", exercise=exercise, stats=exercise_stats(exercise.id))
+    return render_template("instructor/dashboard.html", exercise=exercise, stats=exercise_stats(exercise.id),
+                           regrade=latest_regrade(exercise.id))

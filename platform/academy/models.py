@@ -5,7 +5,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import Boolean, DateTime, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import Boolean, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
@@ -124,3 +124,48 @@ class ValidationRun(Base):
     report: Mapped[str | None] = mapped_column(Text)  # one line per case
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+REGRADE_BUSY = ("queued", "running")
+
+
+class RegradeRun(Base):
+    """An instructor-requested regrade: every finished submission of one exercise graded again with the
+    exercise's current checks, in the background. `changes_json` holds one entry per submission it
+    regraded (see `academy.jobs.regrade_exercise_run`), with the result it replaced."""
+    __tablename__ = "regrade_runs"
+    # At most one queued or running regrade per exercise, enforced by the database: two instructors
+    # clicking at once (or two web processes) cannot start two runs over the same submissions.
+    __table_args__ = (Index("ix_regrade_runs_one_busy", "exercise_id", unique=True,
+                            sqlite_where=text("status IN ('queued', 'running')"),
+                            postgresql_where=text("status IN ('queued', 'running')")),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    exercise_id: Mapped[str] = mapped_column(String(200), index=True)
+    status: Mapped[str] = mapped_column(String(16), default="queued")  # queued | running | done | error
+    error_message: Mapped[str | None] = mapped_column(Text)  # why the run as a whole stopped (status error)
+    total: Mapped[int] = mapped_column(Integer, default=0)  # finished submissions it covers
+    regraded: Mapped[int] = mapped_column(Integer, default=0)  # of those, handled so far (changed+same+failed)
+    changed: Mapped[int] = mapped_column(Integer, default=0)
+    failed: Mapped[int] = mapped_column(Integer, default=0)  # could not be graded; they keep their verdict
+    changes_json: Mapped[str | None] = mapped_column(Text)  # JSON list, one entry per regraded submission
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)  # last progress: tells a stuck run
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+    @property
+    def busy(self) -> bool:
+        return self.status in REGRADE_BUSY
+
+    @property
+    def unchanged(self) -> int:
+        return self.regraded - self.changed - self.failed
+
+    @property
+    def entries(self) -> list[dict[str, Any]]:
+        return json.loads(self.changes_json) if self.changes_json else []
+
+    @property
+    def changed_entries(self) -> list[dict[str, Any]]:
+        return [entry for entry in self.entries if entry["changed"]]

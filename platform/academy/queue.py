@@ -41,7 +41,8 @@ from sqlalchemy import select
 log = logging.getLogger(__name__)
 
 # Job kinds a queued job may name, and the prefix of their RQ job ids ("submission-12").
-JOB_KINDS = {"grade_submission": "submission", "validate_exercise_run": "validation"}
+JOB_KINDS = {"grade_submission": "submission", "validate_exercise_run": "validation",
+             "regrade_exercise_run": "regrade"}
 LIVE_STATES = {JobStatus.QUEUED, JobStatus.STARTED, JobStatus.SCHEDULED, JobStatus.DEFERRED,
                JobStatus.CREATED, JobStatus.READY_TO_ENQUEUE}
 RECOVERY_LOCK = "academy:recovery-lock"
@@ -58,6 +59,7 @@ class QueueSettings:
     heartbeat_grace_s: int = 60  # a started job counts as abandoned job_timeout + this after its start
     recover_after_s: int = 10  # a queued row younger than this may still be on its way to Redis
     pool_size: int = 2  # warm grading processes per worker (containers or local forks; 0 = cold ones)
+    regrade_timeout_s: int = 3600  # a regrade grades every finished submission of an exercise in one job
 
     @classmethod
     def from_app(cls, app: Flask) -> QueueSettings | None:
@@ -71,9 +73,12 @@ class QueueSettings:
         numbers = {field: int(value) for field, key in (
             ("job_timeout_s", "JOB_TIMEOUT"), ("retries", "JOB_RETRIES"), ("sweep_s", "QUEUE_SWEEP_S"),
             ("heartbeat_grace_s", "HEARTBEAT_GRACE_S"), ("recover_after_s", "RECOVER_AFTER_S"),
-            ("pool_size", "POOL_SIZE"))
+            ("pool_size", "POOL_SIZE"), ("regrade_timeout_s", "REGRADE_TIMEOUT"))
             if (value := get(f"DLA_{key}", f"DLA_{key}")) is not None}
         return cls(redis_url=url, queue_name=get("DLA_QUEUE", "DLA_QUEUE") or "grading", **numbers)
+
+    def job_timeout(self, kind: str) -> int:
+        return self.regrade_timeout_s if kind == "regrade_exercise_run" else self.job_timeout_s
 
     def connect(self) -> Redis:
         # Short timeouts: a web request must not hang when Redis is away (the row is safe in the database).
@@ -115,7 +120,7 @@ class RQRunner:
             try:
                 self.queue.enqueue(
                     perform, kind, object_id, job_id=ident, unique=True,
-                    job_timeout=self.settings.job_timeout_s,
+                    job_timeout=self.settings.job_timeout(kind),
                     retry=Retry(max=self.settings.retries) if self.settings.retries > 0 else None,
                     on_failure=Callback(on_job_failure), meta={"retries": self.settings.retries},
                     result_ttl=0,  # the verdict lives in the database
@@ -221,7 +226,7 @@ def on_job_failure(job: Job, connection: Redis, exc_type: Any, exc_value: Any, t
 def finish_as_error(kind: str, object_id: int, message: str) -> bool:
     """Store `message` as the failure of an unfinished row (in an app context); False if it had finished."""
     from academy.db import get_session
-    from academy.models import Submission, ValidationRun, utcnow
+    from academy.models import RegradeRun, Submission, ValidationRun, utcnow
 
     db = get_session()
     if kind == "grade_submission":
@@ -229,6 +234,12 @@ def finish_as_error(kind: str, object_id: int, message: str) -> bool:
         if submission is None or submission.status not in ("queued", "running"):
             return False
         submission.status, submission.error_message, submission.finished_at = "error", message, utcnow()
+    elif kind == "regrade_exercise_run":
+        regrade = db.get(RegradeRun, object_id)
+        if regrade is None or not regrade.busy:
+            return False
+        regrade.status, regrade.error_message = "error", message
+        regrade.finished_at = regrade.updated_at = utcnow()
     else:
         run = db.get(ValidationRun, object_id)
         if run is None or run.status not in ("queued", "running"):
@@ -245,7 +256,7 @@ def recover_lost_jobs(app: Flask, runner: RQRunner) -> dict[str, int]:
     Rows younger than recover_after_s are skipped: their web request may be about to enqueue them.
     """
     from academy.db import get_session
-    from academy.models import Submission, ValidationRun, utcnow
+    from academy.models import REGRADE_BUSY, RegradeRun, Submission, ValidationRun, utcnow
 
     counts = {"requeued": 0, "failed": 0}
     cutoff = utcnow() - timedelta(seconds=runner.settings.recover_after_s)
@@ -257,6 +268,8 @@ def recover_lost_jobs(app: Flask, runner: RQRunner) -> dict[str, int]:
         pending += [("validate_exercise_run", row_id) for row_id in db.scalars(select(ValidationRun.id).where(
             ValidationRun.status.in_(("queued", "running")), ValidationRun.created_at <= cutoff)
             .order_by(ValidationRun.id))]
+        pending += [("regrade_exercise_run", row_id) for row_id in db.scalars(select(RegradeRun.id).where(
+            RegradeRun.status.in_(REGRADE_BUSY), RegradeRun.created_at <= cutoff).order_by(RegradeRun.id))]
         db.rollback()  # end the read transaction before the slow part
         for kind, object_id in pending:
             status = runner.job_status(kind, object_id)
