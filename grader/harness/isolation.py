@@ -32,6 +32,7 @@ import enum
 import itertools
 import json
 import os
+import re
 import resource
 import select
 import signal
@@ -295,7 +296,41 @@ def cgroup_root():  # noqa: ANN201 - cgroups.CgroupRoot
 
     if _cgroup_root is None:
         _cgroup_root = cgroups.find_root(os.environ.get(cgroups.PARENT_ENV) or None)
+        remove_stale_cgroups(_cgroup_root)
     return _cgroup_root
+
+
+STALE_NAME = re.compile(r"dla-(sub-(\d+)-\d+)")
+
+
+def remove_stale_cgroups(root) -> list[str]:  # noqa: ANN001 - cgroups.CgroupRoot
+    """Remove the submission cgroups of grading processes that are gone: one stopped at its deadline
+    (or killed) never reached its own `remove()`. Their names carry the grading process's pid."""
+    from grader.harness import cgroups
+
+    removed = []
+    names = {entry.name for parent in root.parents.values() if parent.is_dir() for entry in parent.iterdir()}
+    for name in sorted(names):
+        match = STALE_NAME.fullmatch(name)
+        if not match or _alive(int(match.group(2))):
+            continue
+        stale = cgroups.SubmissionCgroup(root, {c: p / name for c, p in root.parents.items() if (p / name).is_dir()})
+        try:
+            stale.remove()
+            removed.append(match.group(1))
+        except (OSError, TimeoutError):
+            pass  # the next grading process tries again
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _refused(why: str) -> Outcome:

@@ -312,3 +312,25 @@ def test_services_never_grade_unconfined(tmp_path):
     with pytest.raises(SandboxError, match="never|grade with one of auto, local, docker"):
         grading_sandbox(app).get()
     jobs.shutdown(app)
+
+
+def test_cgroups_of_grading_processes_that_are_gone_are_removed():
+    # A grading process stopped at its deadline never removes its submission's cgroup; the next one
+    # to start does, so a long-running service does not collect them.
+    from grader.harness import cgroups
+    from grader.harness.isolation import remove_stale_cgroups
+
+    if os.geteuid() != 0:
+        pytest.skip("runs as root (CI does)")
+    root = cgroups.find_root()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale = cgroups.SubmissionCgroup.create(root, f"sub-{gone.pid}-0", memory_bytes=64 << 20, pids=8)
+    live = cgroups.SubmissionCgroup.create(root, f"sub-{os.getpid()}-99", memory_bytes=64 << 20, pids=8)
+    try:
+        assert f"sub-{gone.pid}-0" in remove_stale_cgroups(root)
+        assert not any(path.exists() for path in stale.dirs)
+        assert all(path.exists() for path in live.dirs), "a live grading process's cgroup was removed"
+    finally:
+        live.remove()
+        stale.remove()
