@@ -72,7 +72,7 @@ def serve_one(root: Path, hide: list[Path], confinement: Confinement, warm_s: fl
         if request is None:
             return 0
         verdict = grade(resolve_exercise(root, request.exercise), request.code, confinement, seed=request.seed,
-                        hide=[root, *hide])
+                        hide=hide)
     except ProtocolError as exc:
         verdict = infra_error(f"The grader got a bad request: {exc}")
     except Exception as exc:  # noqa: BLE001 - reported as an infrastructure failure, never a crash

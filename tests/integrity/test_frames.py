@@ -26,17 +26,6 @@ torch.save = _forging_save
 '''
 
 
-@pytest.fixture(scope="module", params=["local", "docker"])
-def sandbox(request):
-    from sandbox import SandboxError, get_sandbox
-
-    try:
-        made = get_sandbox(request.param, warm=1)
-    except SandboxError as exc:
-        pytest.skip(f"no {request.param} sandbox here: {exc}")
-    yield made
-    made.close()
-
 
 def grade(sandbox, change: str, code: str = AMP_SOLUTION) -> tuple[dict, float]:
     started = time.monotonic()

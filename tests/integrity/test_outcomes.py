@@ -4,8 +4,6 @@ an extra class-level optimizer step per window, with and without removing the st
 Both sandboxes, through their warm pools."""
 from __future__ import annotations
 
-import pytest
-
 from grader.grading import run_submission
 
 EXERCISE = "gradient-accumulation/accumulate-amp"
@@ -29,17 +27,6 @@ def train(model, optimizer, scaler, loss_fn, micro_batches, accum_steps):
             optimizer.zero_grad()
 '''
 
-
-@pytest.fixture(scope="module", params=["local", "docker"])
-def sandbox(request):
-    from sandbox import SandboxError, get_sandbox
-
-    try:
-        made = get_sandbox(request.param, warm=1)
-    except SandboxError as exc:
-        pytest.skip(f"no {request.param} sandbox here: {exc}")
-    yield made
-    made.close()
 
 
 def failed_checks(sandbox, before: str = "pass", extra: str = "pass") -> set[str]:
