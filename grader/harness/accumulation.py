@@ -25,10 +25,10 @@ def _annotate_backward(first_new_index: int, target: Any) -> None:
     """Add the backward target's value, the last loss and the current scale to amp's backward event."""
     for event in RECORDER.events[first_new_index:]:
         if event["event"] == "backward":
-            event["value"] = _value(target)
-            event["loss"] = _value(RECORDER.losses[-1]) if RECORDER.losses else None
             scaler = RECORDER.scalers[-1] if RECORDER.scalers else None
-            event["scale"] = float(scaler.get_scale()) if scaler is not None and scaler.is_enabled() else None
+            RECORDER.amend(event, value=_value(target),
+                           loss=_value(RECORDER.losses[-1]) if RECORDER.losses else None,
+                           scale=float(scaler.get_scale()) if scaler is not None and scaler.is_enabled() else None)
             return
 
 

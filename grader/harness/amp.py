@@ -2,8 +2,9 @@
 
 A probe (an exercise's `checks/probe.py`, run in the learner's process) wraps the objects it hands to the
 learner's function: the model, the optimizer, the loss function and the GradScaler. Each call the learner
-makes is appended to `Recorder.events` as a plain dict with the submission line that made it, so the
-checks (run later, in the grading process) judge what happened, not what the source text says.
+makes is appended to `Recorder.events` as a plain dict with the submission line that made it, and streamed to
+the grading process as it happens (channel.py), so the checks (run there, afterwards) judge what happened, not
+what the source text says, and not what the learner's code left in this process's lists.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any, Callable
 
 import torch
 
+from grader.harness import channel
 from grader.harness.emulation import amp_device, install_cuda_emulation
 
 SUBMISSION_FILENAME = "submission.py"
@@ -46,16 +48,24 @@ class Recorder:
         self.scalers: list[torch.amp.GradScaler] = []
         self.in_scaler_step = 0
         self.in_backward = 0
+        self._streamed: dict[int, int | None] = {}  # our index -> the grading side's (channel.emit)
 
     def add(self, event: str, **data: Any) -> dict[str, Any]:
         data.update(event=event, line=submission_line(), index=len(self.events))
         self.events.append(data)
+        self._streamed[data["index"]] = channel.emit(data)
         return data
+
+    def amend(self, event: dict[str, Any], **fields: Any) -> None:
+        """Details known only after the call (an output's dtype): here and in the grading side's copy."""
+        event.update(fields)
+        channel.amend(self._streamed.get(event["index"]), **fields)
 
     def mark(self, label: str, **data: Any) -> None:
         """A probe's own marker (e.g. the start of the learner's n-th call)."""
         data.update(event="mark", label=label, line=None, index=len(self.events))
         self.events.append(data)
+        self._streamed[data["index"]] = channel.emit(data)
 
     def grads_clear(self) -> bool:
         return all(p.grad is None or not bool(p.grad.detach().ne(0).any()) for p in self.params)
@@ -179,7 +189,7 @@ def watch_model(model: torch.nn.Module) -> torch.nn.Module:
 
     def after(_module, _inputs, output):
         if isinstance(output, torch.Tensor) and RECORDER.events and RECORDER.events[-1]["event"] == "forward":
-            RECORDER.events[-1]["output_dtype"] = str(output.dtype).replace("torch.", "")
+            RECORDER.amend(RECORDER.events[-1], output_dtype=str(output.dtype).replace("torch.", ""))
 
     model.register_forward_pre_hook(before)
     model.register_forward_hook(after)
@@ -201,9 +211,8 @@ def watch_optimizer(optimizer: torch.optim.Optimizer, measure_zero_grads: bool =
     params = [p for group in optimizer.param_groups for p in group["params"]]
 
     def recorded_step(*args, **kwargs):
-        event = RECORDER.add("optimizer.step", via_scaler=RECORDER.in_scaler_step > 0)
-        if measure_zero_grads:
-            event["zero_grad_fraction"] = zero_grad_fraction(params)
+        fraction = {"zero_grad_fraction": zero_grad_fraction(params)} if measure_zero_grads else {}
+        RECORDER.add("optimizer.step", via_scaler=RECORDER.in_scaler_step > 0, **fraction)
         return step(*args, **kwargs)
 
     def recorded_zero_grad(*args, **kwargs):
@@ -229,7 +238,7 @@ def watch_loss(loss_fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tens
         out = loss_fn(*args, **kwargs)
         if isinstance(out, torch.Tensor):
             RECORDER.losses.append(out)
-            event["output_dtype"] = str(out.dtype).replace("torch.", "")
+            RECORDER.amend(event, output_dtype=str(out.dtype).replace("torch.", ""))
         return out
 
     return recorded_loss

@@ -31,11 +31,12 @@ def check_frame(message: Any) -> tuple[dict[str, Any], list[str]]:
     notes = [f"the learner's process sent fields only the grader sets ({', '.join(dropped)}): ignored"] \
         if dropped else []
     kept = {key: message[key] for key in FIELDS if key in message}
-    _check_bounds(kept)
+    check_value(kept)
     return kept, notes
 
 
-def _check_bounds(value: Any) -> None:
+def check_value(value: Any) -> None:
+    """Raise FrameError when `value` (a frame, or one message of the live channel) is over a bound."""
     items, elements = 0, 0
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:  # every reference counts, so a shared object or a cycle cannot hide its size

@@ -73,13 +73,13 @@ def _syntax_error(code: str) -> RawVerdict | None:
     return None
 
 
-def _run_checks(exercise_dir: Path, observed: dict[str, Any], run_facts: dict[str, Any]) -> tuple[
-        dict[str, dict[str, Any]], list[str]]:
+def _run_checks(exercise_dir: Path, observed: dict[str, Any], run_facts: dict[str, Any],
+                outside: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str]]:
     import pytest
 
     from grader.harness import plugin
 
-    check_run = plugin.CheckRun(observed=observed, run=run_facts)
+    check_run = plugin.CheckRun(observed=observed, run=run_facts, outside=outside)
     plugin.activate(check_run)
     checks_dir = exercise_dir / "checks"
     sys.path.insert(0, str(checks_dir))
@@ -111,21 +111,28 @@ def grade(exercise: Exercise, code: str, confinement: Confinement, *, seed: int 
     if verdict is None:
         from grader.harness.emulation import amp_device
 
+        device = amp_device()
         limits = Limits(time_s=exercise.time_limit_s, memory_mb=exercise.memory_mb)
+        referee = load_referee(exercise.checks_dir, seed, device)
         before_drop, target = make_target(exercise.checks_dir, code, exercise.entry, list(exercise.params),
                                           seed, exercise.memory_mb)
         view = grader_view([exercise.path.resolve().parent.parent, *(hide or [])]) \
             if confinement is Confinement.NAMESPACES else None
-        outcome = run_confined(target, limits, confinement, view, before_drop)
+        outcome = run_confined(target, limits, confinement, view, before_drop, referee)
         verdict, observations = _interpret(outcome, limits)
         verdict.output = outcome.output
         verdict.output_truncated = outcome.output_truncated
         verdict.notes.extend(n for n in outcome.isolation if n not in verdict.notes)
+        verdict.problems.extend(referee.problems)
         if observations is not None:
-            device = amp_device()
+            # The checks read the grading side's copy of the events, never the list the frame claims.
+            observations["events"] = referee.events
+            for name, with_learner_code in referee.memory_runs:
+                referee.memory[name] = _measure_memory(exercise, code, seed, name, with_learner_code,
+                                                       confinement, view)
             run_facts = {"seed": seed, "device": device, "emulated": device != "cuda",
                          "entry": exercise.entry}
-            results, problems = _run_checks(exercise.path, observations, run_facts)
+            results, problems = _run_checks(exercise.path, observations, run_facts, referee.outside())
             verdict.checks = results
             verdict.problems.extend(problems)
             missing = {c.id for c in exercise.checks} - set(results)
@@ -135,6 +142,42 @@ def grade(exercise: Exercise, code: str, confinement: Confinement, *, seed: int 
             verdict.status = Status.PASSED if all_passed else Status.FAILED
     verdict.seed = seed
     return verdict
+
+
+def load_referee(checks_dir: Path, seed: int, device: str):  # noqa: ANN201 - channel.Referee
+    """The exercise's `checks/referee.py` Referee, or the plain one (it keeps the event stream)."""
+    import importlib.util
+
+    from grader.harness.channel import Referee
+
+    path = checks_dir / "referee.py"
+    if not path.exists():
+        return Referee(seed, device)
+    if str(checks_dir) not in sys.path:
+        sys.path.insert(0, str(checks_dir))
+    spec = importlib.util.spec_from_file_location("exercise_referee", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.Referee(seed, device)
+
+
+def _measure_memory(exercise: Exercise, code: str, seed: int, name: str, with_learner_code: bool,
+                    confinement: Confinement, view) -> dict[str, Any]:
+    """One dedicated confined process that runs only the probe's `measure(api, name)`: its peak
+    memory as the kernel counted it (isolation.Outcome), read here. Without the learner's code the
+    process runs the exercise's own reference (api.entry is None)."""
+    from grader.harness.isolation import Limits, run_confined
+    from grader.harness.learner import make_target
+
+    limits = Limits(time_s=exercise.time_limit_s, memory_mb=exercise.memory_mb)
+    before_drop, target = make_target(exercise.checks_dir, code if with_learner_code else None, exercise.entry,
+                                      list(exercise.params), seed, exercise.memory_mb, measure=name)
+    outcome = run_confined(target, limits, confinement, view, before_drop)
+    verdict, observations = _interpret(outcome, limits)
+    return {"bytes": outcome.memory_peak_bytes, "meter": outcome.memory_meter,
+            "ok": observations is not None,
+            "message": verdict.error.message if observations is None and verdict.error else None,
+            "observations": observations}
 
 
 GRADER_MEMORY_MB = 1024  # the grading side's own share on top of the learner's limit (as in a container)

@@ -27,6 +27,7 @@ result says so.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import enum
 import itertools
@@ -47,7 +48,7 @@ from typing import Callable
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
-PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 1, 24, 47, 4
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 1, 4, 24, 47, 4
 UID_BASE = 200_000  # learner uids are UID_BASE + the middle process's pid: unique while it runs
 # Containers graded side by side share the host's per-uid process count (RLIMIT_NPROC): the docker
 # sandbox gives each container its own base through this variable.
@@ -92,6 +93,12 @@ class Outcome:
     refused: str | None = None  # why the confinement could not be applied (the code did not run)
     setup_failed: str | None = None  # `before_drop` failed: the exercise's fault, before any learner code
     out_of_memory: bool = False  # the submission's cgroup hit its memory limit
+    # The learner's peak memory as the kernel counted it, read here where the learner cannot reach:
+    # the submission cgroup's peak ("cgroup": only pages the learner's processes charged, not those
+    # shared with the grading process it was forked from) or, without a cgroup, the largest resident
+    # set of its processes reported by wait4 ("maxrss": shared pages included).
+    memory_peak_bytes: int | None = None
+    memory_meter: str | None = None
 
 
 class _Libc:
@@ -256,7 +263,7 @@ def _confine_container(libc: _Libc, limits: Limits, as_root: bool, uid: int) -> 
 
 
 def run_confined(target: Callable[[], bytes], limits: Limits, confinement: Confinement,
-                 view=None, before_drop: Callable[[], None] | None = None) -> Outcome:
+                 view=None, before_drop: Callable[[], None] | None = None, referee=None) -> Outcome:
     """Fork, confine, run `target` in the child and return what it produced.
 
     `view` (view.View): the learner's file system, for NAMESPACES. `before_drop` runs in the child
@@ -264,6 +271,7 @@ def run_confined(target: Callable[[], bytes], limits: Limits, confinement: Confi
     bytes to send back; whatever the learner's code writes elsewhere never reaches the verdict.
     What the parent learns before learner code runs (the notes, a refusal, a failed `before_drop`)
     comes over a separate pipe that the child closes first, so it can be trusted.
+    `referee` (channel.Referee): serves the live channel (events, questions) while the child runs.
     """
     from grader.harness import cgroups
 
@@ -276,9 +284,10 @@ def run_confined(target: Callable[[], bytes], limits: Limits, confinement: Confi
         except (cgroups.CgroupUnavailable, OSError) as exc:
             return _refused(f"no cgroup for the submission: {exc}")
     try:
-        outcome = _run(target, limits, confinement, view, before_drop, cgroup)
+        outcome = _run(target, limits, confinement, view, before_drop, cgroup, referee)
         if cgroup is not None:
             outcome.out_of_memory = cgroup.oom_killed()
+            outcome.memory_peak_bytes, outcome.memory_meter = cgroup.memory_peak_bytes(), "cgroup"
         return outcome
     finally:
         if cgroup is not None:
@@ -338,19 +347,57 @@ def _refused(why: str) -> Outcome:
                    output_truncated=False, duration_s=0.0, refused=why)
 
 
-def _run(target, limits, confinement, view, before_drop, cgroup) -> Outcome:
+class LearnerHandle:
+    """Pause and resume all of the learner's processes (for a referee timing its own side)."""
+
+    def __init__(self, cgroup, pid: int | None, confinement: Confinement, as_root: bool, uid: int) -> None:
+        self.cgroup, self.pid, self.confinement, self.as_root, self.uid = cgroup, pid, confinement, as_root, uid
+        self.paused_s = 0.0  # added to the learner's deadline: time it was stopped is not its time
+        self._since: float | None = None
+
+    def _signal(self, sig: int) -> None:
+        if self.confinement is Confinement.CONTAINER and self.as_root:
+            _signal_uid(self.uid, sig)  # every process of the learner's uid, daemons included
+        elif self.pid:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, sig)
+
+    def pause(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.freeze()
+        else:
+            self._signal(signal.SIGSTOP)
+        self._since = time.monotonic()
+
+    def resume(self) -> None:
+        if self._since is not None:
+            self.paused_s += time.monotonic() - self._since
+            self._since = None
+        if self.cgroup is not None:
+            self.cgroup.thaw()
+        else:
+            self._signal(signal.SIGCONT)
+
+
+def _run(target, limits, confinement, view, before_drop, cgroup, referee=None) -> Outcome:
+    import socket
+
     result_r, result_w = os.pipe()
     output_r, output_w = os.pipe()
     info_r, info_w = os.pipe()
+    grader_end, learner_end = socket.socketpair() if referee is not None else (None, None)
+    channel_fd = learner_end.fileno() if learner_end is not None else None
     as_root = os.geteuid() == 0
     started = time.monotonic()
     grader_pid = os.getpid()
     middle = os.fork()
     if middle == 0:  # pragma: no cover - runs in the child
         _middle(target, limits, confinement, view, before_drop, as_root, cgroup,
-                (result_r, result_w, output_r, output_w, info_r, info_w), grader_pid)
+                (result_r, result_w, output_r, output_w, info_r, info_w), grader_pid, channel_fd)
     for fd in (result_w, output_w, info_w):
         os.close(fd)
+    if learner_end is not None:
+        learner_end.close()
 
     result_chunks: list[bytes] = []
     output_chunks: list[bytes] = []
@@ -363,22 +410,34 @@ def _run(target, limits, confinement, view, before_drop, cgroup) -> Outcome:
 
     deadline = started + limits.time_s
     info = _read_info(info_r, deadline + 5)
-    status, timed_out = None, False
+    handle = LearnerHandle(cgroup, info.get("pid"), confinement, as_root, learner_uid(middle))
+    serving = None
+    if referee is not None:
+        from grader.harness import channel
+
+        serving = channel.serve_in_background(referee, grader_end, handle)
+    status, timed_out, usage = None, False, None
     while True:
-        pid, status = os.waitpid(middle, os.WNOHANG)
+        pid, status, usage = os.wait4(middle, os.WNOHANG)
         if pid:
             break
-        if time.monotonic() >= deadline:
+        if time.monotonic() >= deadline + handle.paused_s:
             timed_out = True
             _kill(info.get("pid"), middle)
-            _, status = os.waitpid(middle, 0)
+            _, status, usage = os.wait4(middle, 0)
             break
         time.sleep(0.005)
-    duration = time.monotonic() - started
+    duration = time.monotonic() - started - handle.paused_s
     if as_root and confinement is Confinement.CONTAINER:
         _kill_uid(learner_uid(middle))  # no PID namespace there: daemons would outlive the run
     for reader in readers:
         reader.join(timeout=2)
+    if serving is not None:
+        serving.join(timeout=2)
+        if serving.is_alive():  # a process the learner left behind still holds its end
+            with contextlib.suppress(OSError):
+                grader_end.shutdown(socket.SHUT_RDWR)
+            serving.join(timeout=2)
 
     exit_code, sig = _decode_status(status)
     refused, setup_failed = info.get("refused"), info.get("setup_failed")
@@ -391,6 +450,8 @@ def _run(target, limits, confinement, view, before_drop, cgroup) -> Outcome:
         output=b"".join(output_chunks).decode("utf-8", "replace"),
         output_truncated=output_trunc[0], duration_s=duration,
         isolation=info.get("notes", []), refused=refused, setup_failed=setup_failed,
+        # wait4 on the middle process: the largest of its own and its waited-for children's peaks.
+        memory_peak_bytes=usage.ru_maxrss * 1024 if usage is not None else None, memory_meter="maxrss",
     )
 
 
@@ -430,14 +491,19 @@ def _kill(grandchild: int | None, middle: int) -> None:
 
 
 def _kill_uid(uid: int) -> None:
-    """Kill every process of the learner's uid. A helper takes that uid and signals everything it may
-    signal (-1)."""
+    """Kill every process of the learner's uid."""
+    _signal_uid(uid, signal.SIGKILL)
+
+
+def _signal_uid(uid: int, sig: int) -> None:
+    """Signal every process of the learner's uid: a helper takes that uid and signals everything it
+    may signal (-1)."""
     helper = os.fork()
     if helper == 0:  # pragma: no cover - runs in the child
         code = 1
         try:
             _drop_root(uid)
-            os.kill(-1, signal.SIGKILL)  # never the caller itself
+            os.kill(-1, sig)  # never the caller itself
             code = 0
         except BaseException:
             pass
@@ -476,14 +542,14 @@ def _say(fd: int, message: dict) -> None:
 
 
 def _middle(target, limits, confinement, view, before_drop, as_root, cgroup, fds,
-            grader_pid) -> None:  # pragma: no cover
+            grader_pid, channel_fd) -> None:  # pragma: no cover
     result_r, result_w, output_r, output_w, info_r, info_w = fds
     try:
         os.setsid()
         os.close(result_r)
         os.close(output_r)
         os.close(info_r)
-        _close_fds_except({0, 1, 2, result_w, output_w, info_w})
+        _close_fds_except({0, 1, 2, result_w, output_w, info_w} | ({channel_fd} if channel_fd is not None else set()))
         libc = _Libc()
         if cgroup is not None:
             cgroup.add(0)  # before any namespace: everything from here on is counted and killable
@@ -502,12 +568,14 @@ def _middle(target, limits, confinement, view, before_drop, as_root, cgroup, fds
         child = os.fork()
         if child == 0:
             _grandchild(target, limits, confinement, view, before_drop, as_root, uid, libc,
-                        result_w, output_w, info_w)
+                        result_w, output_w, info_w, channel_fd)
         notes = {Confinement.CONTAINER: [CONTAINER_NOTE], Confinement.NONE: [UNCONFINED_NOTE]}.get(confinement, [])
         _say(info_w, {"pid": child, "notes": notes})
         os.close(info_w)
         os.close(result_w)
         os.close(output_w)
+        if channel_fd is not None:
+            os.close(channel_fd)
         _, status = os.waitpid(child, 0)
         if os.WIFSIGNALED(status):
             os._exit(128 + os.WTERMSIG(status))
@@ -517,7 +585,7 @@ def _middle(target, limits, confinement, view, before_drop, as_root, cgroup, fds
 
 
 def _grandchild(target, limits, confinement, view, before_drop, as_root, uid, libc, result_w, output_w,
-                info_w) -> None:  # pragma: no cover
+                info_w, channel_fd) -> None:  # pragma: no cover
     from grader.harness import seccomp
 
     code = 70
@@ -550,6 +618,11 @@ def _grandchild(target, limits, confinement, view, before_drop, as_root, uid, li
                 scratch = tempfile.mkdtemp(prefix="dla-unconfined-")
                 os.chdir(scratch)
             libc.die_with_parent(parent)
+            if confinement is Confinement.CONTAINER:
+                # Without a cgroup the memory meter is the kernel's peak resident set (wait4), which a
+                # process can reset through /proc/self/clear_refs: non-dumpable, that file is root's
+                # (the seccomp filter keeps the learner from making the process dumpable again).
+                libc.prctl(PR_SET_DUMPABLE, 0)
             if confinement is not Confinement.NONE:
                 seccomp.install()  # sets no_new_privs first; the last step before learner code
         except Exception as exc:  # noqa: BLE001 - the code must not run half-confined
@@ -561,6 +634,10 @@ def _grandchild(target, limits, confinement, view, before_drop, as_root, uid, li
         os.environ.update({"PATH": "/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8",
                            "OMP_NUM_THREADS": "1"})
         tempfile.tempdir = None  # the grading side may have cached its own (unreachable) temp folder
+        if channel_fd is not None:
+            from grader.harness import channel
+
+            channel.connect(channel_fd)
         payload = target()
         _write_frame(result_w, payload)
         code = 0

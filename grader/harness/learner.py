@@ -7,6 +7,9 @@ A probe is an exercise's `checks/probe.py`:
 
     def prepare() -> None            # optional: patch torch before the submission is loaded
     def probe(api: ProbeAPI) -> dict # call the learner's function, return what was observed
+    def measure(api, name) -> dict   # optional: one step alone, in a dedicated process whose peak
+                                     # memory the grading side reads (see channel.Referee.memory_runs);
+                                     # api.entry is None when the process runs the reference instead
 """
 from __future__ import annotations
 
@@ -61,7 +64,7 @@ def describe_exception(exc: BaseException, memory_mb: int, during: str = "") -> 
 class ProbeAPI:
     """What a probe gets: the learner's entry function, the run's seed and device, and `call`."""
 
-    def __init__(self, entry: Callable[..., Any], seed: int, memory_mb: int):
+    def __init__(self, entry: Callable[..., Any] | None, seed: int, memory_mb: int):
         self.entry = entry
         self.seed = seed
         self.memory_mb = memory_mb
@@ -127,9 +130,12 @@ def load_submission(code: str, entry: str, params: list[str], memory_mb: int) ->
     return function
 
 
-def make_target(checks_dir: Path, code: str, entry: str, params: list[str], seed: int,
-                memory_mb: int) -> tuple[Callable[[], None], Callable[[], bytes]]:
-    """(load the probe, run it): the first runs before privileges drop, the second after."""
+def make_target(checks_dir: Path, code: str | None, entry: str, params: list[str], seed: int,
+                memory_mb: int, measure: str | None = None) -> tuple[Callable[[], None], Callable[[], bytes]]:
+    """(load the probe, run it): the first runs before privileges drop, the second after.
+
+    `measure`: run the probe's `measure(api, measure)` instead of `probe(api)`; `code` None: without
+    loading any learner code (the reference side of a measurement)."""
     probe_box: dict[str, types.ModuleType] = {}
 
     def before_drop() -> None:
@@ -143,8 +149,9 @@ def make_target(checks_dir: Path, code: str, entry: str, params: list[str], seed
         try:
             if hasattr(probe, "prepare"):
                 probe.prepare()
-            function = load_submission(code, entry, params, memory_mb)
-            observations = probe.probe(ProbeAPI(function, seed, memory_mb))
+            function = load_submission(code, entry, params, memory_mb) if code is not None else None
+            api = ProbeAPI(function, seed, memory_mb)
+            observations = probe.probe(api) if measure is None else probe.measure(api, measure)
             message = {"ok": True, "observations": observations}
         except LearnerError as err:
             message = {"ok": False, "error": err.frame()}

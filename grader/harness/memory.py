@@ -75,5 +75,19 @@ def measure_step(function: Callable[[], Any], device: str, params: Iterable[torc
     return result, peak, meter.count
 
 
+def return_freed_memory() -> None:
+    """Make glibc hand freed blocks back to the kernel at once, so a process's peak is what it held at
+    one moment, not what its heap grew to. By default glibc raises its mmap threshold after the first
+    large free (up to 32 MB), after which freed activations stay in the heap and every later step
+    appears to need them too (measured: a checkpointed step at 85% of the original's peak instead of
+    ~40%). Setting the threshold fixes it. A process can only raise its own peak by undoing this."""
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    libc.mallopt(m_mmap_threshold, 128 * 1024)
+    libc.mallopt(m_trim_threshold, 128 * 1024)
+
+
 def describe(device: str) -> str:
     return CUDA_MEASURE if device == "cuda" else CPU_MEASURE

@@ -1,7 +1,8 @@
 """The pytest plugin that runs an exercise's checks in the grading process.
 
-It hands each test the observations the probe sent back from the learner's process (`observed`) and
-the run's facts (`run`), and turns pytest's reports into one result per check id.
+It hands each test the observations the probe sent back from the learner's process (`observed`, whose
+`events` are the grading side's own copy of the live stream), what the grading side measured itself
+(`outside`) and the run's facts (`run`), and turns pytest's reports into one result per check id.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from grader.harness.checking import CheckFailed
 class CheckRun:
     observed: dict[str, Any]
     run: dict[str, Any]
+    outside: dict[str, Any] = field(default_factory=dict)  # measured by the grading side (referee.py)
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
@@ -33,6 +35,13 @@ def activate(check_run: CheckRun) -> None:
 def observed() -> dict[str, Any]:
     assert _current is not None
     return _current.observed
+
+
+@pytest.fixture(scope="session")
+def outside() -> dict[str, Any]:
+    """What the grading side measured itself while the learner's code ran (its referee, its meters)."""
+    assert _current is not None
+    return _current.outside
 
 
 @pytest.fixture(scope="session")

@@ -3,8 +3,8 @@
 `install()` (from a probe's `prepare()`, before the submission is loaded) puts recording subclasses
 behind `torch.profiler.profile` and `record_function`, so the probe learns whether a profiler session
 ran, which regions the learner labelled inside it, and which labels were open when a given function
-ran. `time_interleaved` is the grader's own stopwatch: two step functions timed in alternation, and
-`speedup` compares them round by round, so a noisy shared machine slows both sides alike.
+ran. `speedup` compares the grading side's timings (fix-the-bottleneck's checks/referee.py) round by
+round, so a noisy shared machine slows both sides alike.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import torch
 import torch.autograd.profiler
 import torch.profiler
 
+from grader.harness import channel
 from grader.harness.amp import SUBMISSION_FILENAME, submission_line
 
 # Frames between a `@record_function(...)` decorated learner function and our __enter__.
@@ -44,6 +45,7 @@ class ProfilerLog:
         if self.recording:
             data.update(event=event, line=submission_line(), profiling=self.active_profilers > 0)
             self.events.append(data)
+            channel.emit(data)  # the grading side's copy is the one its checks read
 
 
 LOG = ProfilerLog()
@@ -115,29 +117,6 @@ def watch_calls(function: Callable[..., Any], name: str) -> Callable[..., Any]:
             LOG.add("call", name=name, labels=[label for _, label in LOG.open_labels], seconds=time.perf_counter() - started)
 
     return watched
-
-
-def _synchronize(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
-
-
-def time_interleaved(first: Callable[[], Any], second: Callable[[], Any], *, rounds: int, device: str,
-                     warmup: int = 1) -> tuple[list[float], list[float]]:
-    """Seconds per round of `first` and of `second`, alternating which goes first each round."""
-    for _ in range(warmup):
-        first()
-        second()
-    times: tuple[list[float], list[float]] = ([], [])
-    for r in range(rounds):
-        order = (0, 1) if r % 2 == 0 else (1, 0)
-        for which in order:
-            _synchronize(device)
-            started = time.perf_counter()
-            (first, second)[which]()
-            _synchronize(device)
-            times[which].append(time.perf_counter() - started)
-    return times
 
 
 def speedup(slow: list[float], fast: list[float]) -> float:

@@ -50,6 +50,9 @@ Denied by argument (`RESTRICTED`):
     libseccomp cannot compare one argument against several values in a single rule, and nothing
     in the Python stack sets a persona. A persona can turn off ASLR for the programs the learner
     runs next (ADDR_NO_RANDOMIZE) or make every readable mapping executable (READ_IMPLIES_EXEC).
+  * prctl(PR_SET_DUMPABLE) fails with EPERM. In the grading container the harness makes the learner's
+    process non-dumpable, so its /proc files are root's and it cannot reset the peak resident set
+    (/proc/self/clear_refs) that the grading side reads as its memory meter.
 
 A syscall made through another architecture's table (int 0x80 or x32 on x86_64, 32-bit compat on
 aarch64) kills the process. A deny list written in native syscall numbers does not cover those
@@ -149,6 +152,8 @@ RESTRICTED: dict[str, str] = {
     "clone3": "always ENOSYS: its flags are in memory a filter cannot read; glibc falls back to clone",
     "ioctl": "EPERM for TIOCSTI and TIOCLINUX (typing into a terminal), compared on the low 32 bits",
     "personality": "EPERM unless it is the query personality(0xffffffff): no ASLR-off or exec-all personas",
+    "prctl": "EPERM for PR_SET_DUMPABLE: a process the harness made non-dumpable stays so (its "
+             "/proc/self/clear_refs, which resets the peak memory the grader reads, stays root's)",
 }
 
 CLONE_NAMESPACE_FLAGS = {
@@ -163,13 +168,13 @@ CLONE_NAMESPACE_FLAGS = {
 TIOCSTI, TIOCLINUX = 0x5412, 0x541C  # the same on x86_64 and aarch64
 PERSONALITY_QUERY = 0xFFFFFFFF
 
-PR_GET_SECCOMP, PR_SET_NO_NEW_PRIVS = 21, 38
+PR_SET_DUMPABLE, PR_GET_SECCOMP, PR_SET_NO_NEW_PRIVS = 4, 21, 38
 
 # libseccomp's ABI (seccomp.h), stable since 2.x.
 _ACT_ALLOW = 0x7FFF0000
 _ACT_KILL_PROCESS = 0x80000000
 _ATTR_ACT_BADARCH, _ATTR_CTL_TSYNC, _ATTR_API_SYSRAWRC = 2, 4, 9
-_CMP_NE, _CMP_MASKED_EQ = 1, 7
+_CMP_NE, _CMP_EQ, _CMP_MASKED_EQ = 1, 4, 7
 
 
 def _act_errno(err: int) -> int:
@@ -237,6 +242,7 @@ def _rules() -> list[tuple[str, int, list[_ArgCmp]]]:
     rules += [("ioctl", eperm, [_ArgCmp(1, _CMP_MASKED_EQ, 0xFFFFFFFF, request)])
               for request in (TIOCSTI, TIOCLINUX)]
     rules.append(("personality", eperm, [_ArgCmp(0, _CMP_NE, PERSONALITY_QUERY, 0)]))
+    rules.append(("prctl", eperm, [_ArgCmp(0, _CMP_EQ, PR_SET_DUMPABLE, 0)]))
     return rules
 
 

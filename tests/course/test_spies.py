@@ -68,14 +68,6 @@ def test_speedup_is_the_median_of_paired_ratios():
     assert profiling.speedup([10, 100, 10], [5, 50, 5]) == 2.0
 
 
-def test_time_interleaved_alternates_and_counts_rounds():
-    order = []
-    slow, fast = profiling.time_interleaved(lambda: order.append("a"), lambda: order.append("b"),
-                                            rounds=4, device="cpu", warmup=1)
-    assert len(slow) == len(fast) == 4
-    assert order == ["a", "b", "a", "b", "b", "a", "a", "b", "b", "a"]
-
-
 def test_profiler_spies_record_learner_labels_only():
     found = run_python('''
         import json, torch

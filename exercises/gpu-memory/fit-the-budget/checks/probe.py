@@ -41,12 +41,15 @@ def probe(api):
     evaluate = _learner_function("evaluate", api)
     device = api.device
 
-    # The original step, measured the same way; a warm-up run first keeps one-time allocations
-    # (e.g. cuBLAS workspaces) out of both measurements.
-    scenario.original_train_step(*scenario.build(api.seed, device))
-    model, optimizer, loss_fn, x, y = scenario.build(api.seed, device)
-    _, original_bytes, _ = memory.measure_step(lambda: scenario.original_train_step(model, optimizer, loss_fn, x, y),
-                                               device, model.parameters())
+    # On CUDA the original step, measured the same way (cgroups do not see device memory: this is the
+    # in-process row of docs/threat-model.md); a warm-up run first keeps one-time allocations (e.g.
+    # cuBLAS workspaces) out of both measurements. On CPU the grading side measures (referee.py).
+    original_bytes = None
+    if device == "cuda":
+        scenario.original_train_step(*scenario.build(api.seed, device))
+        model, optimizer, loss_fn, x, y = scenario.build(api.seed, device)
+        _, original_bytes, _ = memory.measure_step(
+            lambda: scenario.original_train_step(model, optimizer, loss_fn, x, y), device, model.parameters())
 
     model, optimizer, loss_fn, x, y = scenario.build(api.seed, device)
     seen = []
@@ -69,3 +72,19 @@ def probe(api):
                  "has_graph": bool(is_tensor and out.grad_fn is not None),
                  "value": out.detach().float().cpu().clone() if is_tensor else None},
     }
+
+
+def measure(api, name):
+    """One thing on the measurement batch, in a process of its own whose peak the grading side reads."""
+    memory.return_freed_memory()
+    model, optimizer, loss_fn, x, y = scenario.build(api.seed, api.device, batch=scenario.MEASURE_BATCH[api.device])
+    if name == "original":
+        scenario.original_train_step(model, optimizer, loss_fn, x, y)
+    elif name == "step":
+        api.call(model, optimizer, loss_fn, x, y)
+    elif name == "evaluate":
+        _learner_function("evaluate", api)(model, x)
+    elif name == "no-grad":
+        with torch.no_grad():
+            model(x)
+    return {}

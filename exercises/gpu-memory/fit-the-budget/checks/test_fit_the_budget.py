@@ -31,14 +31,49 @@ def reference(run):
     return {"loss": float(loss), "grads": grads, "outputs": outputs}
 
 
+METERS = {"cgroup": "the kernel's count for the process's cgroup",
+          "maxrss": "the process's peak resident memory as the kernel reports it"}
+# Of the memory the original step needs above building the model and batch. Measured by the grading
+# side's meter on CPU (batch 16384, seeds 1-3): a checkpoint per block 45%, every other block 80%,
+# save_on_cpu or pass-through saved_tensors_hooks ~100% (they keep the activations in the same memory).
+OUTSIDE_BUDGET = 0.60
+# evaluate may need what a no_grad forward needs plus a quarter of the original step's extra memory;
+# measured: no_grad 25 MB, a forward that keeps its graph 194 MB, the original step 203 MB.
+EVAL_ALLOWANCE = 0.25
+
+
+def _measured(outside, name):
+    run = outside["memory"].get(name)
+    if run is None or run["bytes"] is None:
+        raise RuntimeError(f"no memory measurement {name!r}: {run}")
+    if not run["ok"]:
+        fail(f"In the grader's memory measurement (a process that ran only your {name} on a batch of "
+             f"{scenario.MEASURE_BATCH['cpu']}): {run['message']}")
+    return run["bytes"]
+
+
+def _extra(outside, name):
+    return _measured(outside, name) - _measured(outside, "baseline")
+
+
 @check("under-budget")
-def test_step_fits_the_budget(observed, run):
-    budget = scenario.BUDGET[run["device"]]
-    original, got = observed["original_bytes"], observed["learner_bytes"]
-    allowed = budget * original
-    if got > allowed:
-        fail(f"Your step needs {_mb(got)}, {got / original:.0%} of the original step's {_mb(original)}; the "
-             f"budget is {budget:.0%} ({_mb(allowed)}). Measured: {observed['measure']}.")
+def test_step_fits_the_budget(observed, outside, run):
+    if run["device"] == "cuda":
+        # cgroups do not count device memory: on CUDA the peak is the allocator's, read in the learner's
+        # process (docs/threat-model.md).
+        budget = scenario.BUDGET["cuda"]
+        original, got = observed["original_bytes"], observed["learner_bytes"]
+        if got > budget * original:
+            fail(f"Your step needs {_mb(got)}, {got / original:.0%} of the original step's {_mb(original)}; the "
+                 f"budget is {budget:.0%} ({_mb(budget * original)}). Measured: {observed['measure']}.")
+        return
+    original, got = _extra(outside, "original"), _extra(outside, "step")
+    if got > OUTSIDE_BUDGET * original:
+        meter = METERS.get(outside["memory"]["step"]["meter"], "the kernel's count")
+        fail(f"Your step needed {_mb(got)} above building the model and the batch, {got / original:.0%} of "
+             f"the original step's {_mb(original)}; the budget is {OUTSIDE_BUDGET:.0%} "
+             f"({_mb(OUTSIDE_BUDGET * original)}). Measured by the grader from outside: the peak memory of a "
+             f"process that ran only that step on a batch of {scenario.MEASURE_BATCH['cpu']} ({meter}).")
 
 
 @check("same-loss-and-grads")
@@ -64,10 +99,19 @@ def test_same_loss_and_gradients(observed, reference):
 
 
 @check("eval-without-graph")
-def test_evaluate_builds_no_graph(observed, reference):
+def test_evaluate_builds_no_graph(observed, outside, reference, run):
     result = observed["eval"]
     if result["value"] is None:
         fail(f"evaluate returned {result['type']}; return the model's output tensor.")
+    if run["device"] != "cuda":
+        got, no_grad = _extra(outside, "evaluate"), _extra(outside, "no-grad")
+        allowed = no_grad + EVAL_ALLOWANCE * _extra(outside, "original")
+        if got > allowed:
+            fail(f"evaluate needed {_mb(got)} above building the model and the batch; a forward pass under "
+                 f"torch.no_grad() needs {_mb(no_grad)}. The rest is activations kept for a backward that never "
+                 "comes: run the forward pass under torch.no_grad() or torch.inference_mode(). (Measured by "
+                 f"the grader from outside, a process that ran only evaluate on a batch of "
+                 f"{scenario.MEASURE_BATCH['cpu']}.)")
     if result["has_graph"] or result["requires_grad"] or result["saved_count"]:
         fail(f"evaluate built an autograd graph ({result['saved_count']} tensors saved for a backward that "
              "never comes): run the forward pass under torch.no_grad() or torch.inference_mode().")

@@ -29,16 +29,19 @@ def probe(api):
     scaler = torch.amp.GradScaler(api.device)
     watched_loss = amp.watch_loss(loss_fn)
     returns, returned_types, params_after, scale_after, errors = [], [], [], [], []
-    for x, y in batches:
+    calls = [(x, y, watched_loss) for x, y in batches] + [(*batches[0], amp.watch_loss(scenario.tiny(loss_fn)))]
+    for i, (x, y, loss) in enumerate(calls):
+        if i == scenario.UNDERFLOW_CALL:
+            scenario.start_underflow_call(optimizer)
         amp.RECORDER.mark("call")
         # A call that raises (e.g. scaler.step after a raw backward) is itself what the checks judge:
         # record it and go on, so every check can say what happened.
-        value, error = api.try_call(model, optimizer, scaler, watched_loss, x, y)
+        value, error = api.try_call(model, optimizer, scaler, loss, x, y)
         errors.append(error)
         number = _as_number(value)
         returns.append(number if number is None or math.isfinite(number) else float("nan"))
         returned_types.append(type(value).__name__)
         params_after.append(scenario.params(model))
         scale_after.append(float(scaler.get_scale()))
-    return {"events": amp.RECORDER.events, "returns": returns, "returned_types": returned_types,
+    return {"returns": returns, "returned_types": returned_types,
             "params_after": params_after, "scale_after": scale_after, "errors": errors}

@@ -15,7 +15,10 @@ def reference(run):
     model, optimizer, loss_fn, batches, _ = scenario.build(run["seed"], run["device"])
     scaler = torch.amp.GradScaler(run["device"])
     losses, params_after, scale_after = [], [], []
-    for x, y in batches:
+    calls = [(x, y, loss_fn) for x, y in batches] + [(*batches[0], scenario.tiny(loss_fn))]
+    for i, (x, y, loss_fn) in enumerate(calls):
+        if i == scenario.UNDERFLOW_CALL:
+            scenario.start_underflow_call(optimizer)
         optimizer.zero_grad()
         with torch.autocast(device_type=run["device"], dtype=torch.float16):
             loss = loss_fn(model(x), y)
@@ -110,3 +113,27 @@ def test_overflowing_step_is_skipped(observed, reference):
     if observed["scale_after"][last] != want_scale:
         fail(f"After an overflowing step the scale should drop to {want_scale:g}; the scaler you were "
              f"given is at {observed['scale_after'][last]:g}. Call scaler.update() on it every step.")
+
+
+@check("matches-reference")
+def test_small_gradients_survive_the_step(observed, reference):
+    """Only a scaled backward keeps this call's float16 gradients from underflowing (scenario.py)."""
+    i = scenario.UNDERFLOW_CALL
+    if len(observed["params_after"]) <= i or observed["errors"][i]:
+        fail(f"Call {i + 1} of train_step did not complete, so the grader could not compare its update.")
+    name, diff, allowed = None, 0.0, 0.0
+    for key, want_after in reference["params_after"][i].items():
+        want = want_after - reference["params_after"][i - 1][key]
+        got = observed["params_after"][i][key] - observed["params_after"][i - 1][key]
+        # 5% of the update, plus a few float32 steps of the weights it was added to.
+        tolerance = 0.05 * float(want.abs().max()) + 4 * torch.finfo(torch.float32).eps * float(
+            want_after.abs().max())
+        worst = float((got - want).abs().max())
+        if not worst <= tolerance and (name is None or worst - tolerance > diff - allowed):
+            name, diff, allowed = key, worst, tolerance
+    if name is not None:
+        fail(f"Call {i + 1} used a loss a millionth of the usual size, whose float16 gradients underflow to zero "
+             f"unless the loss is scaled before backward. Your step's update differs from a correct AMP step's by "
+             f"up to {diff:.3g} in '{name}' (allowed {allowed:.3g}). A correct step clears the old gradients, "
+             "backpropagates scaler.scale(loss) (only that keeps these gradients from underflowing) and lets "
+             "scaler.step(optimizer) unscale them.")

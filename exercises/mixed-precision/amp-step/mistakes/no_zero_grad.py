@@ -1,5 +1,5 @@
 # mistake: gradients are never cleared, so each backward adds to the previous step's gradients
-# expect-fail: grads-cleared
+# expect-fail: grads-cleared, matches-reference
 import torch
 
 

@@ -1,14 +1,14 @@
-"""Runs in the learner's process: profile with the original preprocess, replay the fixed step, time it."""
+"""Runs in the learner's process: profile with the original preprocess, replay the fixed step, and run
+the timing rounds the grading side asks for (referee.py times them on its own clock)."""
 import sys
 
 import torch
 
+import referee
 import scenario
-from grader.harness import profiling
+from grader.harness import channel, profiling
 from grader.harness.emulation import install_cuda_emulation
 from grader.harness.learner import LearnerError, describe_exception
-
-ROUNDS = 11  # timing rounds per side; each round is one pass over the batches
 
 
 def prepare():
@@ -44,26 +44,22 @@ def probe(api):
 
     # 2. The fixed step, replayed on a fresh copy of the same model and data.
     model, optimizer, loss_fn, batches = scenario.build(api.seed, api.device)
-    losses = []
-    for x, y in batches:
-        loss = train_step(model, optimizer, loss_fn, x, y)
-        losses.append(float(loss) if isinstance(loss, torch.Tensor) and loss.numel() == 1
-                      else loss if isinstance(loss, (int, float)) else None)
+    losses = [_loss_value(train_step(model, optimizer, loss_fn, x, y)) for x, y in batches]
     params_after = scenario.params(model)
 
-    # 3. The grader's own timing: the original step and the learner's, alternating.
-    slow = scenario.build(api.seed, api.device)
-    fast = scenario.build(api.seed, api.device)
-
-    def run_slow():
-        for x, y in slow[3]:
-            scenario.slow_train_step(slow[0], slow[1], slow[2], x, y)
-
-    def run_fast():
-        for x, y in fast[3]:
-            train_step(fast[0], fast[1], fast[2], x, y)
-
-    slow_s, fast_s = profiling.time_interleaved(run_slow, run_fast, rounds=ROUNDS, device=api.device)
+    # 3. The grader's timing, on its own clock (referee.py): each round's data is chosen by the grading
+    #    side when the round starts, and the losses of the timed steps go back to it to be checked.
+    for index in range(referee.ROUNDS + 1):
+        seed = channel.ask({"op": "start", "index": index})["seed"]
+        model, optimizer, loss_fn, batches = scenario.build(seed, api.device)
+        timed = [_loss_value(train_step(model, optimizer, loss_fn, x, y)) for x, y in batches]
+        referee.synchronize(api.device)
+        channel.ask({"op": "finish", "index": index, "losses": timed})
     return {"named": named if isinstance(named, str) else None, "named_type": type(named).__name__,
-            "events": profiling.LOG.events, "losses": losses, "params_after": params_after,
-            "slow_s": slow_s, "fast_s": fast_s}
+            "losses": losses, "params_after": params_after}
+
+
+def _loss_value(loss):
+    if isinstance(loss, torch.Tensor) and loss.numel() == 1:
+        return float(loss)
+    return float(loss) if isinstance(loss, (int, float)) else None

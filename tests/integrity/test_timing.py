@@ -1,0 +1,90 @@
+"""fix-the-bottleneck's "faster" is measured on the grading side's clock (checks/referee.py): the
+reported attack (a clock that slows down while the learner's own step runs) and others in its spirit
+fail, in both sandboxes. The step is the starter's, slow preprocess unchanged, in every attack."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader.grading import run_submission
+
+EXERCISE = "profiling/fix-the-bottleneck"
+FOLDER = Path(__file__).resolve().parents[2] / "exercises" / "profiling" / "fix-the-bottleneck"
+# find_bottleneck and labels from the solution, the slow preprocess from the starter.
+SOLUTION = (FOLDER / "solution.py").read_text()
+SLOW = SOLUTION.replace('''def preprocess(x):
+    """Standardize each sample (row) to mean 0, standard deviation 1."""
+    return (x - x.mean(dim=1, keepdim=True)) / (x.std(dim=1, keepdim=True) + 1e-5)''', '''def preprocess(x):
+    """Standardize each sample (row) to mean 0, standard deviation 1."""
+    rows = []
+    for row in x:
+        rows.append((row - row.mean()) / (row.std() + 1e-5))
+    return torch.stack(rows)''')
+
+SLOW_CLOCK = '''
+import time as _time
+_real = _time.perf_counter
+_lost = [0.0]
+_time.perf_counter = lambda: _real() - _lost[0]
+_original_step = train_step
+
+
+def train_step(model, optimizer, loss_fn, x, y):
+    started = _real()
+    try:
+        return _original_step(model, optimizer, loss_fn, x, y)
+    finally:
+        _lost[0] += 0.9 * (_real() - started)  # the clock runs at a tenth of its speed meanwhile
+'''
+
+BUSY_NEIGHBOUR = '''
+import threading as _threading
+
+
+def _spin():
+    while True:
+        pass
+
+
+_threading.Thread(target=_spin, daemon=True).start()  # slows whatever shares the CPU with it
+'''
+
+NO_OP_AFTER_CHECKED = '''
+_original_step, _calls = train_step, [0]
+
+
+def train_step(model, optimizer, loss_fn, x, y):
+    _calls[0] += 1
+    if _calls[0] > 12:  # past the profiling and the replay: the timed rounds
+        return torch.tensor(0.0)
+    return _original_step(model, optimizer, loss_fn, x, y)
+'''
+
+
+def checks(sandbox, code: str) -> dict[str, dict]:
+    result = run_submission(EXERCISE, code, sandbox=sandbox)
+    assert result["status"] in ("passed", "failed"), result["error"]
+    return {c["id"]: c for c in result["checks"]}
+
+
+def test_control_the_solution_is_faster_and_the_slow_step_is_not(sandbox):
+    assert checks(sandbox, SOLUTION)["faster"]["passed"]
+    assert not checks(sandbox, SLOW)["faster"]["passed"]
+
+
+def test_a_clock_that_slows_during_the_learners_step_changes_nothing(sandbox):
+    result = checks(sandbox, SLOW + SLOW_CLOCK)
+    assert not result["faster"]["passed"]
+    assert "x as long as yours" in result["faster"]["message"]
+
+
+def test_a_busy_thread_cannot_slow_the_original_step_the_grader_times(sandbox):
+    result = checks(sandbox, SLOW + BUSY_NEIGHBOUR)
+    assert not result["faster"]["passed"]
+
+
+def test_timed_steps_that_skip_the_work_are_caught_by_their_losses(sandbox):
+    result = checks(sandbox, SLOW + NO_OP_AFTER_CHECKED)
+    assert not result["same-result"]["passed"]
+    assert "timing round" in result["same-result"]["message"]
