@@ -137,7 +137,7 @@ def test_the_deny_list_covers_the_documented_names():
         io_uring_enter io_uring_register syslog quotactl lookup_dcookie vhangup settimeofday
         clock_settime clock_adjtime adjtimex sethostname setdomainname iopl ioperm create_module""".split()
     assert set(required) <= set(seccomp.DENIED)
-    assert set(seccomp.RESTRICTED) == {"clone", "clone3", "ioctl", "personality"}
+    assert set(seccomp.RESTRICTED) == {"clone", "clone3", "ioctl", "personality", "prctl"}
     assert not set(seccomp.DENIED) & set(seccomp.RESTRICTED)
     doc = seccomp.__doc__
     for name, reason in {**seccomp.DENIED, **seccomp.RESTRICTED}.items():
@@ -273,6 +273,20 @@ def test_personality_can_be_queried_but_not_set():
     assert unfiltered["no_aslr"] == 0 and unfiltered["default"] == 0
     assert filtered["query"] == [0, 0] and filtered["default"] == errno.EPERM
     assert filtered["no_aslr"] == errno.EPERM and filtered["query_after"] == [0, 0]
+
+
+def test_a_process_cannot_make_itself_dumpable_again():
+    """The container's memory meter (wait4's peak resident set) relies on it: a dumpable process could
+    reset that peak through /proc/self/clear_refs."""
+    def body() -> dict[str, Any]:
+        prctl = nr("prctl")
+        return {"get": err(prctl, 3), "set": err(prctl, seccomp.PR_SET_DUMPABLE, 1),
+                "other": err(prctl, 15, 0)}  # PR_SET_NAME with a NULL name: EFAULT, not EPERM
+
+    unfiltered = in_child(body, filtered=False)
+    filtered = in_child(body, filtered=True)
+    assert unfiltered["set"] == 0 and filtered["set"] == errno.EPERM
+    assert filtered["other"] != errno.EPERM
 
 
 def _int80_getpid() -> int:
