@@ -9,14 +9,28 @@ def prepare():
     accumulation.install()
 
 
-def probe(api):
-    model, optimizer, loss_fn, micro_batches = scenario.build(api.seed, api.device)
+def _final(model):
+    return {name: p.detach().float().cpu().clone() for name, p in model.named_parameters()}
+
+
+def _watched(model, optimizer):
     amp.watch_model(model)
     amp.watch_optimizer(optimizer)
     accumulation.watch_step_gradients(optimizer, model)
-    scaler = torch.amp.GradScaler(api.device)
+
+
+def probe(api):
+    model, optimizer, loss_fn, micro_batches = scenario.build(api.seed, api.device)
+    _watched(model, optimizer)
     amp.RECORDER.mark("call")
-    api.call(model, optimizer, scaler, amp.watch_loss(loss_fn), micro_batches, scenario.ACCUM_STEPS)
-    # The whole run's outcome: the grading side compares it with a correct run of its own.
-    final = {name: p.detach().float().cpu().clone() for name, p in model.named_parameters()}
-    return {"events": amp.RECORDER.events, "final_params": final}
+    api.call(model, optimizer, torch.amp.GradScaler(api.device), amp.watch_loss(loss_fn), micro_batches,
+             scenario.ACCUM_STEPS)
+    # The whole run's outcome: the grading side compares it with a correct run of its own. Then a second
+    # run whose outcome only a scaled, cleared loop gets right (scenario.build_signature_run).
+    final = _final(model)
+    model, optimizer, loss_fn, micro_batches = scenario.build_signature_run(api.seed, api.device)
+    _watched(model, optimizer)
+    amp.RECORDER.mark("call")
+    _, error = api.try_call(model, optimizer, torch.amp.GradScaler(api.device), amp.watch_loss(loss_fn),
+                            micro_batches, scenario.ACCUM_STEPS)
+    return {"final_params": final, "signature_final_params": _final(model), "signature_error": error}

@@ -6,6 +6,12 @@ ACCUM_STEPS = 3
 MICRO_BATCHES = 7  # windows of 3, 3 and a last, partial window of 1
 MICRO_BATCH_SIZE = 16
 LR = 0.1
+# The second call of `train` (build_signature_run) gives the same loop a loss a millionth of the usual
+# size, with the learning rate raised to match, and a first micro-batch whose fp16 forward overflows.
+# A correct loop skips its first window and then updates normally; without a GradScaler the tiny fp16
+# gradients underflow to zero, and a loop that never clears its gradients carries the first window's
+# inf into every later window, so each is skipped: both end far from a correct run.
+SIGNATURE_LOSS_SCALE = 1e-6
 
 
 def build(seed: int, device: str):
@@ -17,6 +23,22 @@ def build(seed: int, device: str):
                       torch.randint(0, 4, (MICRO_BATCH_SIZE,), generator=g).to(device))
                      for _ in range(MICRO_BATCHES)]
     return model, optimizer, nn.CrossEntropyLoss(), micro_batches
+
+
+def tiny(loss_fn):
+    def tiny_loss(output, target):
+        return SIGNATURE_LOSS_SCALE * loss_fn(output, target)
+
+    return tiny_loss
+
+
+def build_signature_run(seed: int, device: str):
+    model, optimizer, loss_fn, micro_batches = build(seed, device)
+    for group in optimizer.param_groups:
+        group["lr"] = LR / SIGNATURE_LOSS_SCALE
+    x, y = micro_batches[0]
+    micro_batches[0] = (torch.full_like(x, 1e6), y)  # overflows float16 (max 65504) in the first Linear
+    return model, optimizer, tiny(loss_fn), micro_batches
 
 
 def windows(n: int = MICRO_BATCHES, accum_steps: int = ACCUM_STEPS) -> list[range]:

@@ -12,13 +12,21 @@ GRAD_TOLERANCE = 1e-2
 SCALE = 2.0 ** 16  # GradScaler's initial scale: keeps the reference's fp16 gradients from underflowing
 
 
+@pytest.fixture(scope="module")
+def events(observed):
+    """The first call's events: the calls' spies judge the ordinary run; the second run (scenario.py)
+    is judged by its outcome alone."""
+    spans = ampchecks.calls(observed["events"])
+    return spans[0] if spans else []
+
+
 def _at(event):
     return f" (line {event['line']})" if event.get("line") else ""
 
 
 @pytest.fixture(scope="module")
-def backwards(observed):
-    events = ampchecks.of_kind(observed["events"], "backward")
+def backwards(events):
+    events = ampchecks.of_kind(events, "backward")
     if len(events) != scenario.MICRO_BATCHES:
         fail(f"backward() ran {len(events)} times for {scenario.MICRO_BATCHES} micro-batches; run it once "
              "per micro-batch.", events[0].get("line") if events else None)
@@ -30,13 +38,13 @@ def _window_of(i):
 
 
 @check("autocast-scope")
-def test_autocast_covers_forward_and_loss_only(observed):
-    ampchecks.check_autocast_scope(observed["events"])
+def test_autocast_covers_forward_and_loss_only(events):
+    ampchecks.check_autocast_scope(events)
 
 
 @check("scaled-backward")
-def test_every_backward_is_scaled(observed):
-    events = ampchecks.of_kind(observed["events"], "backward")
+def test_every_backward_is_scaled(events):
+    events = ampchecks.of_kind(events, "backward")
     if not events:
         fail("backward() was never called.")
     for i, event in enumerate(events):
@@ -99,8 +107,7 @@ def _between_backwards(events):
 
 
 @check("step-at-boundaries")
-def test_steps_only_at_window_boundaries(observed, backwards):
-    events = observed["events"]
+def test_steps_only_at_window_boundaries(events, backwards):
     direct = [e for e in ampchecks.of_kind(events, "optimizer.step") if not e["via_scaler"]]
     if direct:
         fail(f"optimizer.step(){_at(direct[0])} was called directly. Call scaler.step(optimizer): it unscales "
@@ -140,11 +147,11 @@ def _large_batch_gradient(run, params, window):
 
 
 @check("matches-large-batch")
-def test_each_update_uses_the_large_batch_gradient(observed, run):
-    seen = ampchecks.of_kind(observed["events"], "optimizer.grads")
+def test_each_update_uses_the_large_batch_gradient(events, run):
+    seen = ampchecks.of_kind(events, "optimizer.grads")
     if not seen:
         fail("The optimizer never stepped, so the model did not learn.")
-    backward_indices = [e["index"] for e in ampchecks.of_kind(observed["events"], "backward")]
+    backward_indices = [e["index"] for e in ampchecks.of_kind(events, "backward")]
     for j, event in enumerate(seen):
         # The window this update closes: the one holding the last micro-batch backpropagated before it.
         done = sum(1 for index in backward_indices if index < event["index"])
@@ -177,8 +184,15 @@ OUTCOME_TOLERANCE = 1e-2  # of the largest entry of the reference run's total up
 @pytest.fixture(scope="module")
 def reference_run(run):
     """A correct accumulation run, here in the grading process: (initial weights, final weights)."""
-    device = run["device"]
-    model, optimizer, loss_fn, micro_batches = scenario.build(run["seed"], device)
+    return _correct_run(run["device"], *scenario.build(run["seed"], run["device"]))
+
+
+@pytest.fixture(scope="module")
+def reference_signature_run(run):
+    return _correct_run(run["device"], *scenario.build_signature_run(run["seed"], run["device"]))
+
+
+def _correct_run(device, model, optimizer, loss_fn, micro_batches):
     initial = {n: p.detach().float().cpu().clone() for n, p in model.named_parameters()}
     scaler = torch.amp.GradScaler(device)
     optimizer.zero_grad()
@@ -196,19 +210,37 @@ def reference_run(run):
 
 @check("matches-reference-run")
 def test_training_ends_where_a_correct_run_ends(observed, reference_run):
-    initial, final = reference_run
-    got = observed.get("final_params") or {}
+    _compare_outcome(observed.get("final_params") or {}, reference_run, "After training")
+
+
+@check("matches-reference-run")
+def test_tiny_gradients_and_an_overflow_end_where_a_correct_run_ends(observed, reference_signature_run):
+    run = ("In a second run, with a loss a millionth of the usual size (its float16 gradients underflow unless "
+           "scaled) and a first micro-batch that overflows float16, ")
+    if observed["signature_error"]:
+        fail(run + f"your train raised. {observed['signature_error']['message']}",
+             observed["signature_error"]["line"])
+    _compare_outcome(observed.get("signature_final_params") or {}, reference_signature_run, run + "after training",
+                     why="A correct loop scales every loss (scaler.scale), lets scaler.step skip the "
+                         "overflowing window and clears the gradients before the next one.")
+
+
+def _compare_outcome(got, reference, when, why=None):
+    initial, final = reference
     for name, want in final.items():
         if name not in got or got[name].shape != want.shape:
-            fail(f"After training, '{name}' was missing or had another shape.")
+            fail(f"{when}, '{name}' was missing or had another shape.")
+        if not torch.isfinite(got[name]).all():
+            fail(f"{when}, '{name}' held inf or NaN: an overflowing step reached the weights. "
+                 + (why or "scaler.step(optimizer) skips a step whose gradients hold inf or NaN."))
         want_update = want - initial[name]
         got_update = got[name] - initial[name]
         scale = float(want_update.abs().max())
         diff = float((got_update - want_update).abs().max())
         if not diff <= OUTCOME_TOLERANCE * scale + 1e-7:
             ratio = float(got_update.norm() / want_update.norm()) if float(want_update.norm()) else float("nan")
-            fail(f"After training, the total change of '{name}' differs from a correct run's by up to {diff:.3g} "
+            fail(f"{when}, the total change of '{name}' differs from a correct run's by up to {diff:.3g} "
                  f"(allowed: {OUTCOME_TOLERANCE * scale + 1e-7:.3g}, {OUTCOME_TOLERANCE:.0%} of the correct run's "
-                 f"largest change, {scale:.3g}); its size is {ratio:.3g}x "
-                 f"the correct run's. Each of the {len(scenario.windows())} windows must update the weights "
-                 f"exactly once, with its mean gradient and the learning rate you were given.")
+                 f"largest change, {scale:.3g}); its size is {ratio:.3g}x the correct run's. " + (why or (
+                     f"Each of the {len(scenario.windows())} windows must update the weights exactly once, with "
+                     "its mean gradient and the learning rate you were given.")))

@@ -1,5 +1,5 @@
 # mistake: accumulates correctly under autocast but skips the GradScaler: backward on the raw loss, optimizer.step() directly
-# expect-fail: scaled-backward, step-at-boundaries
+# expect-fail: scaled-backward, step-at-boundaries, matches-reference-run
 import torch
 
 
