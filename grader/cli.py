@@ -35,24 +35,35 @@ def _exercise(course, ref: str):
 
 
 def _print_report(result: dict) -> None:
-    ok = click.style("PASS", fg="green", bold=True)
-    bad = click.style("FAIL", fg="red", bold=True)
+    marks = {"passed": click.style("PASS", fg="green", bold=True), "failed": click.style("FAIL", fg="red", bold=True),
+             "skipped": click.style("SKIP", fg="yellow", bold=True)}
     click.echo(f"{click.style(result['title'], bold=True)}  ({result['exercise']})")
-    click.echo(f"device: {result['device']}   sandbox: {result['sandbox']}   time: {result['duration_s']:.2f} s")
-    if result.get("error"):
-        click.echo(click.style(f"\n{result['error']['message']}", fg="red"))
+    where = f"device: {result['device']}   " if result.get("device") else ""
+    click.echo(f"{where}sandbox: {result['sandbox']}   time: {result['duration_s']:.2f} s")
+    error = result.get("error")
+    if error:  # the code did not load or run: one message, no per-check lines
+        line = f" (line {error['line']})" if error.get("line") and "line" not in error["message"] else ""
+        click.echo(click.style(f"\n{error['message']}{line}", fg="red"))
+    else:
+        click.echo()
+        for check in result["checks"]:
+            click.echo(f"  {marks[check['status']]}  {check['title']}  [{check['id']}]")
+            if check["status"] != "passed":
+                line = f" (line {check['line']})" if check["line"] else ""
+                click.echo(f"        {check['message']}{line if line and 'line' not in check['message'] else ''}")
+            if check["status"] == "failed" and check["hint"]:
+                click.echo(click.style(f"        hint: {check['hint']}", dim=True))
+    passed = sum(c["status"] == "passed" for c in result["checks"])
+    skipped = sum(c["status"] == "skipped" for c in result["checks"])
     click.echo()
-    for check in result["checks"]:
-        click.echo(f"  {ok if check['passed'] else bad}  {check['title']}  [{check['id']}]")
-        if not check["passed"]:
-            line = f" (line {check['line']})" if check["line"] else ""
-            click.echo(f"        {check['message']}{line if line and 'line' not in check['message'] else ''}")
-            click.echo(click.style(f"        hint: {check['hint']}", dim=True))
-    passed = sum(c["passed"] for c in result["checks"])
-    click.echo()
-    summary = f"{passed}/{len(result['checks'])} checks passed"
+    summary = f"{passed}/{len(result['checks'])} checks passed (score {result['score']:.2f})"
+    if skipped and not error:
+        summary += f"; {skipped} not judged because of an earlier failure"
     click.echo(click.style(summary, fg="green" if result["passed"] else "red", bold=True))
-    for note in result.get("notes", []):
+    # The grader's own notes (the sandbox) too, here where the person grading is the one who ran it;
+    # the emulation note is left out where the exercise's own note for CPU grading already says it.
+    grader_notes = [n for n in result.get("grader_notes", []) if not (result.get("notes") and n.startswith("No GPU"))]
+    for note in [*result.get("notes", []), *grader_notes]:
         click.echo(click.style(f"note: {note}", dim=True))
     if result.get("output"):
         click.echo(click.style("\nyour code printed:", dim=True))
@@ -131,6 +142,8 @@ def validate(exercises: tuple[str, ...], sandbox: str) -> None:
             name = case.path.relative_to(exercise.path)
             what = "passes every check" if not case.expected_fail else \
                 f"fails exactly {', '.join(sorted(case.expected_fail))}"
+            if case.skipped:
+                what += f" (skipped: {', '.join(sorted(case.skipped))})"
             if case.expected_fail:  # the outside-evidence column (docs/threat-model.md)
                 what += "   [outside: caught]" if case.caught_outside else "   [outside: not caught]"
             if case.ok:

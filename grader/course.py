@@ -26,6 +26,7 @@ SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 CHECK_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 EVIDENCE = ("outside", "learner")
 EXPECT_LINE = re.compile(r"^#\s*expect-fail:\s*(.*)$", re.MULTILINE)
+EXPECT_SKIP_LINE = re.compile(r"^#\s*expect-skip:\s*(.*)$", re.MULTILINE)
 
 
 class CourseError(Exception):
@@ -50,6 +51,9 @@ class CheckSpec:
     # what was recorded inside the learner's process, which `evidence_why` then justifies.
     evidence: str = "learner"
     evidence_why: str = ""
+    # Checks whose failure explains this one's: when this check fails after one of them failed, the
+    # result reports it "skipped" because of that one (one mistake, one message).
+    after: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,7 @@ class Mistake:
     path: Path
     expect_fail: frozenset[str]
     description: str
+    expect_skip: frozenset[str] | None = None  # declared: exactly these are skipped; None: not checked
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,7 @@ class Exercise:
     memory_mb: int
     checks: tuple[CheckSpec, ...]
     uses_gpu: bool = True
+    cpu_note: str = ""  # shown to learners when graded without a GPU, where it matters to the exercise
 
     @property
     def lesson_id(self) -> str:
@@ -101,11 +107,13 @@ class Exercise:
             if not match:
                 raise CourseError(f"{path}: a mistake must declare '# expect-fail: <check-id>, ...'")
             ids = frozenset(part.strip() for part in match.group(1).split(",") if part.strip())
-            unknown = ids - {c.id for c in self.checks}
+            skip_match = EXPECT_SKIP_LINE.search(text)
+            skips = frozenset(p.strip() for p in skip_match.group(1).split(",") if p.strip()) if skip_match else None
+            unknown = (ids | (skips or frozenset())) - {c.id for c in self.checks}
             if unknown:
-                raise CourseError(f"{path}: expect-fail names unknown checks {sorted(unknown)}")
+                raise CourseError(f"{path}: expect-fail/expect-skip name unknown checks {sorted(unknown)}")
             doc = re.search(r"^#\s*mistake:\s*(.*)$", text, re.MULTILINE)
-            found.append(Mistake(path, ids, doc.group(1).strip() if doc else path.stem))
+            found.append(Mistake(path, ids, doc.group(1).strip() if doc else path.stem, skips))
         return found
 
 
@@ -242,8 +250,12 @@ def load_exercise(path: Path, exercise_id: str, *, authoring_files: bool = True)
         if evidence == "learner" and not why:
             raise CourseError(f"{meta_path}: check '{check_id}' rests on evidence from the learner's process: "
                               f"say why that is acceptable in 'evidence_why'")
+        after = raw.get("after", []) or []
+        if not isinstance(after, list) or any(a not in {c.id for c in checks} for a in after):
+            raise CourseError(f"{meta_path}: check '{check_id}': 'after' must list ids of checks declared "
+                              f"before it (got {after!r})")
         checks.append(CheckSpec(check_id, _require(raw, "title", meta_path), _require(raw, "hint", meta_path),
-                                evidence, why))
+                                evidence, why, tuple(after)))
     if len({c.id for c in checks}) != len(checks):
         raise CourseError(f"{meta_path}: check ids must be unique")
     limits = meta.get("limits", {}) or {}
@@ -263,6 +275,7 @@ def load_exercise(path: Path, exercise_id: str, *, authoring_files: bool = True)
         memory_mb=int(limits.get("memory_mb", 2048)),
         checks=tuple(checks),
         uses_gpu=bool(meta.get("gpu", True)),
+        cpu_note=str(meta.get("cpu_note", "") or "").strip(),
     )
 
 

@@ -14,6 +14,56 @@ from grader.course import Exercise
 from grader.protocol import RawVerdict
 
 
+def upgrade_result(result: dict[str, Any]) -> dict[str, Any]:
+    """A stored result in today's shape, for every reader: results from before schema_version 2 have
+    no per-check status (a load error then marked every check failed, "Not checked: ..."), a device
+    "unknown" when none was reached, and the sandbox's and the emulation's notes among `notes`."""
+    if result.get("schema_version") == SCHEMA_VERSION:
+        return result
+    error = result.get("error")
+    for check in result.get("checks", []):
+        if "status" in check:
+            continue
+        if error:
+            check.update(status="skipped", passed=None, because="load", message="", hint="", line=None)
+        else:
+            check.update(status="passed" if check["passed"] else "failed", because=None)
+    if result.get("device") == "unknown":
+        result["device"] = None
+    result["grader_notes"] = result.get("grader_notes", []) + result.get("notes", [])
+    result["notes"] = []
+    result["schema_version"] = SCHEMA_VERSION
+    return result
+
+
+def _explain(checks: list[dict[str, Any]], causes: dict[str, list[str]]) -> None:
+    """Report "skipped" for each failed check whose failure another failed check explains, naming the
+    root cause (a cause that is itself explained gives way to its own cause)."""
+    failed = {c["id"]: c for c in checks if c["status"] == "failed"}
+
+    def effective(check_id: str) -> str | None:
+        """The failed check that stands for `check_id`: itself, or the root it was already given."""
+        check = failed.get(check_id)
+        if check is None:
+            return None
+        return check_id if check["status"] == "failed" else check["because"]
+
+    def root(check_id: str, seen: tuple[str, ...] = ()) -> str | None:
+        for candidate in causes.get(check_id, []):
+            cause = effective(candidate)
+            if cause is None or cause == check_id or cause in seen:
+                continue
+            return root(cause, (*seen, check_id)) or cause
+        return None
+
+    for check_id in list(failed):  # in declared order; a check already skipped explains nothing (cycles)
+        cause = root(check_id)
+        if cause is not None:
+            failed[check_id].update(status="skipped", passed=None, because=cause, hint="", line=None,
+                                    message=f"Not judged: \"{failed[cause]['title']}\" failed, and that "
+                                            "explains this one.")
+
+
 @cache
 def _schema(name: str) -> dict[str, Any]:
     return json.loads((Path(__file__).parent / "schemas" / f"{name}.json").read_text())
@@ -23,39 +73,53 @@ def validate_result(result: dict[str, Any]) -> None:
     jsonschema.validate(result, _schema("result"))
 
 
+SCHEMA_VERSION = 2  # 2: per-check "status" and "because", "grader_notes", a null device
+
+
 def build_result(exercise: Exercise, raw: RawVerdict, sandbox: str, duration_s: float) -> dict[str, Any]:
-    """Merge the harness's raw verdict with the exercise's check titles and hints."""
+    """Merge the harness's raw verdict with the exercise's check titles and hints.
+
+    One mistake, one message: code that did not load or run gives the error alone, every check
+    "skipped" because of "load"; a check that failed after a check it names in `after` failed is
+    "skipped" because of that one (its own message would only repeat the consequence)."""
     status = raw.status.value
     error = asdict(raw.error) if raw.error else None
-    observed = raw.checks
-    checks = []
+    checks: list[dict[str, Any]] = []
+    causes: dict[str, list[str]] = {}  # failed check -> the checks whose failure may explain it
     for spec in exercise.checks:
-        got = observed.get(spec.id)
-        if got is not None:
-            passed, message, line = bool(got["passed"]), got.get("message") or "", got.get("line")
-        elif error:
-            passed, message, line = False, f"Not checked: {error['message']}", error.get("line")
-        else:
-            passed, message, line = False, "This check did not run.", None
-        checks.append({"id": spec.id, "title": spec.title, "passed": passed,
-                       "message": "" if passed else message, "hint": "" if passed else spec.hint,
-                       "line": None if passed else line})
-    passed_count = sum(c["passed"] for c in checks)
+        check = {"id": spec.id, "title": spec.title, "status": "passed", "passed": True, "because": None,
+                 "message": "", "hint": "", "line": None}
+        got = raw.checks.get(spec.id)
+        if error:
+            check.update(status="skipped", passed=None, because="load")
+        elif got is None or not got["passed"]:
+            got = got or {"message": "This check did not run.", "line": None}
+            check.update(status="failed", passed=False, message=got.get("message") or "", line=got.get("line"),
+                         hint=got["hint"] if isinstance(got.get("hint"), str) else spec.hint)
+            causes[spec.id] = [got["explained_by"]] if got.get("explained_by") else list(spec.after)
+        checks.append(check)
+    _explain(checks, causes)
+    passed_count = sum(c["status"] == "passed" for c in checks)
     all_passed = status == "passed" and passed_count == len(checks)
+    on_cpu = bool(raw.device) and not raw.device.startswith("cuda")  # "cpu (cuda emulated)" on a CPU host
+    learner_notes = [exercise.cpu_note] if exercise.cpu_note and on_cpu else []
     result = {
+        "schema_version": SCHEMA_VERSION,
         "exercise": exercise.id,
         "title": exercise.title,
         "passed": all_passed,
+        # The share of all checks that passed: skipped ones count as not passed, code that did not load 0.
         "score": round(passed_count / len(checks), 4) if checks else 0.0,
         "status": "passed" if all_passed else ("failed" if status == "passed" else status),
         "checks": checks,
         "error": error,
-        "device": raw.device or "unknown",
+        "device": raw.device,  # None when the code never reached one (it did not load)
         "sandbox": sandbox,
         "duration_s": round(duration_s, 3),
         "output": raw.output,
         "output_truncated": raw.output_truncated,
-        "notes": list(raw.notes),
+        "notes": learner_notes,
+        "grader_notes": list(raw.notes),  # the sandbox and the emulation: the instructor view and the JSON
         "seed": raw.seed,
     }
     if raw.problems:

@@ -1,7 +1,9 @@
 """`grader validate`: prove an exercise's checks tell right from wrong.
 
 The reference solution must pass every check, and each known-wrong submission in `mistakes/` must fail
-exactly the checks its `# expect-fail:` line declares (no more, no fewer).
+exactly the checks its `# expect-fail:` line declares (no more, no fewer). Checks a failure explains are
+"skipped", not failed (grader/result.py); a mistake may declare them with `# expect-skip:`, and then
+exactly those must be skipped.
 """
 from __future__ import annotations
 
@@ -21,21 +23,34 @@ class Case:
     expected_fail: frozenset[str]
     result: dict[str, Any]
     checks: tuple[CheckSpec, ...] = ()
+    expected_skip: frozenset[str] | None = None
+
+    def _with(self, status: str) -> frozenset[str]:
+        return frozenset(c["id"] for c in self.result["checks"] if c["status"] == status)
 
     @property
     def failed(self) -> frozenset[str]:
-        return frozenset(c["id"] for c in self.result["checks"] if not c["passed"])
+        return self._with("failed")
+
+    @property
+    def skipped(self) -> frozenset[str]:
+        return self._with("skipped")
 
     @property
     def caught_outside(self) -> bool:
-        """Whether a check whose evidence the grading side recomputes (docs/threat-model.md) fails too:
-        a mistake caught only by records of the learner's process could be forged past."""
+        """Whether a check whose evidence the grading side recomputes (docs/threat-model.md) fails too
+        (or fails and is reported skipped, explained by an earlier failure): a mistake caught only by
+        records of the learner's process could be forged past."""
         outside = {check.id for check in self.checks if check.evidence == "outside"}
-        return bool(self.failed & outside)
+        explained = frozenset(c["id"] for c in self.result["checks"]
+                              if c["status"] == "skipped" and c["because"] != "load")
+        return bool((self.failed | explained) & outside)
 
     @property
     def ok(self) -> bool:
         if self.result["status"] == "infra-error" or self.result.get("problems"):
+            return False
+        if self.expected_skip is not None and self.skipped != self.expected_skip:
             return False
         return self.failed == self.expected_fail
 
@@ -47,8 +62,14 @@ class Case:
         if self.result.get("error") and self.expected_fail != self.failed:
             return f"{self.result['status']}: {self.result['error']['message']}"
         parts = []
+        if self.expected_skip is not None and self.skipped != self.expected_skip:
+            parts.append(f"skipped {', '.join(sorted(self.skipped)) or 'nothing'}, declared "
+                         f"{', '.join(sorted(self.expected_skip)) or 'nothing'}")
         if self.expected_fail - self.failed:
-            parts.append(f"expected to fail but passed: {', '.join(sorted(self.expected_fail - self.failed))}")
+            for label, ids in (("skipped", self.expected_fail & self.skipped),
+                               ("passed", self.expected_fail - self.failed - self.skipped)):
+                if ids:
+                    parts.append(f"expected to fail but {label}: {', '.join(sorted(ids))}")
         if self.failed - self.expected_fail:
             extra = sorted(self.failed - self.expected_fail)
             messages = [f"{c['id']} ({c['message']})" for c in self.result["checks"] if c["id"] in extra]
@@ -58,13 +79,13 @@ class Case:
 
 def validate_exercise(exercise: Exercise, sandbox: str = "auto", jobs: int = 2) -> list[Case]:
     """Grade the solution and every mistake; one Case each, solution first."""
-    plan = [(exercise.solution_path, frozenset())]
-    plan += [(m.path, m.expect_fail) for m in exercise.mistakes()]
+    plan = [(exercise.solution_path, frozenset(), frozenset())]
+    plan += [(m.path, m.expect_fail, m.expect_skip) for m in exercise.mistakes()]
 
-    def grade(item: tuple[Path, frozenset[str]]) -> Case:
-        path, expected = item
+    def grade(item: tuple[Path, frozenset[str], frozenset[str] | None]) -> Case:
+        path, expected, skipped = item
         result = run_submission(exercise, path.read_text(encoding="utf-8"), sandbox=sandbox)
-        return Case(exercise.id, path, expected, result, exercise.checks)
+        return Case(exercise.id, path, expected, result, exercise.checks, skipped)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         return list(pool.map(grade, plan))

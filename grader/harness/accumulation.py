@@ -27,7 +27,7 @@ def _annotate_backward(first_new_index: int, target: Any) -> None:
         if event["event"] == "backward":
             scaler = RECORDER.scalers[-1] if RECORDER.scalers else None
             RECORDER.amend(event, value=_value(target),
-                           loss=_value(RECORDER.losses[-1]) if RECORDER.losses else None,
+                           loss=RECORDER.last_loss_value(),
                            scale=float(scaler.get_scale()) if scaler is not None and scaler.is_enabled() else None)
             return
 

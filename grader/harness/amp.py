@@ -45,6 +45,9 @@ class Recorder:
         self.params: list[torch.Tensor] = []
         self.scaled: list[torch.Tensor] = []
         self.losses: list[torch.Tensor] = []
+        # Each loss's value when loss_fn returned it: `loss /= k` (timm's style) later changes the tensor
+        # itself, so its value at backward time would hide the division.
+        self.loss_values: list[float | None] = []
         self.scalers: list[torch.amp.GradScaler] = []
         self.in_scaler_step = 0
         self.in_backward = 0
@@ -70,21 +73,25 @@ class Recorder:
     def grads_clear(self) -> bool:
         return all(p.grad is None or not bool(p.grad.detach().ne(0).any()) for p in self.params)
 
+    def last_loss_value(self) -> float | None:
+        return self.loss_values[-1] if self.loss_values else None
+
     def classify_backward_target(self, tensor: torch.Tensor) -> tuple[str, float | None]:
-        """'scaled' when backward runs on the scaler's output, 'raw' on the loss itself."""
+        """'scaled' when backward runs on the scaler's output, 'raw' on the loss itself, 'twice' on a
+        loss scaled twice (scaler.scale(scaler.scale(loss)))."""
+        loss = self.last_loss_value()
+        value = float(tensor.detach().float()) if tensor.numel() == 1 else None
+        ratio = value / loss if loss and value is not None and math.isfinite(loss) and math.isfinite(value) else None
+        scale = float(self.scalers[-1].get_scale()) if self.scalers else None
         if any(tensor is t for t in self.scaled):
-            return "scaled", None
+            if ratio and scale and scale > 1 and abs(ratio - scale * scale) <= 1e-2 * scale * scale:
+                return "twice", ratio
+            return "scaled", ratio
         if any(tensor is t for t in self.losses):
             return "raw", 1.0
         # Not the same object (e.g. `scaler.scale(loss) * 1`): compare values with the last loss.
-        if not self.losses or tensor.numel() != 1:
+        if ratio is None:
             return "other", None
-        loss = float(self.losses[-1].detach().float())
-        value = float(tensor.detach().float())
-        if loss == 0 or not math.isfinite(loss) or not math.isfinite(value):
-            return "other", None
-        ratio = value / loss
-        scale = float(self.scalers[-1].get_scale()) if self.scalers else None
         if scale and abs(ratio - scale) <= 1e-2 * scale:
             return "scaled", ratio
         if abs(ratio - 1.0) <= 1e-2:
@@ -172,11 +179,42 @@ def _patch_backward() -> None:
     torch.autograd.backward = autograd_backward_patched
 
 
+def _patch_clipping() -> None:
+    """Record each gradient clipping call and whether the scaler had unscaled the gradients first: clipping
+    scaled gradients (before scaler.unscale_) clips them 65536 times too hard."""
+    import torch.nn.utils.clip_grad as clip_grad
+
+    def watched(name: str):
+        inner = getattr(clip_grad, name)
+
+        def clip(*args, **kwargs):
+            since = RECORDER.events[_last_backward_index() + 1:]
+            unscaled = any(e["event"] == "scaler.unscale_" and not e.get("internal") for e in since)
+            RECORDER.add("clip", function=name, after_unscale=unscaled)
+            return inner(*args, **kwargs)
+
+        clip.__name__ = clip.__qualname__ = name
+        return clip
+
+    for name in ("clip_grad_norm_", "clip_grad_value_"):
+        function = watched(name)
+        setattr(clip_grad, name, function)
+        setattr(torch.nn.utils, name, function)
+
+
+def _last_backward_index() -> int:
+    for event in reversed(RECORDER.events):
+        if event["event"] == "backward":
+            return event["index"]
+    return -1
+
+
 def install() -> type:
     """Patch torch in this (learner) process; returns the recording GradScaler class."""
     scaler_class = _make_recording_scaler()
     install_cuda_emulation(scaler_class)
     _patch_backward()
+    _patch_clipping()
     return torch.amp.GradScaler
 
 
@@ -238,6 +276,7 @@ def watch_loss(loss_fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tens
         out = loss_fn(*args, **kwargs)
         if isinstance(out, torch.Tensor):
             RECORDER.losses.append(out)
+            RECORDER.loss_values.append(float(out.detach().float()) if out.numel() == 1 else None)
             RECORDER.amend(event, output_dtype=str(out.dtype).replace("torch.", ""))
         return out
 

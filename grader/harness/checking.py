@@ -10,6 +10,8 @@
 
 A check id may be shared by several tests; the check passes when all of them pass, and its message is
 the first failure's. Plain `assert` works too; `fail` adds the submission line to mark in the editor.
+A failed check shows its `hint` from exercise.yaml unless `fail(..., hint=...)` says otherwise: another
+hint that fits what was observed, or "" when no hint applies.
 """
 from __future__ import annotations
 
@@ -21,11 +23,21 @@ check = pytest.mark.check
 class CheckFailed(AssertionError):
     """A check's learner-facing verdict: what happened at run time, and where."""
 
-    def __init__(self, message: str, line: int | None = None):
+    def __init__(self, message: str, line: int | None = None, hint: str | None = None,
+                 explained_by: str | None = None):
         super().__init__(message)
         self.message = message
         self.line = line
+        self.hint = hint  # None: the check's own hint from exercise.yaml
+        self.explained_by = explained_by
 
 
-def fail(message: str, line: int | None = None) -> None:
-    raise CheckFailed(message, line)
+def fail(message: str, line: int | None = None, hint: str | None = None) -> None:
+    raise CheckFailed(message, line, hint)
+
+
+def explained_by(check_id: str, message: str, line: int | None = None) -> None:
+    """Fail, saying that check `check_id`'s failure explains this one (e.g. scaler.step raised because
+    backward ran on the raw loss). The result then reports this check "skipped" because of that one;
+    if `check_id` passed after all, this check fails with `message`, which must be true on its own."""
+    raise CheckFailed(message, line, explained_by=check_id)

@@ -51,12 +51,37 @@ def submission_frame_line(tb: types.TracebackType | None) -> int | None:
     return line
 
 
+# PyTorch's own errors that the lessons explain: (text in the error, kind, what it means in the lessons'
+# words). The kind lets a check say which other check's failure explains the error (checking.explained_by).
+KNOWN_ERRORS: tuple[tuple[str, str, str], ...] = (
+    ("Attempted step but _scale is None", "step-without-scaled-backward",
+     "scaler.step(optimizer) found no scaled gradients to unscale: backward ran on the loss itself, not on "
+     "scaler.scale(loss)."),
+    ("No inf checks were recorded for this optimizer", "step-without-scaled-backward",
+     "scaler.step(optimizer) found no gradients from scaler.scale(loss).backward() for this optimizer."),
+    ("step() has already been called since the last update()", "update-missing",
+     "scaler.step(optimizer) ran again before scaler.update(): call scaler.update() once after every "
+     "scaler.step(optimizer)."),
+    ("unscale_() has already been called on this optimizer since the last update()", "unscale-twice",
+     "scaler.unscale_(optimizer) ran twice before scaler.update(): unscale once per step, then step and update."),
+    ("does not require grad and does not have a grad_fn", "backward-without-graph",
+     "backward() ran on a tensor with no autograd graph: it was computed under torch.no_grad() or "
+     "torch.inference_mode(), or detached."),
+    ("Trying to backward through the graph a second time", "backward-twice",
+     "backward() ran a second time through the same graph: compute the loss again for each backward."),
+)
+
+
 def describe_exception(exc: BaseException, memory_mb: int, during: str = "") -> LearnerError:
     line = submission_frame_line(exc.__traceback__)
     where = f" on line {line}" if line else ""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     if isinstance(exc, MemoryError) or "can't allocate memory" in text or "DefaultCPUAllocator" in text:
         return LearnerError("memory", f"Your code ran out of memory{where} (limit {memory_mb} MB).", line)
+    for known, kind, meaning in KNOWN_ERRORS:
+        if known in str(exc):
+            return LearnerError(kind, f"{meaning} (PyTorch raised {type(exc).__name__}{where}{during}: "
+                                      f"\"{known}\".)", line)
     detail = f": {text}" if text else ""
     return LearnerError("exception", f"Your code raised {type(exc).__name__}{where}{during}{detail}", line)
 

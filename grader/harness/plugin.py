@@ -82,6 +82,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
     entry["passed"] = False
     if isinstance(exc, CheckFailed):
         entry["message"], entry["line"] = exc.message, exc.line
+        if exc.hint is not None:
+            entry["hint"] = exc.hint
+        if exc.explained_by is not None:
+            entry["explained_by"] = exc.explained_by
     elif isinstance(exc, AssertionError):
         entry["message"] = str(exc).split("\nassert ")[0].strip() or "an assertion in the check failed"
     elif isinstance(exc, pytest.skip.Exception):

@@ -16,6 +16,7 @@ from academy.db import get_session
 from academy.models import RegradeRun, Submission, User, ValidationRun
 from academy.security import instructor_required
 from grader.course import CourseError
+from grader.result import upgrade_result
 
 bp = Blueprint("instructor", __name__, url_prefix="/instructor")
 
@@ -44,9 +45,11 @@ def exercise_stats(exercise_id: str) -> ExerciseStats:
     failing: Counter[str] = Counter()
     titles: dict[str, str] = {}
     for (result_json,) in db.execute(select(Submission.result_json).where(where, Submission.status == "done")):
-        for check in json.loads(result_json or "{}").get("checks", []):
+        # Only checks that really failed: not those skipped because the code did not load or another
+        # check's failure explains them (a syntax error is no failure of every check).
+        for check in upgrade_result(json.loads(result_json or "{}")).get("checks", []):
             titles[check["id"]] = check["title"]
-            if not check["passed"]:
+            if check["status"] == "failed":
                 failing[check["id"]] += 1
     recent = db.scalars(select(Submission).where(where).join(User).order_by(Submission.id.desc())
                         .limit(RECENT)).all()

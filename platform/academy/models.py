@@ -74,7 +74,9 @@ class Submission(Base):
 
     @property
     def result(self) -> dict[str, Any] | None:
-        return json.loads(self.result_json) if self.result_json else None
+        from grader.result import upgrade_result
+
+        return upgrade_result(json.loads(self.result_json)) if self.result_json else None
 
 
 class Draft(Base):

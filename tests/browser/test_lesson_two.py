@@ -29,7 +29,12 @@ def test_lesson_two_can_be_completed(page: Page, live_server: str, shoot) -> Non
         page.get_by_role("link", name="Next →").click()
     expect(page.locator(".step-count")).to_have_text(f"Step {EXERCISE_STEP} of {STEPS}")
 
-    page.wait_for_function("window.academyEditor !== undefined")
+    # Polled with evaluate (CDP, not subject to the page's CSP); wait_for_function's string predicate
+    # can need eval(), which the page's CSP forbids (seen failing under load).
+    for _ in range(300):
+        if page.evaluate("window.academyEditor !== undefined"):
+            break
+        page.wait_for_timeout(100)
     page.evaluate("code => window.academyEditor.setCode(code)", SOLUTION)
     page.get_by_role("button", name=re.compile("^Submit")).click()
     expect(page.locator("#result-summary")).to_have_text("All checks passed. Well done!", timeout=120_000)

@@ -34,7 +34,7 @@ def test_a_failing_check_exits_1_and_names_the_line():
     assert result["passed"] is False and 0 < result["score"] < 1
     scaled = next(c for c in result["checks"] if c["id"] == "scaled-backward")
     assert not scaled["passed"]
-    assert "raw loss" in scaled["message"] and scaled["line"] == 10
+    assert "raw loss" in scaled["message"] and scaled["line"] == 11
     assert scaled["hint"]
     assert next(c for c in result["checks"] if c["id"] == "autocast-scope")["passed"]
 
@@ -92,7 +92,10 @@ def test_code_that_cannot_run_fails_with_a_plain_error(tmp_path, source, kind, m
     assert result["error"]["kind"] == kind
     assert message in result["error"]["message"]
     assert result["error"]["line"] == line
-    assert all(not c["passed"] and c["message"].startswith("Not checked:") for c in result["checks"])
+    # One message: every check skipped because the code did not load, none with a message or hint.
+    assert all(c["status"] == "skipped" and c["passed"] is None and c["because"] == "load"
+               and not c["message"] and not c["hint"] for c in result["checks"])
+    assert result["score"] == 0 and result["device"] is None
 
 
 def test_exception_inside_the_step_names_the_call_and_line(tmp_path):

@@ -299,7 +299,7 @@ def test_unconfined_is_explicit_and_says_so_in_the_result(nobody):
     code, result, _ = check_as_nobody(nobody, (AMP / "solution.py").read_text(), "--sandbox", "unconfined",
                                       delegated=False)
     assert code == 0 and result["sandbox"] == "unconfined"
-    assert any("UNCONFINED" in note for note in result["notes"])
+    assert any("UNCONFINED" in note for note in result["grader_notes"])
 
 
 def test_services_never_grade_unconfined(tmp_path):

@@ -120,36 +120,55 @@
       resultBox.replaceChildren(...nodes);
       return;
     }
-    const passedCount = result.checks.filter((c) => c.passed).length;
+    // Results stored before schema_version 2 have no per-check status: derive it from "passed".
+    const statusOf = (c) => c.status || (c.passed ? "passed" : "failed");
+    const passedCount = result.checks.filter((c) => statusOf(c) === "passed").length;
     const summary = result.status === "failed"
       ? passedCount + " of " + result.checks.length + " checks passed."
       : SUMMARY[result.status] || result.status;
     const head = el("h2", "summary " + (result.passed ? "pass" : "fail"), summary);
     head.id = "result-summary";
     nodes.push(head);
-    if (result.error) nodes.push(el("p", "flash error error-message", result.error.message));
-    const list = el("ul", "checks");
     const lines = [];
-    for (const check of result.checks) {
-      const item = el("li", "check " + (check.passed ? "pass" : "fail"));
-      item.dataset.check = check.id;
-      item.append(el("span", "mark", check.passed ? "✔" : "✘"), el("strong", null, check.title));
-      if (!check.passed) {
-        if (check.message) item.append(prose("p", "message", check.message));
-        if (check.line) {
-          lines.push(check.line);
-          const jump = el("button", "link line-link", "line " + check.line);
-          jump.type = "button";
-          jump.addEventListener("click", () => editor.markLines([check.line]));
-          const message = item.querySelector(".message");
-          if (message) message.append(" ", jump); else item.append(jump);
-        }
-        if (check.hint) item.append(prose("p", "hint", "Hint: " + check.hint));
+    if (result.error) {
+      // The code did not load or run: one message, with its line; no per-check list, no hints.
+      const message = el("p", "flash error error-message", result.error.message);
+      if (result.error.line) {
+        lines.push(result.error.line);
+        const jump = el("button", "link line-link", "line " + result.error.line);
+        jump.type = "button";
+        jump.addEventListener("click", () => editor.markLines([result.error.line]));
+        message.append(" ", jump);
       }
-      list.append(item);
+      nodes.push(message);
+    } else {
+      const list = el("ul", "checks");
+      const titles = Object.fromEntries(result.checks.map((c) => [c.id, c.title]));
+      for (const check of result.checks) {
+        const status = statusOf(check);
+        const item = el("li", "check " + (status === "passed" ? "pass" : status === "skipped" ? "skip" : "fail"));
+        item.dataset.check = check.id;
+        item.append(el("span", "mark", status === "passed" ? "✔" : status === "skipped" ? "–" : "✘"),
+          el("strong", null, check.title));
+        if (status === "skipped") {
+          item.append(el("p", "message muted", "Not judged: " + (titles[check.because] || "an earlier check") +
+            " explains it."));
+        } else if (status === "failed") {
+          if (check.message) item.append(prose("p", "message", check.message));
+          if (check.line) {
+            lines.push(check.line);
+            const jump = el("button", "link line-link", "line " + check.line);
+            jump.type = "button";
+            jump.addEventListener("click", () => editor.markLines([check.line]));
+            const message = item.querySelector(".message");
+            if (message) message.append(" ", jump); else item.append(jump);
+          }
+          if (check.hint) item.append(prose("p", "hint", "Hint: " + check.hint));
+        }
+        list.append(item);
+      }
+      nodes.push(list);
     }
-    if (result.error && result.error.line) lines.push(result.error.line);
-    nodes.push(list);
     for (const note of result.notes || []) nodes.push(el("p", "note muted", note));
     if (result.output) {
       const details = el("details", "output");
@@ -157,8 +176,8 @@
         el("pre", "code", result.output));
       nodes.push(details);
     }
-    nodes.push(el("p", "muted", "Graded in " + result.duration_s.toFixed(1) + " s on " + result.device +
-      " (" + result.sandbox + " sandbox)."));
+    nodes.push(el("p", "muted", "Graded in " + result.duration_s.toFixed(1) + " s" +
+      (result.device ? " on " + result.device : "") + "."));
     resultBox.replaceChildren(...nodes);
     editor.markLines(lines);
   }

@@ -6,7 +6,7 @@ import torch
 
 import scenario
 from grader.harness import ampchecks
-from grader.harness.checking import check, fail
+from grader.harness.checking import check, explained_by, fail
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,11 @@ def reference(run):
 
 @check("runs")
 def test_every_call_completes(observed):
+    explaining = {"step-without-scaled-backward": "scaled-backward", "update-missing": "step-update-order"}
     for i, error in enumerate(observed["errors"]):
+        if error and error["kind"] in explaining:
+            explained_by(explaining[error["kind"]], f"Call {i + 1} of train_step failed. {error['message']}",
+                         error["line"])
         if error:
             fail(f"Call {i + 1} of train_step failed. {error['message']}", error["line"])
 
@@ -44,6 +48,9 @@ def test_returns_the_loss(observed, reference):
         if observed["errors"][i]:
             continue
         got, want = observed["returns"][i], reference["losses"][i]
+        if got is not None and not math.isfinite(got) and i and _weights_went_wrong(observed, reference, i - 1):
+            explained_by("matches-reference", f"Call {i + 1}: train_step returned {got}: the weights were already "
+                         f"wrong after call {i}, and this call's forward pass blew up on them.")
         if got is None:
             fail(f"Call {i + 1}: train_step returned {observed['returned_types'][i]}; return the loss "
                  "(a tensor or a float).")
@@ -67,12 +74,26 @@ def test_backward_on_scaled_loss(observed):
 @check("step-update-order")
 def test_one_step_then_one_update_per_call(observed):
     for i, span in enumerate(ampchecks.calls(observed["events"])):
+        created = ampchecks.of_kind(span, "scaler.init")
+        if created:
+            fail(f"Call {i + 1} of train_step created a GradScaler of its own{ampchecks.at(created[0])} instead of "
+                 "using the scaler it was given. A new scaler starts at its initial scale every call, so it "
+                 "never backs off after an overflow or grows after a quiet stretch.", created[0].get("line"),
+                 hint="Use the `scaler` argument: `scaler.scale(loss).backward()`, `scaler.step(optimizer)`, "
+                      "`scaler.update()`.")
+    for i, span in enumerate(ampchecks.calls(observed["events"])):
         ampchecks.check_step_then_update(span, f"call {i + 1} of train_step")
 
 
 @check("grads-cleared")
 def test_gradients_cleared_before_backward(observed):
     ampchecks.check_grads_cleared(observed["events"])
+
+
+def _weights_went_wrong(observed, reference, i):
+    got, want = observed["params_after"][i], reference["params_after"][i]
+    name, diff = _largest_difference(got, want)
+    return diff > 1e-3 * max(1.0, max(float(w.abs().max()) for w in want.values()))
 
 
 def _largest_difference(got, want):
@@ -93,6 +114,7 @@ def test_updates_match_a_correct_amp_step(observed, reference):
         name, diff = _largest_difference(got, want)
         tolerance = 1e-3 * max(1.0, max(float(w.abs().max()) for w in want.values()))
         if diff > tolerance:
+            ampchecks.fail_if_clipped_scaled_gradients(observed["events"])
             fail(f"After call {i + 1} the weights differ from a correct AMP step by up to {diff:.3g} "
                  f"(in '{name}'). A correct step zeroes the gradients, backpropagates the scaled loss and "
                  "lets scaler.step unscale them before the update.")
@@ -132,6 +154,7 @@ def test_small_gradients_survive_the_step(observed, reference):
         if not worst <= tolerance and (name is None or worst - tolerance > diff - allowed):
             name, diff, allowed = key, worst, tolerance
     if name is not None:
+        ampchecks.fail_if_clipped_scaled_gradients(observed["events"])
         fail(f"Call {i + 1} used a loss a millionth of the usual size, whose float16 gradients underflow to zero "
              f"unless the loss is scaled before backward. Your step's update differs from a correct AMP step's by "
              f"up to {diff:.3g} in '{name}' (allowed {allowed:.3g}). A correct step clears the old gradients, "

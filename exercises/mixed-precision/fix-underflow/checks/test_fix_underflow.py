@@ -53,6 +53,12 @@ def test_backward_on_scaled_loss(observed):
 
 @check("step-update-order")
 def test_one_step_then_one_update_per_iteration(observed):
+    created = ampchecks.of_kind(observed["events"], "scaler.init")
+    if len(created) > 1:
+        fail(f"A new GradScaler was created {len(created)} times{ampchecks.at(created[1])} in one training run. "
+             "Each starts again at its initial scale and forgets what update() learned (backing off after "
+             "an overflow, growing after a quiet stretch), so the scale never adapts to the model.",
+             created[1].get("line"), hint="Create the GradScaler once, before the loop, and reuse it every step.")
     spans = ampchecks.iterations(observed["events"])
     if len(spans) != scenario.STEPS:
         fail(f"backward() ran {len(spans)} times in {scenario.STEPS} steps; run it once per step.")
@@ -69,8 +75,14 @@ def test_gradients_alive_and_loss_falls_like_fp32(observed, fp32_reference, lear
     late = statistics.median(fractions[-50:])
     ratio = learner_final_loss / fp32_reference if fp32_reference > 0 else math.inf
     if late > MAX_ZERO_FRACTION:
-        fail(f"Training stalled: in the last steps {late:.0%} of the gradient values the optimizer saw were "
-             f"exactly zero (underflow). Final loss {learner_final_loss:.3g} vs {fp32_reference:.3g} in fp32.")
+        fell = "still fell close to" if math.isfinite(ratio) and ratio <= MAX_LOSS_RATIO else "ended far from"
+        fail(f"In the last 50 steps, a median {late:.0%} of the gradient values the optimizer saw were exactly "
+             f"zero: they underflowed in float16 (the final loss, {learner_final_loss:.3g}, {fell} fp32's "
+             f"{fp32_reference:.3g}, but those weights learned nothing in those steps).")
     if not math.isfinite(ratio) or ratio > MAX_LOSS_RATIO:
+        ampchecks.fail_if_clipped_scaled_gradients(observed["events"])
+        # The gradients did not underflow (checked above), so the underflow hint would not apply.
         fail(f"The loss did not fall like fp32: final loss {learner_final_loss:.3g}, {ratio:.2f}x the fp32 "
-             f"run's {fp32_reference:.3g} (allowed: {MAX_LOSS_RATIO}x).")
+             f"run's {fp32_reference:.3g} (allowed: {MAX_LOSS_RATIO}x), although few gradient values were zero. "
+             "Something other than underflow changed the training: compare your loop with the lesson's full AMP "
+             "step.", hint="")
