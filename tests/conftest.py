@@ -89,3 +89,10 @@ def bait_server(payload: bytes) -> Iterator[tuple[int, list[int]]]:
         stop.set()
         thread.join()
         server.close()
+
+
+def caught_by(result: dict) -> set[str]:
+    """The checks that caught a submission: those that failed, and those reported skipped because
+    another check's failure explains them (they failed too; grader/result.py shows one message)."""
+    return {c["id"] for c in result["checks"]
+            if c["status"] == "failed" or (c["status"] == "skipped" and c["because"] != "load")}

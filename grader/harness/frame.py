@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-FIELDS = {"ok", "observations", "error"}  # everything else is the grading side's to state
+FIELDS = {"ok", "observations", "error", "stage"}  # everything else is the grading side's to state
 MAX_ITEMS = 200_000  # containers and leaves together; the course's largest frame has ~20k (fix-underflow)
 MAX_DEPTH = 40
 MAX_TENSOR_ELEMENTS = 8_000_000

@@ -260,7 +260,8 @@ def _interpret(outcome, limits) -> tuple[RawVerdict, dict[str, Any] | None]:
     else:
         verdict, observations = RawVerdict(status=Status.FAILED), message.get("observations") or {}
     # The learner's code ran: what it ran on, and what the grader knows about that, stated from here.
-    verdict.device = device_label()
+    # Code that failed while it was being loaded never reached the device (one message, no device).
+    verdict.device = None if message.get("stage") == "load" else device_label()
     if amp_device() != "cuda":
         verdict.notes.append(EMULATION_NOTE)
     verdict.problems.extend(dropped)

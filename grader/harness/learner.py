@@ -171,17 +171,19 @@ def make_target(checks_dir: Path, code: str | None, entry: str, params: list[str
         """Observations or the learner-facing error, nothing else: device, notes and infrastructure
         failures are the grading side's to state (a frame that claims them is ignored there)."""
         probe = probe_box["probe"]
+        stage = "load"  # until the learner's module has run and its function was found
         try:
             if hasattr(probe, "prepare"):
                 probe.prepare()
             function = load_submission(code, entry, params, memory_mb) if code is not None else None
+            stage = "run"
             api = ProbeAPI(function, seed, memory_mb)
             observations = probe.probe(api) if measure is None else probe.measure(api, measure)
             message = {"ok": True, "observations": observations}
         except LearnerError as err:
-            message = {"ok": False, "error": err.frame()}
+            message = {"ok": False, "error": err.frame(), "stage": stage}
         except BaseException as exc:  # the learner's code reached beyond api.call (e.g. a patched probe)
-            message = {"ok": False, "error": describe_exception(exc, memory_mb).frame()}
+            message = {"ok": False, "error": describe_exception(exc, memory_mb).frame(), "stage": stage}
         buffer = io.BytesIO()
         torch.save(message, buffer)
         return buffer.getvalue()

@@ -6,6 +6,7 @@ sys.modules. Variants: the stream silenced, the classification forged before it 
 from __future__ import annotations
 
 from grader.grading import run_submission
+from tests.conftest import caught_by
 
 EXERCISE = "mixed-precision/amp-step"
 RAW_STEP = '''
@@ -38,7 +39,7 @@ def failed_checks(sandbox, before_backward: str = "pass", after: str = "pass") -
     code = RAW_STEP.format(before_backward=before_backward, after=after)
     result = run_submission(EXERCISE, code, sandbox=sandbox)
     assert result["status"] in ("passed", "failed"), result["error"]
-    return {c["id"] for c in result["checks"] if not c["passed"]}
+    return caught_by(result)
 
 
 def test_rewriting_the_records_afterwards_changes_nothing(sandbox):

@@ -5,6 +5,7 @@ Both sandboxes, through their warm pools."""
 from __future__ import annotations
 
 from grader.grading import run_submission
+from tests.conftest import caught_by
 
 EXERCISE = "gradient-accumulation/accumulate-amp"
 LOOP = '''
@@ -32,7 +33,7 @@ def train(model, optimizer, scaler, loss_fn, micro_batches, accum_steps):
 def failed_checks(sandbox, before: str = "pass", extra: str = "pass") -> set[str]:
     result = run_submission(EXERCISE, LOOP.format(before=before, extra=extra), sandbox=sandbox)
     assert result["status"] in ("passed", "failed"), result["error"]
-    return {c["id"] for c in result["checks"] if not c["passed"]}
+    return caught_by(result)
 
 
 def test_control_the_correct_loop_passes(sandbox):

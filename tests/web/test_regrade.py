@@ -110,7 +110,7 @@ def test_a_changed_check_changes_a_stored_verdict(make_app, exercises_copy) -> N
         submission = get_session().get(Submission, submission_id)
         assert submission.passed is False and submission.status == "done"
         result = submission.result
-    assert [c["id"] for c in result["checks"] if not c["passed"]] == ["eval-without-graph"]
+    assert [c["id"] for c in result["checks"] if c["status"] == "failed"] == ["eval-without-graph"]
     assert result["seed"] == graded["seed"]  # the same scenario: only the checks changed
     page = teacher.client.get(f"/instructor/exercises/{MEMORY}").get_data(as_text=True)
     changes = page.split('id="regrade-changes"')[1].split("</table>")[0]
