@@ -99,7 +99,7 @@ class RQRunner:
         self.connection = settings.connect()
         self.queue = Queue(settings.queue_name, connection=self.connection)
 
-    def submit(self, job: Callable[[int], None], object_id: int) -> None:
+    def submit(self, job: Callable[[int], None], object_id: int, key: str = "unkeyed") -> None:
         """Enqueue `job(object_id)` unless a live job for that object exists already.
 
         Never raises for Redis trouble: the row is already committed as queued, and a worker's
