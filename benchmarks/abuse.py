@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -86,7 +87,7 @@ def fairness_round(folder: Path, learners: int, seconds: float, hostile: bool) -
         warm.wait(warm.submit(SOLUTION).json()["id"], timeout=300)
         latencies: list[float] = []
         errors: list[str] = []
-        counts = {"guests": 0, "guests refused": 0, "accepted": 0, "refused": 0}
+        counts: dict = {"guests": 0, "guests refused": 0, "accepted": 0, "refused": 0}
         stop = threading.Event()
         until = time.monotonic() + seconds
         threads = [threading.Thread(target=learner, args=(server, n, until, latencies, errors))
@@ -97,6 +98,13 @@ def fairness_round(folder: Path, learners: int, seconds: float, hostile: bool) -
             thread.start()
         for thread in threads:
             thread.join()
+        database = sqlite3.connect(server.instance / "academy.sqlite")
+        # How much grading the hostile jobs got: graded ones, and the grader-seconds they held.
+        graded, held = database.execute(
+            "SELECT count(*), coalesce(sum((julianday(finished_at) - julianday(started_at)) * 86400), 0) "
+            "FROM submissions WHERE code = ? AND finished_at IS NOT NULL", (SLEEPER,)).fetchone()
+        database.close()
+        counts.update(graded=graded, held_s=held)
         return {"latencies": latencies, "errors": errors, "counts": counts}
     finally:
         server.stop()
@@ -144,7 +152,8 @@ def main() -> None:
         for name, outcome in rounds.items():
             values, counts = outcome["latencies"], outcome["counts"]
             hostile = (f"{counts['guests']} guests ({counts['guests refused']} refused), "
-                       f"{counts['accepted']} sleepers accepted ({counts['refused']} refused)"
+                       f"{counts['accepted']} sleepers accepted ({counts['refused']} refused), "
+                       f"{counts['graded']} graded, holding a grader {counts['held_s']:.0f} s"
                        if name == "with abuser" else "none")
             rows.append([name, hostile, len(values), len(outcome["errors"]), percentile(values, 50),
                          percentile(values, 95), f"{percentile(values, 95) / base_p95:.2f}x"])

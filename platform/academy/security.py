@@ -66,7 +66,7 @@ def _load_user() -> Any:
     if header.startswith("Bearer "):
         # Tokens are for scripts on the JSON API. Elsewhere (the account page that makes tokens, forms)
         # a stolen token must not act like a signed-in browser.
-        if request.blueprint != "api":
+        if not request.path.startswith("/api/"):
             return _deny(403, "API tokens work only for the JSON API under /api/; sign in to use this page.")
         db = get_session()
         token = db.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(header[7:].strip())))
