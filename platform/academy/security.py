@@ -81,9 +81,11 @@ def _load_user() -> Any:
     if user_id is not None:
         user = get_session().get(User, user_id)
         # A deleted account, or a cookie from before a sign-out or password change (its version is old,
-        # even if it was copied and replayed): forget it.
+        # even if it was copied and replayed): forget who it was. The CSRF token stays, so the sign-in
+        # form that browser already shows still works.
         if user is None or session.get("v") != user.session_version:
-            session.clear()
+            session.pop("user_id", None)
+            session.pop("v", None)
             return None
         g.user = user
         if _seen(user):

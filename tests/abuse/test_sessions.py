@@ -92,3 +92,15 @@ def test_idle_guests_are_removed_by_the_maintenance_command(server: LiveServer) 
     assert database.execute("SELECT count(*) FROM drafts").fetchone()[0] == 0
     database.close()
     assert _signed_in_as(idle) is None and _signed_in_as(active) is not None
+
+
+def test_a_signed_out_browser_can_sign_in_from_the_form_it_shows(shared_server: LiveServer) -> None:
+    laptop = Client(shared_server, "127.0.1.11")
+    laptop.signup("erin@example.org")
+    token = laptop.csrf()  # the sign-in form, open on the laptop
+    phone = Client(shared_server, "127.0.1.12")
+    phone.signin("erin@example.org")
+    phone.form("/auth/signout")  # signs the laptop out too
+    again = laptop.form("/auth/signin", {"csrf_token": token, "email": "erin@example.org",
+                                         "password": "password123"}, csrf=False)
+    assert again.status == 302 and _signed_in_as(laptop) == "erin@example.org"
