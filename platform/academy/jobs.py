@@ -1,12 +1,13 @@
 """Background jobs behind one small interface (okpy style).
 
-    enqueue(submission_id)          grade a stored submission
+    enqueue(submission_id, key)     grade a stored submission, in its fair key's turn
     enqueue_validation(run_id)      run `grader validate` for one exercise (instructor page)
     enqueue_regrade(run_id)         grade the finished submissions of one exercise again (request_regrade)
 
 The job functions take only ids and read everything else from the database, so a queue in another
 process (RQ, see issue 6) can run them unchanged inside `with create_app().app_context():`. The default
 runner is an in-process thread pool: a web request only stores the row and returns, never waits.
+Both runners take jobs in turns per fair key (ThreadRunner below; RQRunner in academy/queue.py).
 With REDIS_URL set, academy/queue.py's RQRunner takes its place (issue 6).
 """
 from __future__ import annotations
