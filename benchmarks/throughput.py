@@ -2,8 +2,9 @@
 
     .venv/bin/python benchmarks/throughput.py [--count 100] [--clients 20] [--modes inprocess,rq,rq-docker-warm] [--workers 2]
 
-Each mode serves a fresh app over HTTP on 127.0.0.1; `--clients` threads (one learner account each)
-submit `--count` copies of the lesson-1 solution as fast as they can, then the run waits until every
+Each mode serves a fresh app over HTTP on 127.0.0.1; `--clients` threads submit `--count` copies of the
+lesson-1 solution as fast as they can, each from an account of its own (a learner may have one submission
+waiting at a time, so a client holds count/clients accounts), then the run waits until every
 verdict is stored. Reported: verdicts per minute (first submit to last verdict), the POST latency
 (what a learner waits before seeing "queued"), and the database's own count of stored / done rows,
 which must equal --count (nothing lost).
@@ -28,19 +29,19 @@ from api_latency import (Api, LiveServer, RedisProcess, app_config, make_tokens,
                          start_worker, stop_worker)
 
 
-def _inprocess(folder: Path, workers: int, clients: int) -> Iterator[tuple[Any, list[Api]]]:
+def _inprocess(folder: Path, workers: int, accounts: int) -> Iterator[tuple[Any, list[Api]]]:
     from academy import create_app, jobs
 
     app = create_app(app_config(folder / "instance", SANDBOX="local", GRADING_WORKERS=workers))
     server = LiveServer(app)
     try:
-        yield app, [Api(server.base, token) for token in make_tokens(app, clients)]
+        yield app, [Api(server.base, token) for token in make_tokens(app, accounts)]
     finally:
         server.stop()
         jobs.shutdown(app)
 
 
-def _rq(folder: Path, workers: int, clients: int, sandbox: str = "local",
+def _rq(folder: Path, workers: int, accounts: int, sandbox: str = "local",
         pool_size: int = 0) -> Iterator[tuple[Any, list[Api]]]:
     from academy import create_app
     from academy.queue import install_runner
@@ -52,11 +53,11 @@ def _rq(folder: Path, workers: int, clients: int, sandbox: str = "local",
     processes = [start_worker(folder / "instance", redis.url, folder / f"worker-{i}.log", sandbox=sandbox,
                               extra_env={"DLA_POOL_SIZE": str(pool_size)}) for i in range(workers)]
     try:
-        apis = [Api(server.base, token) for token in make_tokens(app, clients)]
+        apis = [Api(server.base, token) for token in make_tokens(app, accounts)]
         # Warm-up: every worker process has started (one submission each, not counted).
-        warm = [apis[0].submit() for _ in range(workers)]
-        for submission_id in warm:
-            apis[0].wait(submission_id, workers=processes)
+        warm = [apis[i].submit() for i in range(workers)]
+        for i, submission_id in enumerate(warm):
+            apis[i].wait(submission_id, workers=processes)
         yield app, apis
     finally:
         for process in processes:
@@ -69,20 +70,21 @@ MODES: dict[str, tuple[str, Callable[..., Iterator[tuple[Any, list[Api]]]]]] = {
     "inprocess": ("web process threads, local sandbox", _inprocess),
     "rq": ("RQ worker processes, local sandbox", _rq),
     "rq-docker-warm": ("RQ worker processes, docker + warm pool of 2 each",
-                       lambda folder, workers, clients: _rq(folder, workers, clients, "docker", 2)),
+                       lambda folder, workers, accounts: _rq(folder, workers, accounts, "docker", 2)),
 }
 
 
-def burst(apis: list[Api], count: int) -> dict[str, Any]:
+def burst(apis: list[Api], count: int, clients: int) -> dict[str, Any]:
+    """`count` submissions, one per account in `apis`, sent by `clients` threads."""
     post_latency: list[float] = []
     ids: list[int] = []
     lock = threading.Lock()
-    per_client = [count // len(apis) + (1 if i < count % len(apis) else 0) for i in range(len(apis))]
-    start = threading.Barrier(len(apis))
+    groups = [apis[i:count:clients] for i in range(clients)]
+    start = threading.Barrier(clients)
 
-    def client(api: Api, n: int) -> None:
+    def client(accounts: list[Api]) -> None:
         start.wait()
-        for _ in range(n):
+        for api in accounts:
             began = time.perf_counter()
             submission_id = api.submit()
             elapsed = time.perf_counter() - began
@@ -91,8 +93,8 @@ def burst(apis: list[Api], count: int) -> dict[str, Any]:
                 ids.append(submission_id)
 
     began = time.perf_counter()
-    with ThreadPoolExecutor(len(apis)) as pool:
-        list(pool.map(client, apis, per_client))
+    with ThreadPoolExecutor(clients) as pool:
+        list(pool.map(client, groups))
     submitted = time.perf_counter() - began
     return {"ids": ids, "post": post_latency, "began": began, "submitted_s": submitted}
 
@@ -126,10 +128,10 @@ def main() -> None:
     for key in args.modes.split(","):
         label, setup = MODES[key]
         with tempfile.TemporaryDirectory(prefix="dla-bench-") as folder:
-            generator = setup(Path(folder), args.workers, args.clients)
+            generator = setup(Path(folder), args.workers, args.count)
             app, apis = next(generator)
             try:
-                sent = burst(apis, args.count)
+                sent = burst(apis, args.count, args.clients)
                 done = wait_all(app, sent["ids"], sent["began"], args.timeout)
             finally:
                 generator.close()

@@ -36,6 +36,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app = Flask(__name__, instance_path=str(Path(instance).resolve()) if instance else None,
                 instance_relative_config=True)
     os.makedirs(app.instance_path, exist_ok=True)
+    from academy import limits
+
     app.config.from_mapping(
         DATABASE_URL=os.environ.get("DATABASE_URL")
         or f"sqlite:///{Path(app.instance_path) / 'academy.sqlite'}",
@@ -53,6 +55,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         # Set DLA_INSECURE_COOKIES=1 only to reach a development server by another host name over http.
         SESSION_COOKIE_SECURE=os.environ.get("DLA_INSECURE_COOKIES") != "1",
         PERMANENT_SESSION_LIFETIME=60 * 60 * 24 * 30,
+        GUEST_IDLE_DAYS=int(os.environ.get("DLA_GUEST_IDLE_DAYS", "30")),  # remove-idle-guests removes older
+        **limits.settings_from_environment(),  # rate limits and DLA_TRUSTED_PROXIES (academy/limits.py)
     )
     app.config.from_pyfile("config.py", silent=True)
     if test_config:
@@ -60,12 +64,14 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.config["SECRET_KEY"] = (app.config.get("SECRET_KEY") or os.environ.get("SECRET_KEY")
                                 or _secret_key(Path(app.instance_path)))
 
-    from academy import api, auth, cli, content, db, errors, instructor, jobs, lessons, security
+    from academy import api, auth, cli, content, db, errors, inputs, instructor, jobs, lessons, security
 
+    inputs.init_app(app)
     db.init_app(app)
     db.upgrade(app)
     content.reload_content(app)
     security.init_app(app)
+    limits.init_app(app)  # after security: per-account limits need the user that security loads
     jobs.init_app(app)
     errors.init_app(app)
     cli.init_app(app)

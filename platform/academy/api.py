@@ -1,18 +1,18 @@
 """The JSON API (docs/openapi.yaml): submissions, drafts, progress. Session cookie + CSRF header, or Bearer."""
 from __future__ import annotations
 
-import math
-from datetime import timedelta
 from typing import Any
 
 from flask import Blueprint, abort, current_app, g, jsonify, request, url_for
 from flask.typing import ResponseReturnValue
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 
 from academy import jobs, progress
 from academy.content import get_content
 from academy.db import get_session
-from academy.models import Draft, Submission, utcnow
+from academy.limits import account_key, client_address, limit, limiter
+from academy.models import PENDING, Draft, Submission
 from academy.security import login_required
 from grader.course import Exercise
 from grader.grading import MAX_CODE_BYTES
@@ -29,7 +29,7 @@ def submission_json(submission: Submission) -> dict[str, Any]:
 
 
 def _json_body() -> dict[str, Any]:
-    data = request.get_json(silent=True)
+    data = request.get_json()  # a body that is not JSON, or hostile JSON, answers 400 (academy/inputs.py)
     if not isinstance(data, dict):
         abort(400, description='Send a JSON object, e.g. {"exercise": "...", "code": "..."}.')
     return data
@@ -55,36 +55,52 @@ def _exercise_or_404(exercise_id: Any) -> Exercise:
         abort(404, description=f"There is no exercise '{exercise_id}'.")
 
 
-def _retry_after() -> int | None:
-    """Seconds until this user may submit again, or None when under the per-user limit."""
-    limit, window_s = current_app.config["SUBMISSION_RATE"]
-    since = utcnow() - timedelta(seconds=window_s)
-    recent = get_session().scalars(select(Submission.created_at).where(
-        Submission.user_id == g.user.id, Submission.created_at > since)
-        .order_by(Submission.created_at.desc()).limit(limit)).all()
-    if len(recent) < limit:
-        return None
-    return max(1, math.ceil((recent[-1] + timedelta(seconds=window_s) - utcnow()).total_seconds()))
+def _submission_limit() -> str:
+    count, window_s = current_app.config["SUBMISSION_RATE"]
+    return f"{count} per {window_s} seconds"
+
+
+def _submission_limit_message() -> str:
+    count, window_s = current_app.config["SUBMISSION_RATE"]
+    return f"Too many submissions: at most {count} per {window_s} s."
+
+
+def fair_key() -> str:
+    """Whose turn a submission takes in the grading line (academy/fairness.py): each account its own;
+    guests by client address, so guests minted in bulk from one client share a single turn."""
+    return f"guest@{client_address()}" if g.user.is_guest else f"user-{g.user.id}"
+
+
+def _pending_message(user_id: int) -> str:
+    pending = get_session().scalar(select(Submission.id).where(
+        Submission.user_id == user_id, Submission.status.in_(PENDING)))
+    which = f" (#{pending})" if pending is not None else ""
+    return (f"Your previous submission{which} is still being graded. Wait for its verdict, then submit "
+            "again: a new submission does not replace one that is waiting.")
 
 
 @bp.post("/submissions")
 @login_required
+@limiter.limit(_submission_limit, key_func=account_key, error_message=_submission_limit_message)
+@limiter.limit(limit("LIMIT_SUBMISSIONS_PER_ADDRESS"),
+               error_message="Too many submissions from your network right now; try again in a minute.")
 def create_submission() -> ResponseReturnValue:
     data = _json_body()
     exercise = _exercise_or_404(data.get("exercise"))
     code = _code_field(data)
-    wait = _retry_after()
-    if wait is not None:
-        limit, window_s = current_app.config["SUBMISSION_RATE"]
-        response = jsonify(error=f"Too many submissions: at most {limit} per {window_s} s. "
-                                 f"Try again in {wait} s.")
-        response.status_code, response.headers["Retry-After"] = 429, str(wait)
-        return response
     db = get_session()
-    submission = Submission(user_id=g.user.id, exercise_id=exercise.id, code=code, status="queued")
+    submission = Submission(user_id=g.user.id, exercise_id=exercise.id, code=code, status="queued",
+                            fair_key=fair_key())
     db.add(submission)
-    db.commit()  # stored before grading starts: a crash from here on cannot lose it
-    jobs.enqueue(submission.id)
+    try:
+        db.commit()  # stored before grading starts: a crash from here on cannot lose it
+    except IntegrityError:
+        # The database allows one queued-or-running submission per learner (ix_submissions_one_pending).
+        db.rollback()
+        response = jsonify(error=_pending_message(g.user.id))
+        response.status_code, response.headers["Retry-After"] = 429, "5"
+        return response
+    jobs.enqueue(submission.id, submission.fair_key)
     response = jsonify(id=submission.id, status="queued")
     response.status_code = 202
     response.headers["Location"] = url_for("api.get_submission", submission_id=submission.id)
@@ -113,6 +129,10 @@ def list_submissions() -> ResponseReturnValue:
 
 @bp.put("/drafts/<path:exercise_id>")
 @login_required
+@limiter.limit(limit("LIMIT_DRAFTS_PER_ACCOUNT"), key_func=account_key,
+               error_message="Too many draft saves; the draft is saved again on your next change.")
+@limiter.limit(limit("LIMIT_DRAFTS_PER_ADDRESS"),
+               error_message="Too many draft saves from your network right now.")
 def save_draft(exercise_id: str) -> ResponseReturnValue:
     exercise = _exercise_or_404(exercise_id)
     code = _code_field(_json_body())

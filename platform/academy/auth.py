@@ -1,6 +1,7 @@
 """Accounts: sign up, sign in (password hashed with werkzeug's scrypt KDF), guests, API tokens."""
 from __future__ import annotations
 
+import functools
 import re
 
 from flask import Blueprint, abort, flash, g, redirect, render_template, request, session, url_for
@@ -9,8 +10,10 @@ from sqlalchemy import func, select
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from academy.db import get_session
+from academy.inputs import safe_next
+from academy.limits import client_address, limit, limiter
 from academy.models import ApiToken, User
-from academy.security import login_required, new_api_token
+from academy.security import end_other_sessions, login_required, new_api_token, no_store, start_session
 
 bp = Blueprint("auth", __name__, url_prefix="/auth")
 
@@ -41,18 +44,36 @@ def create_account(email: str, password: str, *, role: str = "learner", user: Us
     return user
 
 
-def _start_session(user: User) -> None:
-    session.clear()  # a fresh session (and CSRF token) at every sign-in: no session fixation
-    session.permanent = True
-    session["user_id"] = user.id
-
-
 def _safe_next(default: str) -> str:
-    target = request.values.get("next", "")
-    return target if target.startswith("/") and not target.startswith("//") else default
+    return safe_next(request.values.get("next"), default)
+
+
+@functools.cache
+def _dummy_hash() -> str:
+    """A hash of the same kind as real ones: an unknown email costs the same scrypt work as a known one."""
+    return generate_password_hash("no account has this password")
+
+
+def check_password(user: User | None, password: str) -> bool:
+    """Whether `password` is `user`'s, in the same time whether or not the account exists."""
+    if user is None or not user.password_hash:
+        check_password_hash(_dummy_hash(), password)
+        return False
+    return check_password_hash(user.password_hash, password)
+
+
+def _signin_key() -> str:
+    # Back-off per (account, client address): someone elsewhere guessing an instructor's password
+    # cannot lock the instructor out.
+    return f"{request.form.get('email', '').strip().lower()}|{client_address()}"
+
+
+_POST = ["POST"]
 
 
 @bp.route("/signup", methods=["GET", "POST"])
+@limiter.limit(limit("LIMIT_SIGNUPS_PER_ADDRESS"), methods=_POST,
+               error_message="Too many sign-ups from your network; try again later.")
 def signup() -> ResponseReturnValue:
     if request.method == "POST":
         db = get_session()
@@ -63,27 +84,33 @@ def signup() -> ResponseReturnValue:
             flash(str(exc), "error")
             return render_template("auth/signup.html", email=request.form.get("email", "")), 400
         db.commit()
-        _start_session(user)
+        start_session(user)
         flash("Your account is ready." + (" Your guest progress is kept." if guest else ""), "info")
         return redirect(_safe_next(url_for("index")))
     return render_template("auth/signup.html", email="")
 
 
 @bp.route("/signin", methods=["GET", "POST"])
+@limiter.limit(limit("LIMIT_SIGNINS_PER_ADDRESS"), methods=_POST,
+               error_message="Too many sign-in attempts from your network; try again later.")
+@limiter.limit(limit("LIMIT_SIGNIN_FAILURES"), methods=_POST, key_func=_signin_key,
+               deduct_when=lambda response: response.status_code == 401,
+               error_message="Too many wrong passwords for this account from here; wait before trying again.")
 def signin() -> ResponseReturnValue:
     if request.method == "POST":
         email = request.form.get("email", "").strip().lower()
         user = get_session().scalar(select(User).where(func.lower(User.email) == email))
-        if user is None or not user.password_hash or not check_password_hash(user.password_hash,
-                                                                             request.form.get("password", "")):
+        if not check_password(user, request.form.get("password", "")):
             flash("Wrong email or password.", "error")
             return render_template("auth/signin.html", email=email), 401
-        _start_session(user)
+        start_session(user)
         return redirect(_safe_next(url_for("index")))
     return render_template("auth/signin.html", email="")
 
 
 @bp.post("/guest")
+@limiter.limit(limit("LIMIT_GUESTS_PER_ADDRESS"),
+               error_message="Too many new guests from your network; try again later, or sign in.")
 def guest() -> ResponseReturnValue:
     """Start learning without an account; /auth/signup later keeps everything done as a guest."""
     if g.user is None:
@@ -91,19 +118,58 @@ def guest() -> ResponseReturnValue:
         user = User(is_guest=True)
         db.add(user)
         db.commit()
-        _start_session(user)
+        start_session(user)
     return redirect(_safe_next(url_for("index")))
 
 
 @bp.post("/signout")
 def signout() -> ResponseReturnValue:
+    # The cookie is signed, not stored: clearing it here would leave any copy of it valid for 30 days.
+    # Bumping the account's session version ends this session and every other one of the account.
+    if g.user is not None:
+        g.user.session_version += 1
+        get_session().commit()
     session.clear()
     return redirect(url_for("index"))
 
 
+@bp.post("/sessions/end-others")
+@login_required
+def end_others() -> ResponseReturnValue:
+    """"Sign out everywhere else": every other browser (and copied cookie) of this account is signed out."""
+    end_other_sessions(g.user)
+    get_session().commit()
+    flash("Every other session of your account is signed out.", "info")
+    return redirect(url_for("auth.account"))
+
+
+@bp.post("/password")
+@login_required
+def change_password() -> ResponseReturnValue:
+    if g.user.is_guest:
+        abort(403, description="Create an account first: guests have no password.")
+    if not check_password(g.user, request.form.get("current", "")):
+        flash("Your current password is not right.", "error")
+        return redirect(url_for("auth.account")), 303
+    new = request.form.get("new", "")
+    if len(new) < MIN_PASSWORD:
+        flash(f"Use a password of at least {MIN_PASSWORD} characters.", "error")
+        return redirect(url_for("auth.account")), 303
+    g.user.password_hash = generate_password_hash(new)
+    end_other_sessions(g.user)  # whoever knew the old password is signed out everywhere else
+    get_session().commit()
+    flash("Password changed; every other session of your account is signed out.", "info")
+    return redirect(url_for("auth.account"))
+
+
 @bp.route("/account")
 @login_required
-def account(new_token: str | None = None) -> ResponseReturnValue:
+@no_store
+def account() -> ResponseReturnValue:
+    return _account_page()
+
+
+def _account_page(new_token: str | None = None) -> ResponseReturnValue:
     tokens = get_session().scalars(select(ApiToken).where(ApiToken.user_id == g.user.id)
                                    .order_by(ApiToken.created_at.desc())).all()
     return render_template("auth/account.html", tokens=tokens, new_token=new_token)
@@ -111,14 +177,17 @@ def account(new_token: str | None = None) -> ResponseReturnValue:
 
 @bp.post("/tokens")
 @login_required
+@no_store
 def create_token() -> ResponseReturnValue:
+    if g.via_token:  # unreachable today (tokens only reach /api/), kept so a route move cannot reopen it
+        abort(403, description="An API token cannot create tokens; use the account page while signed in.")
     if g.user.is_guest:
         abort(403, description="Create an account first: guests cannot have API tokens.")
     name = request.form.get("name", "").strip()[:100] or "token"
     token = new_api_token(g.user, name)
     get_session().commit()
     # Rendered in this response only (not put in the cookie session, which is signed, not encrypted).
-    return account(new_token=token)
+    return _account_page(new_token=token)
 
 
 @bp.post("/tokens/<int:token_id>/revoke")

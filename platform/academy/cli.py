@@ -2,18 +2,19 @@
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from typing import Any
 
 import click
 from flask import Flask, current_app
 from flask.cli import with_appcontext
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 
 from academy import jobs
 from academy.auth import AccountError, create_account
 from academy.content import get_content
 from academy.db import get_session
-from academy.models import RegradeRun, User, utcnow
+from academy.models import PENDING, RegradeRun, Submission, User, utcnow
 from academy.security import new_api_token
 
 
@@ -109,7 +110,29 @@ def regrade_table(run: RegradeRun) -> str:
     return "\n".join(lines)
 
 
+@click.command("remove-idle-guests")
+@click.option("--days", type=int, help="Idle for longer than this (default DLA_GUEST_IDLE_DAYS, 30).")
+@with_appcontext
+def remove_idle_guests_command(days: int | None) -> None:
+    """Delete guests with no request for DAYS days, with everything they did (run it daily, e.g. from cron).
+
+    Guests cost nothing to make, so without this their rows, drafts and submissions would pile up for ever.
+    Accounts are never removed.
+    """
+    days = days if days is not None else int(current_app.config["GUEST_IDLE_DAYS"])
+    cutoff = utcnow() - timedelta(days=days)
+    db = get_session()
+    pending = select(Submission.user_id).where(Submission.status.in_(PENDING))
+    idle = (User.is_guest.is_(True) & (func.coalesce(User.last_seen_at, User.created_at) < cutoff)
+            & User.id.not_in(pending))
+    # Drafts, submissions, progress, quiz answers and tokens go with the row (ON DELETE CASCADE).
+    removed = db.execute(delete(User).where(idle)).rowcount
+    db.commit()
+    click.echo(f"Removed {removed} guest(s) idle for more than {days} days.")
+
+
 def init_app(app: Flask) -> None:
+    app.cli.add_command(remove_idle_guests_command)
     app.cli.add_command(create_user_command)
     app.cli.add_command(create_token_command)
     app.cli.add_command(regrade_command)

@@ -1,12 +1,13 @@
 """Background jobs behind one small interface (okpy style).
 
-    enqueue(submission_id)          grade a stored submission
+    enqueue(submission_id, key)     grade a stored submission, in its fair key's turn
     enqueue_validation(run_id)      run `grader validate` for one exercise (instructor page)
     enqueue_regrade(run_id)         grade the finished submissions of one exercise again (request_regrade)
 
 The job functions take only ids and read everything else from the database, so a queue in another
 process (RQ, see issue 6) can run them unchanged inside `with create_app().app_context():`. The default
 runner is an in-process thread pool: a web request only stores the row and returns, never waits.
+Both runners take jobs in turns per fair key (ThreadRunner below; RQRunner in academy/queue.py).
 With REDIS_URL set, academy/queue.py's RQRunner takes its place (issue 6).
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ import logging
 import os
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections import deque
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -32,39 +33,104 @@ from academy.models import REGRADE_BUSY, RegradeRun, Submission, ValidationRun, 
 log = logging.getLogger(__name__)
 
 
+# The turn of instructors' validation and regrade jobs: one key like one learner's, so they take their
+# turn among the learners' jobs, never all the graders and never last.
+STAFF_KEY = "staff"
+UNKEYED = "unkeyed"  # rows stored before fair keys existed
+
+
 class JobRunner(Protocol):
-    def submit(self, job: Callable[[int], None], object_id: int) -> None:
-        """Run `job(object_id)` later, in an app context."""
+    def submit(self, job: Callable[[int], None], object_id: int, key: str = UNKEYED) -> None:
+        """Run `job(object_id)` later, in an app context, in `key`'s turn (fair scheduling)."""
 
 
 class ThreadRunner:
-    """Jobs on a thread pool inside the web process (the embedded default)."""
+    """Jobs on threads inside the web process (the embedded default), taken in turns.
+
+    Each key (an account, the guests of one client address, the instructors' jobs) has at most one job
+    running; keys with waiting jobs take turns in a line, and a key whose job finished goes to the back
+    of the line. One client flooding the queue then waits behind its own jobs and holds at most one
+    grader, while everyone else's next job starts within one turn.
+    """
 
     def __init__(self, app: Flask, workers: int):
         self.app = app
-        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="academy-job")
+        self.workers = workers
+        self._cond = threading.Condition()
+        self._waiting: dict[str, deque[tuple[Callable[[int], None], int]]] = {}
+        self._line: deque[str] = deque()  # keys with a waiting job and none running, in turn order
+        self._running: set[str] = set()
+        self._threads: list[threading.Thread] = []  # started on first use: the factory starts nothing
+        self._busy = 0
+        self._stopping = False
 
-    def submit(self, job: Callable[[int], None], object_id: int) -> Future:
-        return self.pool.submit(self._run, job, object_id)
+    def submit(self, job: Callable[[int], None], object_id: int, key: str = UNKEYED) -> None:
+        with self._cond:
+            if self._stopping:
+                raise RuntimeError("the job runner is shut down")
+            self._waiting.setdefault(key, deque()).append((job, object_id))
+            if key not in self._running and key not in self._line:
+                self._line.append(key)
+            if not self._threads:
+                for number in range(self.workers):
+                    thread = threading.Thread(target=self._work, name=f"academy-job-{number}", daemon=True)
+                    thread.start()
+                    self._threads.append(thread)
+            self._cond.notify()
 
-    def _run(self, job: Callable[[int], None], object_id: int) -> None:
-        with self.app.app_context():
+    def _next(self) -> tuple[str, Callable[[int], None], int] | None:
+        with self._cond:
+            while not self._line:
+                if self._stopping and not self._busy:
+                    self._cond.notify_all()
+                    return None
+                self._cond.wait()
+            key = self._line.popleft()
+            job, object_id = self._waiting[key].popleft()
+            self._running.add(key)
+            self._busy += 1
+            return key, job, object_id
+
+    def _done(self, key: str) -> None:
+        with self._cond:
+            self._running.discard(key)
+            self._busy -= 1
+            if self._waiting.get(key):
+                self._line.append(key)  # its next job goes to the back of the line
+            else:
+                self._waiting.pop(key, None)
+            self._cond.notify_all()
+
+    def _work(self) -> None:
+        while (picked := self._next()) is not None:
+            key, job, object_id = picked
             try:
-                job(object_id)
+                with self.app.app_context():
+                    job(object_id)
             except Exception:  # the job records its own failure; this only keeps the worker thread alive
                 log.exception("background job %s(%s) failed", job.__name__, object_id)
+            finally:
+                self._done(key)
+
+    def shutdown(self) -> None:
+        """Run every job submitted so far, then stop the threads."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        for thread in self._threads:
+            thread.join()
 
 
-def enqueue(submission_id: int) -> None:
-    current_app.extensions["academy.jobs"].submit(grade_submission, submission_id)
+def enqueue(submission_id: int, key: str | None = None) -> None:
+    current_app.extensions["academy.jobs"].submit(grade_submission, submission_id, key or UNKEYED)
 
 
 def enqueue_validation(run_id: int) -> None:
-    current_app.extensions["academy.jobs"].submit(validate_exercise_run, run_id)
+    current_app.extensions["academy.jobs"].submit(validate_exercise_run, run_id, STAFF_KEY)
 
 
 def enqueue_regrade(run_id: int) -> None:
-    current_app.extensions["academy.jobs"].submit(regrade_exercise_run, run_id)
+    current_app.extensions["academy.jobs"].submit(regrade_exercise_run, run_id, STAFF_KEY)
 
 
 def grade_submission(submission_id: int) -> None:
@@ -277,7 +343,7 @@ def requeue_unfinished(app: Flask) -> int:
             submission.status = "queued"
         db.commit()
         for submission in pending:
-            enqueue(submission.id)
+            enqueue(submission.id, submission.fair_key or f"user-{submission.user_id}")
         return len(pending)
 
 
@@ -339,9 +405,9 @@ def grading_sandbox(app: Flask) -> GradingSandbox:
 
 def shutdown(app: Flask) -> None:
     """Finish this app's in-process jobs and stop its warm grading processes (tests, benchmarks)."""
-    pool = getattr(app.extensions["academy.jobs"], "pool", None)  # the thread runner's
-    if pool is not None:
-        pool.shutdown(wait=True)
+    runner = app.extensions["academy.jobs"]
+    if isinstance(runner, ThreadRunner):
+        runner.shutdown()
     grading_sandbox(app).close()
 
 

@@ -27,6 +27,12 @@ class User(Base):
     role: Mapped[str] = mapped_column(String(16), default="learner")  # learner | instructor
     is_guest: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # Carried in the session cookie and compared on every request: bumping it (sign-out, a password
+    # change, "sign out everywhere") makes every cookie issued before worthless, copies included.
+    session_version: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    # Last request of this user, written at most every SEEN_EVERY (security.py); guests idle for 30 days
+    # are removed by `flask --app academy remove-idle-guests`.
+    last_seen_at: Mapped[datetime | None] = mapped_column(DateTime)
 
     tokens: Mapped[list[ApiToken]] = relationship(back_populates="user", cascade="all, delete-orphan")
 
@@ -54,9 +60,17 @@ class ApiToken(Base):
     user: Mapped[User] = relationship(back_populates="tokens")
 
 
+PENDING = ("queued", "running")
+
+
 class Submission(Base):
     """One graded attempt. Written with status "queued" before any grading starts."""
     __tablename__ = "submissions"
+    # At most one queued or running submission per learner, enforced by the database: thirty concurrent
+    # POSTs (or several web processes) cannot slip past a count taken before the insert.
+    __table_args__ = (Index("ix_submissions_one_pending", "user_id", unique=True,
+                            sqlite_where=text("status IN ('queued', 'running')"),
+                            postgresql_where=text("status IN ('queued', 'running')")),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
@@ -69,6 +83,9 @@ class Submission(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
     started_at: Mapped[datetime | None] = mapped_column(DateTime)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # Whose turn this job takes in the grading line (academy/fairness.py): "user-ID" for an account,
+    # "guest@ADDRESS" for a guest, so guests minted from one client share a single turn.
+    fair_key: Mapped[str | None] = mapped_column(String(100))
 
     user: Mapped[User] = relationship()
 

@@ -3,7 +3,7 @@
     REDIS_URL=redis://host:6379/0 python -m academy.queue worker     # one worker; start as many as you like
 
 A web request stores the submission as "queued", then `RQRunner.submit` enqueues `perform("grade_submission",
-id)` under the job id "submission-ID". Any number of workers on any number of hosts consume the queue;
+id, fair_key)` under the job id "submission-ID", when it is that key's turn (see "Turns" below). Any number of workers on any number of hosts consume the queue;
 each grades with the best sandbox it has (docker with a warm pool, on the GPU when there is one).
 
 Nothing is lost, using RQ's own machinery:
@@ -17,6 +17,16 @@ Nothing is lost, using RQ's own machinery:
 
 Workers are RQ SimpleWorkers: the job runs in the worker process itself, so the Flask app and the warm
 container pool are made once per worker process, not per job.
+
+Turns: each fair key (an account, the guests of one client address, the instructors' jobs) has at most one
+job on the RQ queue or running; its other jobs wait in a Redis list of their own, and when its job
+finishes the next one goes to the back of the queue. One client's flood then holds one worker at most
+and everyone else's next job is at most one turn away, as with the in-process runner (academy/jobs.py).
+
+Trust: Redis is reachable only by web and workers (with a password in the compose stack), and still the
+worker trusts nothing it reads there: jobs are JSON (RQ's JSONSerializer, never pickle, on both sides),
+and a job that names anything but `perform` with (kind, id, key), or a callback other than
+`on_job_failure`, is deleted unrun (`AcademyJob`, `GradingWorker.execute_job`).
 """
 from __future__ import annotations
 
@@ -33,9 +43,11 @@ from flask import Flask, current_app
 from redis import Redis
 from redis.exceptions import RedisError
 from rq import Callback, Queue, Retry, SimpleWorker
-from rq.exceptions import AbandonedJobError, DuplicateJobError, NoSuchJobError
+from rq.exceptions import AbandonedJobError, DeserializationError, DuplicateJobError, NoSuchJobError
 from rq.job import Job, JobStatus
+from rq.serializers import JSONSerializer
 from rq.timeouts import JobTimeoutException, UnixSignalDeathPenalty
+from rq.worker import WorkerStatus
 from sqlalchemy import select
 
 log = logging.getLogger(__name__)
@@ -46,6 +58,24 @@ JOB_KINDS = {"grade_submission": "submission", "validate_exercise_run": "validat
 LIVE_STATES = {JobStatus.QUEUED, JobStatus.STARTED, JobStatus.SCHEDULED, JobStatus.DEFERRED,
                JobStatus.CREATED, JobStatus.READY_TO_ENQUEUE}
 RECOVERY_LOCK = "academy:recovery-lock"
+
+# Whose turn is it: take the key's turn when it is free (1), or join the key's waiting list (0).
+# KEYS: the holders hash, the key's waiting list; ARGV: fair key, member ("kind:id").
+_ADMIT = """
+local holder = redis.call('HGET', KEYS[1], ARGV[1])
+if not holder then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) return 1 end
+if holder == ARGV[2] then return 2 end
+if not redis.call('LPOS', KEYS[2], ARGV[2]) then redis.call('RPUSH', KEYS[2], ARGV[2]) end
+return 0
+"""
+# The member's job ended: hand the key's turn to its next waiting member (returned), or free it.
+_RELEASE = """
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return false end
+local next_member = redis.call('LPOP', KEYS[2])
+if next_member then redis.call('HSET', KEYS[1], ARGV[1], next_member) return next_member end
+redis.call('HDEL', KEYS[1], ARGV[1])
+return false
+"""
 
 
 @dataclass(frozen=True)
@@ -90,6 +120,75 @@ def job_id(kind: str, object_id: int) -> str:
     return f"{JOB_KINDS[kind]}-{object_id}"
 
 
+PERFORM = "academy.queue.perform"
+FAILURE_CALLBACK = "academy.queue.on_job_failure"
+
+
+class UntrustedJob(Exception):
+    """A job in Redis that this project did not make: it is never called."""
+
+
+def untrusted(job: Job) -> str | None:
+    """Why `job` is not one of ours, or None: perform(kind, id, key) with our failure callback only.
+
+    Read from the job's JSON (RQ's JSONSerializer: decoding it runs nothing), before anything is
+    imported or called.
+    """
+    try:
+        func_name, instance, args, kwargs = job.func_name, job.instance, job.args, job.kwargs
+    except DeserializationError:
+        return "its payload is not JSON"
+    if func_name != PERFORM or instance is not None or kwargs:
+        return f"it calls {func_name!r}"
+    if not (isinstance(args, (list, tuple)) and len(args) == 3 and args[0] in JOB_KINDS
+            and type(args[1]) is int and isinstance(args[2], str)):
+        return "its arguments are not (job kind, id, fair key)"
+    callbacks = {job._success_callback_name, job._stopped_callback_name, job._failure_callback_name} - {None, ""}
+    if callbacks - {FAILURE_CALLBACK}:
+        return f"it names callbacks {sorted(callbacks)}"
+    if job.webhooks or job._dependency_ids:
+        return "it asks for webhooks or dependencies"
+    return None
+
+
+class AcademyJob(Job):
+    """RQ's Job, resolving only our own function and callback: wherever RQ would import a name it read
+    from Redis (running the job, or a failure callback in a registry cleanup), anything else raises."""
+
+    @property
+    def func(self) -> Any:
+        if self.func_name != PERFORM:
+            raise UntrustedJob(f"job {self.id} calls {self.func_name!r}, which is not this project's")
+        return perform
+
+    @property
+    def failure_callback(self) -> Any:
+        if self._failure_callback_name not in (None, "", FAILURE_CALLBACK):
+            raise UntrustedJob(f"job {self.id} names the callback {self._failure_callback_name!r}")
+        return on_job_failure if self._failure_callback_name else None
+
+    @property
+    def success_callback(self) -> Any:
+        if self._success_callback_name:
+            raise UntrustedJob(f"job {self.id} names the callback {self._success_callback_name!r}")
+        return None
+
+    @property
+    def stopped_callback(self) -> Any:
+        if self._stopped_callback_name:
+            raise UntrustedJob(f"job {self.id} names the callback {self._stopped_callback_name!r}")
+        return None
+
+
+def member(kind: str, object_id: int) -> str:
+    return f"{kind}:{object_id}"
+
+
+def parse_member(value: str | bytes) -> tuple[str, int]:
+    kind, _, object_id = (value.decode() if isinstance(value, bytes) else value).partition(":")
+    return kind, int(object_id)
+
+
 class RQRunner:
     """The JobRunner of academy.jobs that puts jobs on an RQ queue instead of running them here."""
 
@@ -97,21 +196,50 @@ class RQRunner:
         self.app = app
         self.settings = settings
         self.connection = settings.connect()
-        self.queue = Queue(settings.queue_name, connection=self.connection)
+        self.queue = Queue(settings.queue_name, connection=self.connection, job_class=AcademyJob,
+                           serializer=JSONSerializer)
+        self.holders = f"academy:{settings.queue_name}:turns"
+        self._admit = self.connection.register_script(_ADMIT)
+        self._release = self.connection.register_script(_RELEASE)
 
-    def submit(self, job: Callable[[int], None], object_id: int) -> None:
-        """Enqueue `job(object_id)` unless a live job for that object exists already.
+    def waiting_list(self, key: str) -> str:
+        return f"academy:{self.settings.queue_name}:waiting:{key}"
+
+    def submit(self, job: Callable[[int], None], object_id: int, key: str = "unkeyed") -> None:
+        """Enqueue `job(object_id)` in `key`'s turn, unless a live job for that object exists already.
 
         Never raises for Redis trouble: the row is already committed as queued, and a worker's
         recovery pass enqueues it once Redis answers again.
         """
         try:
-            self.enqueue(job.__name__, object_id)
+            self.take_turn(job.__name__, object_id, key)
         except RedisError as exc:
             log.warning("Redis unreachable (%s): %s %s stays queued in the database until a worker "
                         "recovers it", exc, job.__name__, object_id)
 
-    def enqueue(self, kind: str, object_id: int) -> bool:
+    def take_turn(self, kind: str, object_id: int, key: str) -> bool:
+        """Enqueue the job now if `key` has no job on the queue, else add it to the key's waiting list.
+        True when it was enqueued."""
+        if kind not in JOB_KINDS:
+            raise ValueError(f"unknown job kind {kind!r}")
+        if self._admit(keys=[self.holders, self.waiting_list(key)], args=[key, member(kind, object_id)]):
+            return self.enqueue(kind, object_id, key)
+        return False
+
+    def end_turn(self, key: str, kind: str, object_id: int) -> None:
+        """The job of `key` ended: its next waiting job (if any) goes to the back of the queue."""
+        following = self._release(keys=[self.holders, self.waiting_list(key)], args=[key, member(kind, object_id)])
+        if following is not None:
+            self.enqueue(*parse_member(following), key)
+
+    def holder(self, key: str) -> str | None:
+        value = self.connection.hget(self.holders, key)
+        return value.decode() if value is not None else None
+
+    def is_waiting(self, key: str, kind: str, object_id: int) -> bool:
+        return self.connection.lpos(self.waiting_list(key), member(kind, object_id)) is not None
+
+    def enqueue(self, kind: str, object_id: int, key: str = "unkeyed") -> bool:
         """Put one job on the queue; False when a live job for it was already there."""
         if kind not in JOB_KINDS:
             raise ValueError(f"unknown job kind {kind!r}")
@@ -119,7 +247,7 @@ class RQRunner:
         for _attempt in range(2):
             try:
                 self.queue.enqueue(
-                    perform, kind, object_id, job_id=ident, unique=True,
+                    perform, kind, object_id, key, job_id=ident, unique=True,
                     job_timeout=self.settings.job_timeout(kind),
                     retry=Retry(max=self.settings.retries) if self.settings.retries > 0 else None,
                     on_failure=Callback(on_job_failure), meta={"retries": self.settings.retries},
@@ -131,7 +259,7 @@ class RQRunner:
                 # The id is taken: by a live job (nothing to do) or by a finished/failed one from an
                 # earlier round whose row went back to queued (drop it and enqueue afresh).
                 try:
-                    old = Job.fetch(ident, connection=self.connection)
+                    old = AcademyJob.fetch(ident, connection=self.connection, serializer=JSONSerializer)
                 except NoSuchJobError:
                     continue
                 if old.get_status() in LIVE_STATES:
@@ -141,7 +269,8 @@ class RQRunner:
 
     def job_status(self, kind: str, object_id: int) -> JobStatus | None:
         try:
-            return Job.fetch(job_id(kind, object_id), connection=self.connection).get_status()
+            return AcademyJob.fetch(job_id(kind, object_id), connection=self.connection,
+                                    serializer=JSONSerializer).get_status()
         except NoSuchJobError:
             return None
 
@@ -192,14 +321,24 @@ def install_runner(app: Flask) -> RQRunner:
     return runner
 
 
-def perform(kind: str, object_id: int) -> None:
-    """The RQ job: run academy.jobs.<kind>(object_id) inside the worker's app context."""
+def perform(kind: str, object_id: int, key: str) -> None:
+    """The RQ job: run academy.jobs.<kind>(object_id) inside the worker's app context, then hand `key`'s
+    turn on (a job that raises is retried in the same turn; its failure callback ends the turn)."""
     from academy import jobs
 
     if kind not in JOB_KINDS:
         raise ValueError(f"unknown job kind {kind!r}")
-    with worker_app().app_context():
+    app = worker_app()
+    with app.app_context():
         getattr(jobs, kind)(object_id)
+    _end_turn(app, key, kind, object_id)
+
+
+def _end_turn(app: Flask, key: str, kind: str, object_id: int) -> None:
+    try:
+        install_runner(app).end_turn(key, kind, object_id)
+    except RedisError:  # the recovery pass hands the turn on once Redis answers
+        log.exception("could not hand on the turn of %s after %s %s", key, kind, object_id)
 
 
 def failure_message(exc_type: type[BaseException] | None, job: Job) -> str:
@@ -218,9 +357,11 @@ def on_job_failure(job: Job, connection: Redis, exc_type: Any, exc_value: Any, t
     """RQ failure callback: the last failure of a job ends its row as "error" (earlier ones are retried)."""
     if job.retries_left:
         return  # RQ puts it back on the queue
-    kind, object_id = job.args
-    with worker_app().app_context():
+    kind, object_id, key = job.args
+    app = worker_app()
+    with app.app_context():
         finish_as_error(kind, object_id, failure_message(exc_type, job))
+    _end_turn(app, key, kind, object_id)
 
 
 def finish_as_error(kind: str, object_id: int, message: str) -> bool:
@@ -258,20 +399,26 @@ def recover_lost_jobs(app: Flask, runner: RQRunner) -> dict[str, int]:
     from academy.db import get_session
     from academy.models import REGRADE_BUSY, RegradeRun, Submission, ValidationRun, utcnow
 
+    from academy.jobs import STAFF_KEY
+
     counts = {"requeued": 0, "failed": 0}
     cutoff = utcnow() - timedelta(seconds=runner.settings.recover_after_s)
     with app.app_context():
         db = get_session()
-        pending = [("grade_submission", row_id) for row_id in db.scalars(select(Submission.id).where(
-            Submission.status.in_(("queued", "running")), Submission.created_at <= cutoff)
-            .order_by(Submission.id))]
-        pending += [("validate_exercise_run", row_id) for row_id in db.scalars(select(ValidationRun.id).where(
-            ValidationRun.status.in_(("queued", "running")), ValidationRun.created_at <= cutoff)
-            .order_by(ValidationRun.id))]
-        pending += [("regrade_exercise_run", row_id) for row_id in db.scalars(select(RegradeRun.id).where(
-            RegradeRun.status.in_(REGRADE_BUSY), RegradeRun.created_at <= cutoff).order_by(RegradeRun.id))]
+        rows = [("grade_submission", row_id, key or f"user-{user_id}", created) for row_id, key, user_id, created
+                in db.execute(select(Submission.id, Submission.fair_key, Submission.user_id, Submission.created_at)
+                              .where(Submission.status.in_(("queued", "running"))).order_by(Submission.id))]
+        rows += [("validate_exercise_run", row_id, STAFF_KEY, created) for row_id, created in db.execute(
+            select(ValidationRun.id, ValidationRun.created_at).where(
+                ValidationRun.status.in_(("queued", "running"))).order_by(ValidationRun.id))]
+        rows += [("regrade_exercise_run", row_id, STAFF_KEY, created) for row_id, created in db.execute(
+            select(RegradeRun.id, RegradeRun.created_at).where(
+                RegradeRun.status.in_(REGRADE_BUSY)).order_by(RegradeRun.id))]
         db.rollback()  # end the read transaction before the slow part
-        for kind, object_id in pending:
+        unfinished = {member(kind, object_id) for kind, object_id, _key, _created in rows}
+        for kind, object_id, key, created in rows:
+            if created > cutoff:
+                continue  # its web request may be about to enqueue it
             status = runner.job_status(kind, object_id)
             if status in LIVE_STATES:
                 continue
@@ -279,8 +426,18 @@ def recover_lost_jobs(app: Flask, runner: RQRunner) -> dict[str, int]:
                 # RQ gave up on it but the callback never stored that (e.g. it could not reach the database).
                 if finish_as_error(kind, object_id, "Grading could not finish. Your code is saved: submit it again."):
                     counts["failed"] += 1
-            elif runner.enqueue(kind, object_id):
-                counts["requeued"] += 1
+                runner.end_turn(key, kind, object_id)
+            elif runner.holder(key) == member(kind, object_id):
+                # It holds its key's turn but its job is gone (Redis lost it, or the turn was handed to it
+                # and the enqueue failed): enqueue it in that turn.
+                counts["requeued"] += int(runner.enqueue(kind, object_id, key))
+            elif not runner.is_waiting(key, kind, object_id):
+                counts["requeued"] += int(runner.take_turn(kind, object_id, key))
+        # Turns held by jobs that ended without handing them on (a worker died between the two).
+        for key, holder in runner.connection.hgetall(runner.holders).items():
+            kind, object_id = parse_member(holder)
+            if holder.decode() not in unfinished and runner.job_status(kind, object_id) not in LIVE_STATES:
+                runner.end_turn(key.decode(), kind, object_id)
     if any(counts.values()):
         log.warning("recovery: %(requeued)d unfinished job(s) re-enqueued, %(failed)d finished as error", counts)
     return counts
@@ -313,6 +470,16 @@ class GradingWorker(SimpleWorker):
             return super().get_heartbeat_ttl(job, working_time)
         return int(job.timeout) + self.runner.settings.heartbeat_grace_s
 
+    def execute_job(self, job: Job, queue: Queue) -> None:
+        reason = untrusted(job)
+        if reason is not None:
+            # Not run, not failed (a failure would run its callbacks): deleted, and said so in the log.
+            log.error("refused job %s from Redis: %s; deleted without running it", job.id, reason)
+            job.delete()
+            self.set_state(WorkerStatus.IDLE)
+            return
+        super().execute_job(job, queue)
+
     def run_maintenance_tasks(self) -> None:
         super().run_maintenance_tasks()  # RQ: abandoned jobs are retried or failed here
         # One worker at a time; the lock expires before the next pass of any worker.
@@ -342,6 +509,7 @@ def run_worker(app: Flask, *, burst: bool = False, name: str | None = None, pool
     try:
         worker = GradingWorker(
             [runner.queue], connection=runner.connection, name=name or f"{socket.gethostname()}.{os.getpid()}",
+            job_class=AcademyJob, serializer=JSONSerializer,
             maintenance_interval=settings.sweep_s,
             # An idle worker wakes from its blocking dequeue every worker_ttl - 15 s: once per sweep.
             worker_ttl=settings.sweep_s + 15)

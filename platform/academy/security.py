@@ -5,9 +5,10 @@ import functools
 import hashlib
 import hmac
 import secrets
+from datetime import timedelta
 from typing import Any, Callable
 
-from flask import Flask, Response, abort, g, jsonify, redirect, request, session, url_for
+from flask import Flask, Response, abort, g, jsonify, make_response, redirect, request, session, url_for
 from sqlalchemy import select
 
 from academy.db import get_session
@@ -15,6 +16,10 @@ from academy.models import ApiToken, User, utcnow
 
 TOKEN_PREFIX = "dla_"
 UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
+# How often a user's last_seen_at is written: often enough to tell a guest idle for 30 days, rarely
+# enough that page views stay reads.
+SEEN_EVERY = timedelta(hours=1)
+NO_CREDENTIALS = "Sign in or send an API token (Authorization: Bearer ...)."
 
 
 def hash_token(token: str) -> str:
@@ -38,31 +43,71 @@ def wants_json() -> bool:
     return request.blueprint == "api"
 
 
-def _load_user() -> None:
+def start_session(user: User) -> None:
+    """Sign `user` in on this browser: a fresh cookie session (and CSRF token), so no session fixation,
+    carrying the account's session version."""
+    session.clear()
+    session.permanent = True
+    session["user_id"] = user.id
+    session["v"] = user.session_version
+
+
+def end_other_sessions(user: User) -> None:
+    """Every cookie issued to `user` so far stops working (caller commits); this browser stays signed in."""
+    user.session_version += 1
+    if g.get("user") is not None and g.user.id == user.id and not g.get("via_token"):
+        session["v"] = user.session_version
+
+
+def _load_user() -> Any:
     g.user = None
     g.via_token = False
     header = request.headers.get("Authorization", "")
     if header.startswith("Bearer "):
+        # Tokens are for scripts on the JSON API. Elsewhere (the account page that makes tokens, forms)
+        # a stolen token must not act like a signed-in browser.
+        if not request.path.startswith("/api/"):
+            return _deny(403, "API tokens work only for the JSON API under /api/; sign in to use this page.")
         db = get_session()
         token = db.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(header[7:].strip())))
         if token is None:
             return _deny(401, "The API token is not valid (it may have been revoked).")
         token.last_used_at = utcnow()
+        _seen(token.user)
         db.commit()
         g.user, g.via_token = token.user, True
         return None
     user_id = session.get("user_id")
     if user_id is not None:
-        g.user = get_session().get(User, user_id)
-        if g.user is None:  # the account was deleted: forget the stale cookie
-            session.clear()
+        user = get_session().get(User, user_id)
+        # A deleted account, or a cookie from before a sign-out or password change (its version is old,
+        # even if it was copied and replayed): forget who it was. The CSRF token stays, so the sign-in
+        # form that browser already shows still works.
+        if user is None or session.get("v") != user.session_version:
+            session.pop("user_id", None)
+            session.pop("v", None)
+            return None
+        g.user = user
+        if _seen(user):
+            get_session().commit()
     return None
+
+
+def _seen(user: User) -> bool:
+    now = utcnow()
+    if user.last_seen_at is None or user.last_seen_at < now - SEEN_EVERY:
+        user.last_seen_at = now
+        return True
+    return False
 
 
 def _check_csrf() -> Any:
     # Bearer calls carry no ambient credential a third-party page could borrow, so they need no token.
     if request.method not in UNSAFE_METHODS or g.via_token:
         return None
+    if g.user is None and wants_json():
+        # No credentials at all: that is a 401 (every unsafe API call needs a user), not a CSRF failure.
+        return _deny(401, NO_CREDENTIALS)
     sent = request.headers.get("X-CSRF-Token") or request.form.get("csrf_token", "")
     expected = session.get("csrf")
     if not expected or not hmac.compare_digest(sent, expected):
@@ -82,7 +127,7 @@ def login_required(view: Callable) -> Callable:
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         if g.user is None:
             if wants_json():
-                return jsonify(error="Sign in or send an API token (Authorization: Bearer ...)."), 401
+                return jsonify(error=NO_CREDENTIALS), 401
             return redirect(url_for("auth.signin", next=request.full_path.rstrip("?")))
         return view(*args, **kwargs)
     return wrapped
@@ -95,6 +140,16 @@ def instructor_required(view: Callable) -> Callable:
         if not g.user.is_instructor:
             return _deny(403, "This page is for instructors.")
         return view(*args, **kwargs)
+    return wrapped
+
+
+def no_store(view: Callable) -> Callable:
+    """For pages that show a secret (a new API token): no browser or proxy cache may keep a copy."""
+    @functools.wraps(view)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        response = make_response(view(*args, **kwargs))
+        response.headers["Cache-Control"] = "no-store"
+        return response
     return wrapped
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -32,16 +33,18 @@ def free_port() -> int:
 
 
 class RedisServer:
-    """Debian's redis-server in a temp dir, without persistence: a restart loses every job."""
+    """Debian's redis-server in a temp dir, without persistence: a restart loses every job. It requires a
+    password, as the compose stack's does."""
 
     def __init__(self, folder: Path):
         self.folder = folder
         self.port = free_port()
+        self.password = secrets.token_hex(12)
         self.process: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
 
     def start(self) -> RedisServer:
         binary = shutil.which("redis-server")
@@ -49,7 +52,8 @@ class RedisServer:
             pytest.skip("redis-server is not installed (apt-get install redis-server)")
         self.process = subprocess.Popen(
             [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder),
-             "--save", "", "--appendonly", "no", "--protected-mode", "yes"],
+             "--save", "", "--appendonly", "no", "--protected-mode", "yes",
+             "--requirepass", self.password],
             stdout=open(self.folder / "redis.log", "ab"), stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
         while not self.ping():
@@ -61,8 +65,14 @@ class RedisServer:
     def ping(self) -> bool:
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
-                sock.sendall(b"PING\r\n")
-                return sock.recv(16).startswith(b"+PONG")
+                sock.sendall(f"AUTH {self.password}\r\nPING\r\n".encode())
+                answer = b""
+                while answer.count(b"\r\n") < 2:
+                    chunk = sock.recv(64)
+                    if not chunk:
+                        return False
+                    answer += chunk
+                return answer == b"+OK\r\n+PONG\r\n"
         except OSError:
             return False
 
@@ -100,29 +110,32 @@ class QueueStack:
                                       "SUBMISSION_RATE": (1000, 60), **config})
         self.runner = install_runner(self.app)
         self.client: FlaskClient = self.app.test_client()
-        self.token = self._token()
+        self.token = self.learner("learner@example.org")
+        self.owners: dict[int, str] = {}  # submission id: the token that made it
         self.workers: list[subprocess.Popen] = []
 
-    def _token(self) -> str:
+    def learner(self, email: str) -> str:
+        """A new account's API token (each account may have one submission waiting at a time)."""
         from academy.auth import create_account
         from academy.db import get_session
         from academy.security import new_api_token
 
         with self.app.app_context():
-            user = create_account("learner@example.org", "password123")
+            user = create_account(email, "password123")
             token = new_api_token(user, "test")
             get_session().commit()
         return token
 
-    def submit(self, code: str = SOLUTION, exercise: str = EXERCISE) -> int:
+    def submit(self, code: str = SOLUTION, exercise: str = EXERCISE, token: str | None = None) -> int:
         response = self.client.post("/api/submissions", json={"exercise": exercise, "code": code},
-                                    headers={"Authorization": f"Bearer {self.token}"})
+                                    headers={"Authorization": f"Bearer {token or self.token}"})
         assert response.status_code == 202, response.get_data(as_text=True)
+        self.owners[response.get_json()["id"]] = token or self.token
         return response.get_json()["id"]
 
     def fetch(self, submission_id: int) -> dict[str, Any]:
-        response = self.client.get(f"/api/submissions/{submission_id}",
-                                   headers={"Authorization": f"Bearer {self.token}"})
+        token = self.owners.get(submission_id, self.token)
+        response = self.client.get(f"/api/submissions/{submission_id}", headers={"Authorization": f"Bearer {token}"})
         assert response.status_code == 200
         return response.get_json()
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import time
 
 import pytest
-from rq import Queue
 from rq.registry import FailedJobRegistry
 
 from tests.queue.conftest import QueueStack
@@ -17,7 +16,7 @@ def test_submission_graded_by_a_worker_process(make_stack) -> None:  # noqa: ANN
     submission_id = stack.submit()
     # Stored and queued on Redis before any worker exists: nothing ran in the web process.
     assert stack.fetch(submission_id)["status"] == "queued"
-    queue = Queue("grading", connection=stack.runner.connection)
+    queue = stack.runner.queue
     assert queue.job_ids == [f"submission-{submission_id}"]
 
     stack.start_worker()
@@ -64,12 +63,12 @@ def test_killed_worker_job_retried_on_another_worker_finishes(make_stack) -> Non
 
 def test_jobs_lost_by_a_redis_restart_are_reenqueued(make_stack, redis_server) -> None:  # noqa: ANN001
     stack: QueueStack = make_stack()
-    ids = [stack.submit(), stack.submit()]
+    ids = [stack.submit(), stack.submit(token=stack.learner("two@example.org"))]
     redis_server.stop()
     # Redis is down: the web app still takes the submission (stored as queued, 202) and loses nothing.
-    ids.append(stack.submit())
+    ids.append(stack.submit(token=stack.learner("three@example.org")))
     redis_server.start()  # same port, empty: the two queued jobs are gone
-    queue = Queue("grading", connection=stack.runner.connection)
+    queue = stack.runner.queue
     assert queue.count == 0
 
     stack.start_worker()  # its start-up recovery pass re-enqueues all three

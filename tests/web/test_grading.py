@@ -68,9 +68,9 @@ def test_unfinished_submissions_are_graded_after_a_restart(make_app) -> None:  #
     first = make_app(REQUEUE_ON_START=False, SANDBOX="no-such-sandbox")
     with first.app_context():
         db = get_session()
-        db.add(User(is_guest=True))
+        db.add_all([User(is_guest=True), User(is_guest=True)])  # one pending submission per learner
         db.add_all([Submission(user_id=1, exercise_id=EXERCISE, code="a = 1", status="queued"),
-                    Submission(user_id=1, exercise_id=EXERCISE, code="b = 1", status="running")])
+                    Submission(user_id=2, exercise_id=EXERCISE, code="b = 1", status="running")])
         db.commit()
     second = make_app(SANDBOX="no-such-sandbox")  # starting up picks both up again
     for submission_id in (1, 2):

@@ -1,0 +1,87 @@
+"""What the app accepts at its edges: redirect targets (`next`) and JSON bodies.
+
+Each refusal is a learner-facing message: a 400, never a stack trace.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+from flask import Flask, Request
+from flask.json.provider import DefaultJSONProvider
+from werkzeug.exceptions import BadRequest
+
+MAX_JSON_DEPTH = 32  # the API's bodies are two levels deep; anything near Python's recursion limit is hostile
+
+
+def safe_next(target: str | None, default: str) -> str:
+    """`target` when it is a path on this site, else `default`.
+
+    Checked as the browser will read it, not as sent: browsers drop tabs and newlines from URLs and read
+    a backslash as a slash, so "/\\t/evil.example" and "/\\\\evil.example" both mean //evil.example.
+    Anything with a control character or a backslash is refused outright rather than cleaned up.
+    """
+    if not target or any(ord(ch) < 0x20 or ord(ch) == 0x7F or ch == "\\" for ch in target):
+        return default
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc or not target.startswith("/") or target.startswith("//"):
+        return default
+    return target
+
+
+class JSONBodyError(ValueError):
+    """A request body that is not acceptable JSON; the message says why, for the client."""
+
+
+def _check_value(value: Any) -> None:
+    """Depth at most MAX_JSON_DEPTH and no lone surrogates ("\\ud800" parses, but is not text: it cannot
+    be stored or encoded as UTF-8). Iterative, so a hostile body cannot exhaust the stack here either."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise JSONBodyError("The JSON holds a lone surrogate escape (such as \\ud800), which is not "
+                                    "text; send valid Unicode.") from None
+        elif isinstance(item, (dict, list)):
+            if depth > MAX_JSON_DEPTH:
+                raise JSONBodyError(f"The JSON is nested more than {MAX_JSON_DEPTH} levels deep.")
+            children = item.items() if isinstance(item, dict) else ((None, v) for v in item)
+            for key, child in children:
+                if key is not None:
+                    stack.append((key, depth))
+                stack.append((child, depth + 1))
+
+
+class StrictJSONProvider(DefaultJSONProvider):
+    """Flask's JSON, but a body must be UTF-8 (no UTF-16/32 guessing), of bounded depth and valid text."""
+
+    def loads(self, s: str | bytes, **kwargs: Any) -> Any:
+        if isinstance(s, (bytes, bytearray)):
+            try:
+                s = bytes(s).decode("utf-8")
+            except UnicodeDecodeError:
+                raise JSONBodyError("The body is not UTF-8 text; send JSON encoded as UTF-8.") from None
+        try:
+            value = json.loads(s, **kwargs)
+        except RecursionError:
+            raise JSONBodyError(f"The JSON is nested more than {MAX_JSON_DEPTH} levels deep.") from None
+        _check_value(value)
+        return value
+
+
+class AcademyRequest(Request):
+    def on_json_loading_failed(self, e: ValueError | None) -> Any:
+        if isinstance(e, JSONBodyError):
+            raise BadRequest(description=str(e))
+        if e is None:  # not sent as application/json
+            raise BadRequest(description='Send the body as JSON with "Content-Type: application/json".')
+        raise BadRequest(description=f"The body is not valid JSON ({e}).")
+
+
+def init_app(app: Flask) -> None:
+    app.json = StrictJSONProvider(app)
+    app.request_class = AcademyRequest

@@ -1,0 +1,48 @@
+"""Migration 0003 down and up again, on SQLite and on a real PostgreSQL: a database from before it that holds
+several pending submissions of one learner upgrades (the oldest keeps its place), and afterwards the
+database itself refuses a second pending submission."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from alembic import command
+from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.exc import IntegrityError
+
+from academy.db import alembic_config
+from tests.deploy.conftest import PostgresServer
+
+PENDING_ROW = ("INSERT INTO submissions (user_id, exercise_id, code, status, passed, created_at) "
+               "VALUES (1, 'mixed-precision/amp-step', 'x = 1', :status, false, CURRENT_TIMESTAMP)")
+
+
+def _round_trip(url: str) -> None:
+    config = alembic_config(url)
+    command.upgrade(config, "head")
+    command.downgrade(config, "0002")
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        assert "session_version" not in {c["name"] for c in inspect(connection).get_columns("users")}
+        connection.execute(text("INSERT INTO users (id, role, is_guest, created_at) "
+                                "VALUES (1, 'learner', true, CURRENT_TIMESTAMP)"))
+        for status in ("queued", "running", "queued", "done"):
+            connection.execute(text(PENDING_ROW), {"status": status})
+    command.upgrade(config, "head")
+    with engine.begin() as connection:
+        rows = connection.execute(text("SELECT id, status FROM submissions ORDER BY id")).all()
+        assert [tuple(r) for r in rows] == [(1, "queued"), (2, "error"), (3, "error"), (4, "done")]
+        assert connection.execute(text("SELECT session_version FROM users")).scalar() == 0
+    with pytest.raises(IntegrityError), engine.begin() as connection:
+        connection.execute(text(PENDING_ROW), {"status": "running"})
+    command.downgrade(config, "0002")  # and back down cleanly
+    command.upgrade(config, "head")
+    engine.dispose()
+
+
+def test_migration_0003_on_sqlite(tmp_path: Path) -> None:
+    _round_trip(f"sqlite:///{tmp_path / 'academy.sqlite'}")
+
+
+def test_migration_0003_on_postgresql(postgres: PostgresServer) -> None:
+    _round_trip(postgres.url())
