@@ -133,12 +133,18 @@ class Container(PopenProcess):
         return None
 
     def kill(self) -> None:
-        """Remove the container now (killing it), then its docker client."""
+        """Remove the container now (killing it), then its docker client, then the container again: a
+        client killed while the daemon was still creating the container leaves it behind "Created"
+        (seen when a pool closed during a refill), and only a removal after that catches it."""
+        self._remove()
+        super().kill()
+        self._remove()
+
+    def _remove(self) -> None:
         try:
             subprocess.run([self._binary, "rm", "-f", self.name], capture_output=True, timeout=30)
         except subprocess.TimeoutExpired:
             pass
-        super().kill()
 
 
 def default_spec(image: str | None = None) -> ContainerSpec:
