@@ -81,24 +81,29 @@ def _updates_use_window_means(events, run) -> bool:
 def test_loss_divided_by_window_size(backwards, events, run):
     if _updates_use_window_means(events, run):
         return  # divided after the window instead of before backward: the same update (docs/course.md)
+    losses = ampchecks.of_kind(events, "loss")
     for i, event in enumerate(backwards):
         kind, k, ratio = accumulation.divisor(event)
+        # Mark the cause, the line that computes (and should divide) this micro-batch's loss, not the
+        # backward call where its effect shows.
+        loss = next((e for e in reversed(losses) if e["index"] < event["index"]), event)
+        line = loss.get("line") or event.get("line")
         want = len(_window_of(i))
         if k is None:
             fail(f"Micro-batch {i + 1}: backward(){_at(event)} ran on {ratio:.4g} times the loss, which is not "
-                 f"the loss divided by a whole number of micro-batches.", event.get("line"))
+                 f"the loss divided by a whole number of micro-batches.", line)
         if k == want:
             continue
         if k == 1:
             fail(f"Micro-batch {i + 1}: the loss was not divided before backward(){_at(event)}, so the "
                  f"window's gradient is the sum of {want} micro-batch gradients, {want}x the large-batch "
-                 "gradient.", event.get("line"))
+                 "gradient.", line)
         if want < scenario.ACCUM_STEPS:
             fail(f"Micro-batch {i + 1} is in the last window, which holds only {want} micro-batch"
                  f"{'es' if want > 1 else ''}; its loss was divided by {k}, so that update is {want}/{k} of "
-                 f"the window's mean gradient. Divide by the window's real size.", event.get("line"))
+                 f"the window's mean gradient. Divide by the window's real size.", line)
         fail(f"Micro-batch {i + 1}: the loss was divided by {k} before backward(){_at(event)}; a window of "
-             f"{want} micro-batches needs a division by {want}.", event.get("line"))
+             f"{want} micro-batches needs a division by {want}.", line)
 
 
 @check("grads-cleared-per-window")
