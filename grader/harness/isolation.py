@@ -44,7 +44,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:  # hints only: the grading process imports these when it needs them
+    from grader.harness.cgroups import SubmissionCgroup
+    from grader.harness.channel import Referee
+    from grader.harness.view import View
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
@@ -226,7 +231,7 @@ def _map_own_ids(uid: int, gid: int) -> None:
     Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
 
 
-def _confine_namespaces(libc: _Libc, limits: Limits, view, as_root: bool, uid: int) -> str:
+def _confine_namespaces(libc: _Libc, limits: Limits, view, as_root: bool, uid: int) -> str:  # noqa: ANN001 - private; the types are run_confined's
     """In the grandchild (pid 1 of its namespaces), before any learner code. Returns the scratch dir."""
     from grader.harness import view as views
 
@@ -263,7 +268,8 @@ def _confine_container(libc: _Libc, limits: Limits, as_root: bool, uid: int) -> 
 
 
 def run_confined(target: Callable[[], bytes], limits: Limits, confinement: Confinement,
-                 view=None, before_drop: Callable[[], None] | None = None, referee=None) -> Outcome:
+                 view: View | None = None, before_drop: Callable[[], None] | None = None,
+                 referee: Referee | None = None) -> Outcome:
     """Fork, confine, run `target` in the child and return what it produced.
 
     `view` (view.View): the learner's file system, for NAMESPACES. `before_drop` runs in the child
@@ -350,7 +356,8 @@ def _refused(why: str) -> Outcome:
 class LearnerHandle:
     """Pause and resume all of the learner's processes (for a referee timing its own side)."""
 
-    def __init__(self, cgroup, pid: int | None, confinement: Confinement, as_root: bool, uid: int) -> None:
+    def __init__(self, cgroup: SubmissionCgroup | None, pid: int | None, confinement: Confinement, as_root: bool,
+                 uid: int) -> None:
         self.cgroup, self.pid, self.confinement, self.as_root, self.uid = cgroup, pid, confinement, as_root, uid
         self.paused_s = 0.0  # added to the learner's deadline: time it was stopped is not its time
         self._since: float | None = None
@@ -379,7 +386,7 @@ class LearnerHandle:
             self._signal(signal.SIGCONT)
 
 
-def _run(target, limits, confinement, view, before_drop, cgroup, referee=None) -> Outcome:
+def _run(target, limits, confinement, view, before_drop, cgroup, referee=None) -> Outcome:  # noqa: ANN001 - private; the types are run_confined's
     import socket
 
     result_r, result_w = os.pipe()
@@ -505,7 +512,7 @@ def _signal_uid(uid: int, sig: int) -> None:
             _drop_root(uid)
             os.kill(-1, sig)  # never the caller itself
             code = 0
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - a forked helper must reach os._exit whatever happens
             pass
         os._exit(code)
     os.waitpid(helper, 0)
@@ -541,8 +548,8 @@ def _say(fd: int, message: dict) -> None:
     os.write(fd, (json.dumps(message) + "\n").encode())
 
 
-def _middle(target, limits, confinement, view, before_drop, as_root, cgroup, fds,
-            grader_pid, channel_fd) -> None:  # pragma: no cover
+def _middle(target, limits, confinement, view, before_drop, as_root, cgroup, fds,  # noqa: ANN001 - private; the types are run_confined's
+            grader_pid, channel_fd) -> None:  # pragma: no cover  # noqa: ANN001
     result_r, result_w, output_r, output_w, info_r, info_w = fds
     try:
         os.setsid()
@@ -580,12 +587,12 @@ def _middle(target, limits, confinement, view, before_drop, as_root, cgroup, fds
         if os.WIFSIGNALED(status):
             os._exit(128 + os.WTERMSIG(status))
         os._exit(os.WEXITSTATUS(status))
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - a forked process must reach os._exit whatever happens
         os._exit(70)
 
 
-def _grandchild(target, limits, confinement, view, before_drop, as_root, uid, libc, result_w, output_w,
-                info_w, channel_fd) -> None:  # pragma: no cover
+def _grandchild(target, limits, confinement, view, before_drop, as_root, uid, libc, result_w, output_w,  # noqa: ANN001
+                info_w, channel_fd) -> None:  # pragma: no cover  # noqa: ANN001
     from grader.harness import seccomp
 
     code = 70
@@ -643,12 +650,12 @@ def _grandchild(target, limits, confinement, view, before_drop, as_root, uid, li
         code = 0
     except MemoryError:
         code = EXIT_OUT_OF_MEMORY
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - a forked process must reach os._exit whatever happens
         code = 70
     finally:
         try:
             sys.stdout.flush()
             sys.stderr.flush()
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - a forked process must reach os._exit whatever happens
             pass
         os._exit(code)

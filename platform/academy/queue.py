@@ -3,7 +3,8 @@
     REDIS_URL=redis://host:6379/0 python -m academy.queue worker     # one worker; start as many as you like
 
 A web request stores the submission as "queued", then `RQRunner.submit` enqueues `perform("grade_submission",
-id, fair_key)` under the job id "submission-ID", when it is that key's turn (see "Turns" below). Any number of workers on any number of hosts consume the queue;
+id, fair_key)` under the job id "submission-ID", when it is that key's turn (see "Turns" below). Any number of
+workers on any number of hosts consume the queue;
 each grades with the best sandbox it has (docker with a warm pool, on the GPU when there is one).
 
 Nothing is lost, using RQ's own machinery:
@@ -397,9 +398,8 @@ def recover_lost_jobs(app: Flask, runner: RQRunner) -> dict[str, int]:
     Rows younger than recover_after_s are skipped: their web request may be about to enqueue them.
     """
     from academy.db import get_session
-    from academy.models import REGRADE_BUSY, RegradeRun, Submission, ValidationRun, utcnow
-
     from academy.jobs import STAFF_KEY
+    from academy.models import REGRADE_BUSY, RegradeRun, Submission, ValidationRun, utcnow
 
     counts = {"requeued": 0, "failed": 0}
     cutoff = utcnow() - timedelta(seconds=runner.settings.recover_after_s)

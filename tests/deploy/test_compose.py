@@ -25,7 +25,8 @@ class Stack:
     def __init__(self) -> None:
         self.project = f"dla-test-{secrets.token_hex(3)}"
         self.port = free_port()
-        self.env = {**os.environ, "POSTGRES_PASSWORD": secrets.token_urlsafe(16), "REDIS_PASSWORD": secrets.token_hex(16),
+        self.env = {**os.environ,
+                    "POSTGRES_PASSWORD": secrets.token_urlsafe(16), "REDIS_PASSWORD": secrets.token_hex(16),
                     "DLA_HTTP_PORT": str(self.port),
                     "DLA_POOL_SIZE": "1", "DLA_WEB_WORKERS": "2", "DLA_SUBMISSIONS_PER_MINUTE": "100",
                     # Demand the docker sandbox: "auto" would quietly grade in the worker container instead.

@@ -213,7 +213,7 @@ class Box:
         for cg in self.cgroups:  # first: a process left frozen would not die of SIGKILL
             try:
                 cg.remove()
-            except Exception as e:  # still a failure of the test, once everything is gone
+            except Exception as e:  # noqa: BLE001 - still a failure of the test, once everything is gone
                 errors.append(e)
             for d in cg.dirs:
                 scrub(d)

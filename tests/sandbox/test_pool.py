@@ -11,7 +11,8 @@ import pytest
 from grader.course import default_root
 from grader.grading import run_submission
 from sandbox import SandboxError, get_sandbox
-from sandbox.docker import ContainerSpec, warm_pool as docker_pool
+from sandbox.docker import ContainerSpec
+from sandbox.docker import warm_pool as docker_pool
 from sandbox.local import LocalSandbox
 from sandbox.pool import WarmPool
 from tests.conftest import EXERCISES
