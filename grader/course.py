@@ -93,12 +93,6 @@ class Exercise:
     def starter_code(self) -> str:
         return (self.path / "starter.py").read_text(encoding="utf-8")
 
-    def check(self, check_id: str) -> CheckSpec:
-        for spec in self.checks:
-            if spec.id == check_id:
-                return spec
-        raise KeyError(check_id)
-
     def mistakes(self) -> list[Mistake]:
         found = []
         for path in sorted((self.path / "mistakes").glob("*.py")):

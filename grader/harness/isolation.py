@@ -93,7 +93,6 @@ class Outcome:
     timed_out: bool
     output: str  # first OUTPUT_CAP bytes of stdout+stderr
     output_truncated: bool
-    duration_s: float
     isolation: list[str] = field(default_factory=list)  # notes for the result
     refused: str | None = None  # why the confinement could not be applied (the code did not run)
     setup_failed: str | None = None  # `before_drop` failed: the exercise's fault, before any learner code
@@ -350,7 +349,7 @@ def _alive(pid: int) -> bool:
 
 def _refused(why: str) -> Outcome:
     return Outcome(payload=None, exit_code=None, signal=None, timed_out=False, output="",
-                   output_truncated=False, duration_s=0.0, refused=why)
+                   output_truncated=False, refused=why)
 
 
 class LearnerHandle:
@@ -434,7 +433,6 @@ def _run(target, limits, confinement, view, before_drop, cgroup, referee=None) -
             _, status, usage = os.wait4(middle, 0)
             break
         time.sleep(0.005)
-    duration = time.monotonic() - started - handle.paused_s
     if as_root and confinement is Confinement.CONTAINER:
         _kill_uid(learner_uid(middle))  # no PID namespace there: daemons would outlive the run
     for reader in readers:
@@ -455,7 +453,7 @@ def _run(target, limits, confinement, view, before_drop, cgroup, referee=None) -
         payload=None if timed_out or refused or setup_failed else _last_frame(b"".join(result_chunks)),
         exit_code=exit_code, signal=sig, timed_out=timed_out,
         output=b"".join(output_chunks).decode("utf-8", "replace"),
-        output_truncated=output_trunc[0], duration_s=duration,
+        output_truncated=output_trunc[0],
         isolation=info.get("notes", []), refused=refused, setup_failed=setup_failed,
         # wait4 on the middle process: the largest of its own and its waited-for children's peaks.
         memory_peak_bytes=usage.ru_maxrss * 1024 if usage is not None else None, memory_meter="maxrss",

@@ -67,12 +67,6 @@ class Content:
     def exercise(self, exercise_id: str) -> Exercise:
         return self.course.exercises[exercise_id]
 
-    def step_of_exercise(self, exercise: Exercise) -> int:
-        """The 1-based step number of an exercise in its lesson."""
-        lesson = self.lesson(exercise.lesson_id)
-        return next(i for i, s in enumerate(lesson.steps, 1)
-                    if isinstance(s, ExerciseStep) and s.exercise.id == exercise.id)
-
 
 def build_content(root: Path | None) -> Content:
     course = load_course(root)
