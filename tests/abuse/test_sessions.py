@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
-from tests.abuse.conftest import Client, LiveServer
+from tests.helpers import Client, LiveServer
 
 
 def _copy(client: Client, address: str) -> Client:

@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from grader.course import load_course
-from tests.browser.conftest import REPO
+from tests.helpers import REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

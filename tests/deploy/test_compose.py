@@ -10,14 +10,12 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-from tests.queue.conftest import EXERCISE, SOLUTION, free_port
+from tests.helpers import EXERCISE, REPO, SOLUTION, free_port
 
-REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from grader.harness.cgroups import CgroupRoot, CgroupUnavailable, SubmissionCgroup, find_root
+from tests.helpers import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 PY = "/usr/bin/python3"  # a system interpreter an unprivileged uid can execute
 NOBODY = 65534
 MB = 1 << 20

@@ -7,7 +7,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.conftest import EXERCISES, check_json, run_grader
+from tests.helpers import EXERCISES, check_json, run_grader
 
 AMP = EXERCISES / "mixed-precision" / "amp-step"
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "grader" / "schemas" / "result.json").read_text())

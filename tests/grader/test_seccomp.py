@@ -30,8 +30,8 @@ from typing import Any, Callable
 import pytest
 
 from grader.harness import seccomp
+from tests.helpers import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 LIBC = ctypes.CDLL(None, use_errno=True)
 LIBC.syscall.restype = ctypes.c_long
 

@@ -6,7 +6,7 @@ sys.modules. Variants: the stream silenced, the classification forged before it 
 from __future__ import annotations
 
 from grader.grading import run_submission
-from tests.conftest import caught_by
+from tests.helpers import caught_by
 
 EXERCISE = "mixed-precision/amp-step"
 RAW_STEP = '''

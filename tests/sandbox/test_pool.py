@@ -15,7 +15,7 @@ from sandbox.docker import ContainerSpec
 from sandbox.docker import warm_pool as docker_pool
 from sandbox.local import LocalSandbox
 from sandbox.pool import WarmPool
-from tests.conftest import EXERCISES
+from tests.helpers import EXERCISES
 
 SOLUTION = (EXERCISES / "mixed-precision" / "amp-step" / "solution.py").read_text()
 

@@ -22,7 +22,7 @@ from grader.protocol import (
     ready_line,
 )
 from sandbox.process import PopenProcess
-from tests.conftest import EXERCISES, REPO
+from tests.helpers import EXERCISES, REPO
 
 SOLUTION = (EXERCISES / "mixed-precision" / "amp-step" / "solution.py").read_text()
 
