@@ -1,7 +1,7 @@
 """Grade one submission inside a grading process and produce its raw verdict.
 
 `warm_up()` imports what grading needs (so a warm process answers in a fraction of a second) and
-`grade()` runs the learner's code in a confined child (isolation.py), then the exercise's pytest checks
+`verdict_for()` runs the learner's code in a confined child (isolation.py), then the exercise's pytest checks
 here, in the grading process. The entry that calls them is grader/harness/serve.py.
 """
 from __future__ import annotations
@@ -95,8 +95,8 @@ def _run_checks(exercise_dir: Path, observed: dict[str, Any], run_facts: dict[st
     return check_run.results, check_run.problems
 
 
-def grade(exercise: Exercise, code: str, confinement: Confinement, *, seed: int | None = None,
-          hide: list[Path] | None = None) -> RawVerdict:
+def verdict_for(exercise: Exercise, code: str, confinement: Confinement, *, seed: int | None = None,
+                hide: list[Path] | None = None) -> RawVerdict:
     """Grade `code` against `exercise` (loaded from the harness's own copy of the checks).
 
     `hide`: host paths no part of the learner's view may contain (the web app's instance folder);
