@@ -20,6 +20,7 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Callable
 
 from grader.harness.isolation import Confinement, Limits, run_confined
 from grader.harness.view import grader_view
@@ -49,7 +50,7 @@ def bwrap_command() -> list[str] | None:
             "--proc", "/proc", "--tmpfs", "/tmp", sys.executable, "-c", "import torch"]
 
 
-def timed(action) -> float:
+def timed(action: Callable[[], object]) -> float:
     started = time.perf_counter()
     action()
     return time.perf_counter() - started

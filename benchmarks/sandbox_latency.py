@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from grader.grading import run_submission
-from sandbox import get_sandbox
+from sandbox import Sandbox, get_sandbox
 
 REPO = Path(__file__).resolve().parent.parent
 EXERCISE = "mixed-precision/amp-step"
@@ -61,7 +61,7 @@ def cgroup_cpu_s(folder: Path) -> float:
     return int((folder / "cpuacct.usage").read_text()) / 1e9
 
 
-def graded(sandbox, seed: int) -> float:
+def graded(sandbox: Sandbox, seed: int) -> float:
     started = time.perf_counter()
     result = run_submission(EXERCISE, CODE, sandbox=sandbox, seed=seed)
     if not result["passed"]:
@@ -75,7 +75,7 @@ def floor_s() -> float:
     return time.perf_counter() - started
 
 
-def burst(sandbox, count: int, clients: int) -> tuple[float, list[float], int]:
+def burst(sandbox: Sandbox, count: int, clients: int) -> tuple[float, list[float], int]:
     """`count` submissions from `clients` threads at once: (wall s, latencies, lost)."""
     latencies: list[float] = []
     lock = threading.Lock()

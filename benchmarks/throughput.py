@@ -1,6 +1,7 @@
 """Throughput: a burst of submissions from concurrent clients, graded in-process or by RQ workers.
 
-    .venv/bin/python benchmarks/throughput.py [--count 100] [--clients 20] [--modes inprocess,rq,rq-docker-warm] [--workers 2]
+    .venv/bin/python benchmarks/throughput.py [--count 100] [--clients 20] \
+        [--modes inprocess,rq,rq-docker-warm] [--workers 2]
 
 Each mode serves a fresh app over HTTP on 127.0.0.1; `--clients` threads submit `--count` copies of the
 lesson-1 solution as fast as they can, each from an account of its own (a learner may have one submission
@@ -25,8 +26,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from api_latency import (Api, LiveServer, RedisProcess, app_config, make_tokens, percentile, print_table,
-                         start_worker, stop_worker)
+from api_latency import (
+    Api,
+    LiveServer,
+    RedisProcess,
+    app_config,
+    make_tokens,
+    percentile,
+    print_table,
+    start_worker,
+    stop_worker,
+)
 
 
 def _inprocess(folder: Path, workers: int, accounts: int) -> Iterator[tuple[Any, list[Api]]]:

@@ -1,6 +1,7 @@
 """Web load: concurrent simulated learners paging through lessons and polling results, against gunicorn.
 
-    .venv/bin/python benchmarks/web_load.py [--learners 200] [--rounds 2] [--configs sqlite-sync,sqlite-gthread,pg-gthread]
+    .venv/bin/python benchmarks/web_load.py [--learners 200] [--rounds 2] \
+        [--configs sqlite-sync,sqlite-gthread,pg-gthread]
 
 Each learner is a thread with its own account and session cookie: it signs in (form + CSRF, like a
 browser), then `--rounds` times pages through every step of lesson 1 and polls its stored submission

@@ -25,7 +25,7 @@ def _course():
         sys.exit(EXIT_INFRA)
 
 
-def _exercise(course, ref: str):
+def _exercise(course, ref: str):  # noqa: ANN001 - private; a course.Course
     try:
         return course.find_exercise(ref)
     except KeyError as exc:

@@ -93,12 +93,6 @@ class Exercise:
     def starter_code(self) -> str:
         return (self.path / "starter.py").read_text(encoding="utf-8")
 
-    def check(self, check_id: str) -> CheckSpec:
-        for spec in self.checks:
-            if spec.id == check_id:
-                return spec
-        raise KeyError(check_id)
-
     def mistakes(self) -> list[Mistake]:
         found = []
         for path in sorted((self.path / "mistakes").glob("*.py")):
@@ -118,10 +112,30 @@ class Exercise:
 
 
 @dataclass(frozen=True)
+class Progress:
+    """What one learner has done in one lesson, as the steps read it to say whether they are done (the web
+    app fills it from its tables)."""
+    furthest: int  # the furthest step number visited
+    passed: set[str]  # exercise ids with a passing submission
+    correct: set[str]  # quiz question ids answered correctly
+
+
+@dataclass(frozen=True)
 class Card:
     title: str
     markdown: str
     kind: str = "card"
+
+    @classmethod
+    def load(cls, lesson_dir: Path, ref: str, meta_path: Path) -> Card:
+        return _load_card(lesson_dir / "cards" / ref)
+
+    def page_markdown(self) -> str | None:
+        return self.markdown
+
+    def done(self, number: int, progress: Progress) -> bool:
+        """A card is done once seen."""
+        return number <= progress.furthest
 
 
 @dataclass(frozen=True)
@@ -148,6 +162,16 @@ class Quiz:
     questions: tuple[QuizQuestion, ...]
     kind: str = "quiz"
 
+    @classmethod
+    def load(cls, lesson_dir: Path, ref: str, meta_path: Path) -> Quiz:
+        return _load_quiz(lesson_dir / ref)
+
+    def page_markdown(self) -> str | None:
+        return None  # the page lays out the questions itself
+
+    def done(self, number: int, progress: Progress) -> bool:
+        return all(q.id in progress.correct for q in self.questions)
+
 
 @dataclass(frozen=True)
 class ExerciseStep:
@@ -158,8 +182,24 @@ class ExerciseStep:
     def title(self) -> str:
         return self.exercise.title
 
+    @classmethod
+    def load(cls, lesson_dir: Path, ref: str, meta_path: Path) -> ExerciseStep:
+        if not SLUG.match(str(ref)):
+            raise CourseError(f"{meta_path}: exercise folder '{ref}' must be lower-case-with-dashes")
+        return cls(load_exercise(lesson_dir / ref, f"{lesson_dir.name}/{ref}"))
+
+    def page_markdown(self) -> str | None:
+        return self.exercise.prompt
+
+    def done(self, number: int, progress: Progress) -> bool:
+        return self.exercise.id in progress.passed
+
 
 Step = Card | Quiz | ExerciseStep
+# The kinds of step a lesson.yaml may list (`- card: FILE`), each the class that loads it.
+STEP_KINDS: dict[str, type[Card] | type[Quiz] | type[ExerciseStep]] = {
+    "card": Card, "exercise": ExerciseStep, "quiz": Quiz,
+}
 
 
 @dataclass(frozen=True)
@@ -313,16 +353,10 @@ def load_lesson(path: Path, number: int) -> Lesson:
         if not isinstance(raw, dict) or len(raw) != 1:
             raise CourseError(f"{meta_path}: each step is one of 'card: FILE', 'exercise: FOLDER', 'quiz: FILE'")
         (kind, ref), = raw.items()
-        if kind == "card":
-            steps.append(_load_card(path / "cards" / ref))
-        elif kind == "exercise":
-            if not SLUG.match(str(ref)):
-                raise CourseError(f"{meta_path}: exercise folder '{ref}' must be lower-case-with-dashes")
-            steps.append(ExerciseStep(load_exercise(path / ref, f"{path.name}/{ref}")))
-        elif kind == "quiz":
-            steps.append(_load_quiz(path / ref))
-        else:
+        step_kind = STEP_KINDS.get(kind)
+        if step_kind is None:
             raise CourseError(f"{meta_path}: unknown step kind '{kind}'")
+        steps.append(step_kind.load(path, ref, meta_path))
     return Lesson(path.name, number, _require(meta, "title", meta_path), str(meta.get("summary", "")),
                   tuple(steps))
 

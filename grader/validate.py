@@ -82,10 +82,10 @@ def validate_exercise(exercise: Exercise, sandbox: str = "auto", jobs: int = 2) 
     plan = [(exercise.solution_path, frozenset(), frozenset())]
     plan += [(m.path, m.expect_fail, m.expect_skip) for m in exercise.mistakes()]
 
-    def grade(item: tuple[Path, frozenset[str], frozenset[str] | None]) -> Case:
+    def run_case(item: tuple[Path, frozenset[str], frozenset[str] | None]) -> Case:
         path, expected, skipped = item
         result = run_submission(exercise, path.read_text(encoding="utf-8"), sandbox=sandbox)
         return Case(exercise.id, path, expected, result, exercise.checks, skipped)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(grade, plan))
+        return list(pool.map(run_case, plan))

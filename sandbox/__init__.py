@@ -58,8 +58,10 @@ def get_sandbox(name: str = "auto", *, hide: list[Path] | None = None, warm: int
     started and waiting (a warm pool); the caller then owns the sandbox and must `close()` it.
     """
     from grader.course import default_root
-    from sandbox.docker import DockerSandbox, warm_pool as docker_pool
-    from sandbox.local import LocalSandbox, UnconfinedSandbox, warm_pool as local_pool
+    from sandbox.docker import DockerSandbox
+    from sandbox.docker import warm_pool as docker_pool
+    from sandbox.local import LocalSandbox, UnconfinedSandbox
+    from sandbox.local import warm_pool as local_pool
 
     if name not in names():
         raise SandboxError(f"unknown sandbox '{name}' (choose from {', '.join(names())})")

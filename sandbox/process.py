@@ -13,8 +13,17 @@ import threading
 import time
 from typing import IO, Callable
 
-from grader.protocol import (CHECKS_GRACE_S, STARTUP_TIMEOUT_S, STDERR_CAP, VERDICT_CAP, ProtocolError,
-                             RawVerdict, Request, learner_timeout, parse_output_line)
+from grader.protocol import (
+    CHECKS_GRACE_S,
+    STARTUP_TIMEOUT_S,
+    STDERR_CAP,
+    VERDICT_CAP,
+    ProtocolError,
+    RawVerdict,
+    Request,
+    learner_timeout,
+    parse_output_line,
+)
 from sandbox import SandboxError
 
 _OVERSIZED = b"\0oversized"

@@ -37,7 +37,7 @@ def install() -> type:
     scaler_class = amp.install()
     tensor_backward, autograd_backward = torch.Tensor.backward, torch.autograd.backward
 
-    def backward(self, *args, **kwargs):
+    def backward(self, *args, **kwargs):  # noqa: ANN001 - takes what torch's own method takes
         start = len(RECORDER.events)
         nested = RECORDER.in_backward > 0
         result = tensor_backward(self, *args, **kwargs)
@@ -45,7 +45,7 @@ def install() -> type:
             _annotate_backward(start, self)
         return result
 
-    def autograd_backward_patched(tensors, *args, **kwargs):
+    def autograd_backward_patched(tensors, *args, **kwargs):  # noqa: ANN001 - takes what torch's own method takes
         start = len(RECORDER.events)
         nested = RECORDER.in_backward > 0
         result = autograd_backward(tensors, *args, **kwargs)

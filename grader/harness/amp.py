@@ -111,18 +111,18 @@ def _make_recording_scaler() -> type:
             RECORDER.scalers.append(self)
             RECORDER.add("scaler.init", enabled=self.is_enabled(), scale=getattr(self, "_init_scale", None))
 
-        def scale(self, outputs):  # type: ignore[override]
+        def scale(self, outputs):  # type: ignore[override]  # noqa: ANN001 - takes what torch's own method takes
             RECORDER.add("scaler.scale")
             out = super().scale(outputs)
             if isinstance(out, torch.Tensor):
                 RECORDER.scaled.append(out)
             return out
 
-        def unscale_(self, optimizer):  # type: ignore[override]
+        def unscale_(self, optimizer):  # type: ignore[override]  # noqa: ANN001 - takes what torch's own method takes
             RECORDER.add("scaler.unscale_", internal=RECORDER.in_scaler_step > 0)
             return super().unscale_(optimizer)
 
-        def step(self, optimizer, *args, **kwargs):  # type: ignore[override]
+        def step(self, optimizer, *args, **kwargs):  # type: ignore[override]  # noqa: ANN001 - takes what torch's own method takes
             RECORDER.add("scaler.step", scale=float(self.get_scale()) if self.is_enabled() else None)
             RECORDER.in_scaler_step += 1
             try:
@@ -130,7 +130,7 @@ def _make_recording_scaler() -> type:
             finally:
                 RECORDER.in_scaler_step -= 1
 
-        def update(self, new_scale=None):  # type: ignore[override]
+        def update(self, new_scale=None):  # type: ignore[override]  # noqa: ANN001 - takes what torch's own method takes
             before = float(self.get_scale()) if self.is_enabled() else None
             result = super().update(new_scale)
             after = float(self.get_scale()) if self.is_enabled() else None
@@ -154,7 +154,7 @@ def _patch_backward() -> None:
         RECORDER.add("backward", on=on, ratio=ratio, autocast=enabled, autocast_dtype=dtype,
                      grads_clear=RECORDER.grads_clear())
 
-    def backward(self, *args, **kwargs):
+    def backward(self, *args, **kwargs):  # noqa: ANN001 - takes what torch's own method takes
         if RECORDER.in_backward:
             return tensor_backward(self, *args, **kwargs)
         record(self)
@@ -164,7 +164,7 @@ def _patch_backward() -> None:
         finally:
             RECORDER.in_backward -= 1
 
-    def autograd_backward_patched(tensors, *args, **kwargs):
+    def autograd_backward_patched(tensors, *args, **kwargs):  # noqa: ANN001 - takes what torch's own method takes
         if RECORDER.in_backward:
             return autograd_backward(tensors, *args, **kwargs)
         first = tensors[0] if isinstance(tensors, (list, tuple)) and tensors else tensors
@@ -221,11 +221,11 @@ def install() -> type:
 def watch_model(model: torch.nn.Module) -> torch.nn.Module:
     RECORDER.params.extend(p for p in model.parameters())
 
-    def before(_module, _inputs):
+    def before(_module, _inputs):  # noqa: ANN001 - a torch forward hook's arguments
         enabled, dtype = autocast_state()
         RECORDER.add("forward", autocast=enabled, autocast_dtype=dtype)
 
-    def after(_module, _inputs, output):
+    def after(_module, _inputs, output):  # noqa: ANN001 - a torch forward hook's arguments
         if isinstance(output, torch.Tensor) and RECORDER.events and RECORDER.events[-1]["event"] == "forward":
             RECORDER.amend(RECORDER.events[-1], output_dtype=str(output.dtype).replace("torch.", ""))
 

@@ -89,13 +89,13 @@ def install_cuda_emulation(scaler_class: type | None = None) -> None:
     # Moving to "cuda" stays on the CPU; syncing with a GPU that is not there is a no-op.
     tensor_to, module_to = torch.Tensor.to, torch.nn.Module.to
 
-    def tensor_to_patched(self, *args, **kwargs):
+    def tensor_to_patched(self, *args, **kwargs):  # noqa: ANN001 - takes what torch's own method takes
         args = tuple(_map_device(a) for a in args)
         if "device" in kwargs:
             kwargs["device"] = _map_device(kwargs["device"])
         return tensor_to(self, *args, **kwargs)
 
-    def module_to_patched(self, *args, **kwargs):
+    def module_to_patched(self, *args, **kwargs):  # noqa: ANN001 - takes what torch's own method takes
         args = tuple(_map_device(a) for a in args)
         if "device" in kwargs:
             kwargs["device"] = _map_device(kwargs["device"])

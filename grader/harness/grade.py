@@ -1,7 +1,7 @@
 """Grade one submission inside a grading process and produce its raw verdict.
 
 `warm_up()` imports what grading needs (so a warm process answers in a fraction of a second) and
-`grade()` runs the learner's code in a confined child (isolation.py), then the exercise's pytest checks
+`verdict_for()` runs the learner's code in a confined child (isolation.py), then the exercise's pytest checks
 here, in the grading process. The entry that calls them is grader/harness/serve.py.
 """
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from grader.course import Exercise
-from grader.harness.isolation import Confinement
 from grader.harness.frame import FrameError, check_frame
+from grader.harness.isolation import Confinement
 from grader.protocol import RawVerdict, Status, error_verdict, infra_error, learner_timeout
 
 EMULATION_NOTE = ("No GPU here: CUDA autocast ran as CPU float16 autocast and the CUDA GradScaler as the CPU "
@@ -31,9 +31,9 @@ def warm_up() -> None:
     import torch
 
     torch.set_num_threads(1)
+    import pytest  # noqa: F401
     import torch._dynamo  # noqa: F401 - optimizers import it lazily on first construction (~0.9 s)
     import torch.optim  # noqa: F401
-    import pytest  # noqa: F401
 
     from grader.harness import amp, learner, plugin, seccomp  # noqa: F401
 
@@ -95,8 +95,8 @@ def _run_checks(exercise_dir: Path, observed: dict[str, Any], run_facts: dict[st
     return check_run.results, check_run.problems
 
 
-def grade(exercise: Exercise, code: str, confinement: Confinement, *, seed: int | None = None,
-          hide: list[Path] | None = None) -> RawVerdict:
+def verdict_for(exercise: Exercise, code: str, confinement: Confinement, *, seed: int | None = None,
+                hide: list[Path] | None = None) -> RawVerdict:
     """Grade `code` against `exercise` (loaded from the harness's own copy of the checks).
 
     `hide`: host paths no part of the learner's view may contain (the web app's instance folder);
@@ -162,7 +162,7 @@ def load_referee(checks_dir: Path, seed: int, device: str):  # noqa: ANN201 - ch
 
 
 def _measure_memory(exercise: Exercise, code: str, seed: int, name: str, with_learner_code: bool,
-                    confinement: Confinement, view) -> dict[str, Any]:
+                    confinement: Confinement, view) -> dict[str, Any]:  # noqa: ANN001 - view.View | None
     """One dedicated confined process that runs only the probe's `measure(api, name)`: its peak
     memory as the kernel counted it (isolation.Outcome), read here. Without the learner's code the
     process runs the exercise's own reference (api.entry is None)."""
@@ -200,14 +200,13 @@ def _limit_self(exercise: Exercise) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
 
 
-def _interpret(outcome, limits) -> tuple[RawVerdict, dict[str, Any] | None]:
+def _interpret(outcome, limits) -> tuple[RawVerdict, dict[str, Any] | None]:  # noqa: ANN001 - isolation's Outcome, Limits
     """How the learner's process ended: (verdict so far, observations when the checks can run)."""
     import signal as signals
 
     import torch
 
     from grader.harness.emulation import amp_device, device_label
-
     from grader.harness.isolation import OUTPUT_CAP
 
     if outcome.setup_failed:
@@ -247,7 +246,8 @@ def _interpret(outcome, limits) -> tuple[RawVerdict, dict[str, Any] | None]:
         return error_verdict(Status.KILLED, "output", f"Your code printed more than {OUTPUT_CAP // 1024} KB "
                              f"of output; keep prints short."), None
     if outcome.exit_code == 71:
-        return error_verdict(Status.ERROR, "memory", f"Your code ran out of memory (limit {limits.memory_mb} MB)."), None
+        message = f"Your code ran out of memory (limit {limits.memory_mb} MB)."
+        return error_verdict(Status.ERROR, "memory", message), None
     if not isinstance(message, dict) or outcome.exit_code != 0:
         return error_verdict(Status.ERROR, "exit", f"Your code ended its process (exit code {outcome.exit_code}) "
                              f"before it could be graded."), None

@@ -44,7 +44,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:  # hints only: the grading process imports these when it needs them
+    from grader.harness.cgroups import SubmissionCgroup
+    from grader.harness.channel import Referee
+    from grader.harness.view import View
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
@@ -88,7 +93,6 @@ class Outcome:
     timed_out: bool
     output: str  # first OUTPUT_CAP bytes of stdout+stderr
     output_truncated: bool
-    duration_s: float
     isolation: list[str] = field(default_factory=list)  # notes for the result
     refused: str | None = None  # why the confinement could not be applied (the code did not run)
     setup_failed: str | None = None  # `before_drop` failed: the exercise's fault, before any learner code
@@ -226,7 +230,7 @@ def _map_own_ids(uid: int, gid: int) -> None:
     Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
 
 
-def _confine_namespaces(libc: _Libc, limits: Limits, view, as_root: bool, uid: int) -> str:
+def _confine_namespaces(libc: _Libc, limits: Limits, view, as_root: bool, uid: int) -> str:  # noqa: ANN001 - private; the types are run_confined's
     """In the grandchild (pid 1 of its namespaces), before any learner code. Returns the scratch dir."""
     from grader.harness import view as views
 
@@ -263,7 +267,8 @@ def _confine_container(libc: _Libc, limits: Limits, as_root: bool, uid: int) -> 
 
 
 def run_confined(target: Callable[[], bytes], limits: Limits, confinement: Confinement,
-                 view=None, before_drop: Callable[[], None] | None = None, referee=None) -> Outcome:
+                 view: View | None = None, before_drop: Callable[[], None] | None = None,
+                 referee: Referee | None = None) -> Outcome:
     """Fork, confine, run `target` in the child and return what it produced.
 
     `view` (view.View): the learner's file system, for NAMESPACES. `before_drop` runs in the child
@@ -344,13 +349,14 @@ def _alive(pid: int) -> bool:
 
 def _refused(why: str) -> Outcome:
     return Outcome(payload=None, exit_code=None, signal=None, timed_out=False, output="",
-                   output_truncated=False, duration_s=0.0, refused=why)
+                   output_truncated=False, refused=why)
 
 
 class LearnerHandle:
     """Pause and resume all of the learner's processes (for a referee timing its own side)."""
 
-    def __init__(self, cgroup, pid: int | None, confinement: Confinement, as_root: bool, uid: int) -> None:
+    def __init__(self, cgroup: SubmissionCgroup | None, pid: int | None, confinement: Confinement, as_root: bool,
+                 uid: int) -> None:
         self.cgroup, self.pid, self.confinement, self.as_root, self.uid = cgroup, pid, confinement, as_root, uid
         self.paused_s = 0.0  # added to the learner's deadline: time it was stopped is not its time
         self._since: float | None = None
@@ -379,7 +385,7 @@ class LearnerHandle:
             self._signal(signal.SIGCONT)
 
 
-def _run(target, limits, confinement, view, before_drop, cgroup, referee=None) -> Outcome:
+def _run(target, limits, confinement, view, before_drop, cgroup, referee=None) -> Outcome:  # noqa: ANN001 - private; the types are run_confined's
     import socket
 
     result_r, result_w = os.pipe()
@@ -427,7 +433,6 @@ def _run(target, limits, confinement, view, before_drop, cgroup, referee=None) -
             _, status, usage = os.wait4(middle, 0)
             break
         time.sleep(0.005)
-    duration = time.monotonic() - started - handle.paused_s
     if as_root and confinement is Confinement.CONTAINER:
         _kill_uid(learner_uid(middle))  # no PID namespace there: daemons would outlive the run
     for reader in readers:
@@ -448,7 +453,7 @@ def _run(target, limits, confinement, view, before_drop, cgroup, referee=None) -
         payload=None if timed_out or refused or setup_failed else _last_frame(b"".join(result_chunks)),
         exit_code=exit_code, signal=sig, timed_out=timed_out,
         output=b"".join(output_chunks).decode("utf-8", "replace"),
-        output_truncated=output_trunc[0], duration_s=duration,
+        output_truncated=output_trunc[0],
         isolation=info.get("notes", []), refused=refused, setup_failed=setup_failed,
         # wait4 on the middle process: the largest of its own and its waited-for children's peaks.
         memory_peak_bytes=usage.ru_maxrss * 1024 if usage is not None else None, memory_meter="maxrss",
@@ -505,7 +510,7 @@ def _signal_uid(uid: int, sig: int) -> None:
             _drop_root(uid)
             os.kill(-1, sig)  # never the caller itself
             code = 0
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - a forked helper must reach os._exit whatever happens
             pass
         os._exit(code)
     os.waitpid(helper, 0)
@@ -541,8 +546,8 @@ def _say(fd: int, message: dict) -> None:
     os.write(fd, (json.dumps(message) + "\n").encode())
 
 
-def _middle(target, limits, confinement, view, before_drop, as_root, cgroup, fds,
-            grader_pid, channel_fd) -> None:  # pragma: no cover
+def _middle(target, limits, confinement, view, before_drop, as_root, cgroup, fds,  # noqa: ANN001 - private; the types are run_confined's
+            grader_pid, channel_fd) -> None:  # pragma: no cover  # noqa: ANN001
     result_r, result_w, output_r, output_w, info_r, info_w = fds
     try:
         os.setsid()
@@ -580,12 +585,12 @@ def _middle(target, limits, confinement, view, before_drop, as_root, cgroup, fds
         if os.WIFSIGNALED(status):
             os._exit(128 + os.WTERMSIG(status))
         os._exit(os.WEXITSTATUS(status))
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - a forked process must reach os._exit whatever happens
         os._exit(70)
 
 
-def _grandchild(target, limits, confinement, view, before_drop, as_root, uid, libc, result_w, output_w,
-                info_w, channel_fd) -> None:  # pragma: no cover
+def _grandchild(target, limits, confinement, view, before_drop, as_root, uid, libc, result_w, output_w,  # noqa: ANN001
+                info_w, channel_fd) -> None:  # pragma: no cover  # noqa: ANN001
     from grader.harness import seccomp
 
     code = 70
@@ -643,12 +648,12 @@ def _grandchild(target, limits, confinement, view, before_drop, as_root, uid, li
         code = 0
     except MemoryError:
         code = EXIT_OUT_OF_MEMORY
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - a forked process must reach os._exit whatever happens
         code = 70
     finally:
         try:
             sys.stdout.flush()
             sys.stderr.flush()
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - a forked process must reach os._exit whatever happens
             pass
         os._exit(code)

@@ -100,7 +100,7 @@ class ProbeAPI:
         """Call the learner's function; an exception in it becomes the run's learner-facing error."""
         try:
             return self.entry(*args, **kwargs)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - anything the learner's code raises is the learner's error
             raise describe_exception(exc, self.memory_mb) from None
 
     def try_call(self, *args: Any, **kwargs: Any) -> tuple[Any, dict[str, Any] | None]:
@@ -108,7 +108,7 @@ class ProbeAPI:
         probe can go on and the checks can say which call failed and how."""
         try:
             return self.entry(*args, **kwargs), None
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - anything the learner's code raises is the learner's error
             return None, describe_exception(exc, self.memory_mb).frame()
 
 
@@ -134,7 +134,7 @@ def load_submission(code: str, entry: str, params: list[str], memory_mb: int) ->
         line = submission_frame_line(exc.__traceback__)
         raise LearnerError("exit", f"Your code called exit() while it was being loaded"
                                    f"{f' (line {line})' if line else ''}.", line) from None
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - anything the learner's code raises is the learner's error
         raise describe_exception(exc, memory_mb, " while it was being loaded") from None
     function = module.__dict__.get(entry)
     if function is None:
@@ -182,7 +182,7 @@ def make_target(checks_dir: Path, code: str | None, entry: str, params: list[str
             message = {"ok": True, "observations": observations}
         except LearnerError as err:
             message = {"ok": False, "error": err.frame(), "stage": stage}
-        except BaseException as exc:  # the learner's code reached beyond api.call (e.g. a patched probe)
+        except BaseException as exc:  # noqa: BLE001 - the learner's code reached beyond api.call (e.g. a patched probe)
             message = {"ok": False, "error": describe_exception(exc, memory_mb).frame(), "stage": stage}
         buffer = io.BytesIO()
         torch.save(message, buffer)

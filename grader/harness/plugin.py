@@ -72,10 +72,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
     check_id = _check_id(item)
     if check_id is None or call.when == "teardown" and call.excinfo is None:
         return
-    entry = _current.results.setdefault(check_id, {"passed": True, "message": "", "line": None,
-                                                   "detail": None, "tests": 0})
-    if call.when == "call":
-        entry["tests"] += 1
+    entry = _current.results.setdefault(check_id, {"passed": True, "message": "", "line": None})
     if call.excinfo is None or not entry["passed"]:
         return
     exc = call.excinfo.value
@@ -91,7 +88,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
     elif isinstance(exc, pytest.skip.Exception):
         entry["passed"], entry["message"] = True, ""
     else:
-        # A bug in the check, or an observation it did not expect: keep the detail for the instructor.
+        # A bug in the check, or an observation it did not expect: the problem keeps the detail for the instructor.
         entry["message"] = "The check could not evaluate your code's behaviour."
-        entry["detail"] = f"{type(exc).__name__}: {exc}"
         _current.problems.append(f"{item.nodeid} ({call.when}): {type(exc).__name__}: {exc}")

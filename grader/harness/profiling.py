@@ -114,7 +114,8 @@ def watch_calls(function: Callable[..., Any], name: str) -> Callable[..., Any]:
         try:
             return function(*args, **kwargs)
         finally:
-            LOG.add("call", name=name, labels=[label for _, label in LOG.open_labels], seconds=time.perf_counter() - started)
+            LOG.add("call", name=name, labels=[label for _, label in LOG.open_labels],
+                    seconds=time.perf_counter() - started)
 
     return watched
 

@@ -12,7 +12,7 @@ from academy import jobs, progress
 from academy.content import get_content
 from academy.db import get_session
 from academy.limits import account_key, client_address, limit, limiter
-from academy.models import PENDING, Draft, Submission
+from academy.models import PENDING, Draft, JobStatus, Submission
 from academy.security import login_required
 from grader.course import Exercise
 from grader.grading import MAX_CODE_BYTES
@@ -89,7 +89,7 @@ def create_submission() -> ResponseReturnValue:
     exercise = _exercise_or_404(data.get("exercise"))
     code = _code_field(data)
     db = get_session()
-    submission = Submission(user_id=g.user.id, exercise_id=exercise.id, code=code, status="queued",
+    submission = Submission(user_id=g.user.id, exercise_id=exercise.id, code=code, status=JobStatus.QUEUED,
                             fair_key=fair_key())
     db.add(submission)
     try:
@@ -101,7 +101,7 @@ def create_submission() -> ResponseReturnValue:
         response.status_code, response.headers["Retry-After"] = 429, "5"
         return response
     jobs.enqueue(submission.id, submission.fair_key)
-    response = jsonify(id=submission.id, status="queued")
+    response = jsonify(id=submission.id, status=JobStatus.QUEUED)
     response.status_code = 202
     response.headers["Location"] = url_for("api.get_submission", submission_id=submission.id)
     return response

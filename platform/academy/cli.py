@@ -14,7 +14,7 @@ from academy import jobs
 from academy.auth import AccountError, create_account
 from academy.content import get_content
 from academy.db import get_session
-from academy.models import PENDING, RegradeRun, Submission, User, utcnow
+from academy.models import PENDING, JobStatus, RegradeRun, Submission, User, utcnow
 from academy.security import new_api_token
 
 
@@ -73,7 +73,7 @@ def regrade_command(exercise: str, wait: bool) -> None:
         return
     run = wait_for_regrade(run.id)
     click.echo(regrade_table(run))
-    if run.status == "error" or run.failed:
+    if run.status == JobStatus.ERROR or run.failed:
         raise click.exceptions.Exit(1)
 
 

@@ -16,7 +16,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
-from grader.course import Card, Course, Exercise, ExerciseStep, Lesson, Quiz, load_course
+from grader.course import Course, Exercise, Lesson, Step, load_course
 
 _ALLOWED_TAGS = {"p", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "strong", "em", "code", "pre",
                  "span", "a", "blockquote", "hr", "br", "table", "thead", "tbody", "tr", "th", "td", "div",
@@ -50,16 +50,13 @@ def pygments_css() -> str:
 
 @dataclass(frozen=True)
 class Content:
-    """A loaded course and the HTML of every card and exercise prompt, keyed by object identity."""
+    """A loaded course and the HTML of every step that has markdown (cards, exercise prompts), keyed by the
+    step's identity."""
     course: Course
     html: dict[int, str]
 
-    def step_html(self, step: Card | ExerciseStep | Quiz) -> str:
-        if isinstance(step, Card):
-            return self.html[id(step)]
-        if isinstance(step, ExerciseStep):
-            return self.html[id(step.exercise)]
-        return ""
+    def step_html(self, step: Step) -> str:
+        return self.html.get(id(step), "")
 
     def lesson(self, lesson_id: str) -> Lesson:
         return self.course.lesson(lesson_id)
@@ -67,22 +64,15 @@ class Content:
     def exercise(self, exercise_id: str) -> Exercise:
         return self.course.exercises[exercise_id]
 
-    def step_of_exercise(self, exercise: Exercise) -> int:
-        """The 1-based step number of an exercise in its lesson."""
-        lesson = self.lesson(exercise.lesson_id)
-        return next(i for i, s in enumerate(lesson.steps, 1)
-                    if isinstance(s, ExerciseStep) and s.exercise.id == exercise.id)
-
 
 def build_content(root: Path | None) -> Content:
     course = load_course(root)
     html: dict[int, str] = {}
     for lesson in course.lessons:
         for step in lesson.steps:
-            if isinstance(step, Card):
-                html[id(step)] = render_markdown(step.markdown)
-            elif isinstance(step, ExerciseStep):
-                html[id(step.exercise)] = render_markdown(step.exercise.prompt)
+            markdown = step.page_markdown()
+            if markdown is not None:
+                html[id(step)] = render_markdown(markdown)
     return Content(course, html)
 
 

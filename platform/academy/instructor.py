@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from academy import jobs
 from academy.content import get_content, reload_content
 from academy.db import get_session
-from academy.models import RegradeRun, Submission, User, ValidationRun
+from academy.models import PENDING, JobStatus, RegradeRun, Submission, User, ValidationRun
 from academy.security import instructor_required
 from grader.course import CourseError
 from grader.result import upgrade_result
@@ -44,7 +44,7 @@ def exercise_stats(exercise_id: str) -> ExerciseStats:
     passed = db.scalar(select(func.count(Submission.user_id.distinct())).where(where, Submission.passed.is_(True)))
     failing: Counter[str] = Counter()
     titles: dict[str, str] = {}
-    for (result_json,) in db.execute(select(Submission.result_json).where(where, Submission.status == "done")):
+    for (result_json,) in db.execute(select(Submission.result_json).where(where, Submission.status == JobStatus.DONE)):
         # Only checks that really failed: not those skipped because the code did not load or another
         # check's failure explains them (a syntax error is no failure of every check).
         for check in upgrade_result(json.loads(result_json or "{}")).get("checks", []):
@@ -66,7 +66,7 @@ def _latest_runs() -> dict[str, ValidationRun]:
 @instructor_required
 def overview() -> ResponseReturnValue:
     runs = _latest_runs()
-    busy = any(r.status in ("queued", "running") for r in runs.values())
+    busy = any(r.status in PENDING for r in runs.values())
     return render_template("instructor/overview.html", course=get_content().course, runs=runs, busy=busy,
                            can_reload=current_app.config["CONTENT_RELOAD"])
 

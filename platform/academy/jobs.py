@@ -28,7 +28,17 @@ from sqlalchemy.exc import IntegrityError
 
 from academy.content import get_content
 from academy.db import get_session
-from academy.models import REGRADE_BUSY, RegradeRun, Submission, ValidationRun, utcnow
+from academy.models import (
+    PENDING,
+    REGRADE_BUSY,
+    JobStatus,
+    RegradeRun,
+    Submission,
+    ValidationRun,
+    ValidationStatus,
+    utcnow,
+)
+from grader.protocol import Status
 
 log = logging.getLogger(__name__)
 
@@ -139,9 +149,9 @@ def grade_submission(submission_id: int) -> None:
 
     db = get_session()
     submission = db.get(Submission, submission_id)
-    if submission is None or submission.status not in ("queued", "running"):
+    if submission is None or submission.status not in PENDING:
         return  # already graded (a retried job) or deleted
-    submission.status, submission.started_at = "running", utcnow()
+    submission.status, submission.started_at = JobStatus.RUNNING, utcnow()
     db.commit()
     try:
         exercise = get_content().exercise(submission.exercise_id)
@@ -155,10 +165,10 @@ def grade_submission(submission_id: int) -> None:
         log.exception("grading submission %s failed", submission_id)
         result, error = None, f"The grader failed ({type(exc).__name__}). Your code is saved; try again later."
     else:
-        error = result["error"]["message"] if result["status"] == "infra-error" else None
+        error = result["error"]["message"] if result["status"] == Status.INFRA_ERROR else None
     submission.result_json = json.dumps(result) if result is not None else None
     submission.passed = bool(result and result["passed"])
-    submission.status = "error" if error else "done"
+    submission.status = JobStatus.ERROR if error else JobStatus.DONE
     submission.error_message = error
     submission.finished_at = utcnow()
     db.commit()
@@ -171,17 +181,17 @@ def validate_exercise_run(run_id: int) -> None:
     run = db.get(ValidationRun, run_id)
     if run is None:
         return
-    run.status = "running"
+    run.status = ValidationStatus.RUNNING
     db.commit()
     try:
         cases = validate_exercise(get_content().exercise(run.exercise_id),
                                   sandbox=grading_sandbox(current_app), jobs=1)
     except Exception as exc:  # noqa: BLE001 - shown to the instructor
-        run.status, run.report = "error", f"validate could not run: {exc}"
+        run.status, run.report = ValidationStatus.ERROR, f"validate could not run: {exc}"
     else:
         lines = [f"{'ok  ' if c.ok else 'FAIL'} {c.path.name}" + ("" if c.ok else f": {c.explain()}")
                  for c in cases]
-        run.status = "ok" if all(c.ok for c in cases) else "failed"
+        run.status = ValidationStatus.OK if all(c.ok for c in cases) else ValidationStatus.FAILED
         run.report = "\n".join(lines)
     run.finished_at = utcnow()
     db.commit()
@@ -219,7 +229,7 @@ def request_regrade(exercise_id: str) -> tuple[RegradeRun, bool]:
 
 def _finished_count(exercise_id: str) -> int:
     return get_session().scalar(select(func.count()).select_from(Submission).where(
-        Submission.exercise_id == exercise_id, Submission.status == "done")) or 0
+        Submission.exercise_id == exercise_id, Submission.status == JobStatus.DONE)) or 0
 
 
 def _busy_regrade(exercise_id: str) -> RegradeRun | None:
@@ -227,7 +237,7 @@ def _busy_regrade(exercise_id: str) -> RegradeRun | None:
     run = db.scalar(select(RegradeRun).where(RegradeRun.exercise_id == exercise_id,
                                              RegradeRun.status.in_(REGRADE_BUSY)))
     if run is not None and run.updated_at < utcnow() - REGRADE_STALE_AFTER:
-        run.status, run.finished_at = "error", utcnow()
+        run.status, run.finished_at = JobStatus.ERROR, utcnow()
         run.error_message = (f"Stopped: no progress for {REGRADE_STALE_AFTER.seconds // 60} minutes "
                              "(the process running it went away). A new regrade took its place.")
         db.commit()
@@ -258,14 +268,14 @@ def regrade_exercise_run(run_id: int) -> None:
     try:
         exercise = get_content().exercise(run.exercise_id)
     except KeyError:
-        _end_regrade(run, "error", f"The exercise '{run.exercise_id}' no longer exists.")
+        _end_regrade(run, JobStatus.ERROR, f"The exercise '{run.exercise_id}' no longer exists.")
         return
     entries = run.entries
     done = {entry["submission"] for entry in entries}
     ids = db.scalars(select(Submission.id).where(
-        Submission.exercise_id == run.exercise_id, Submission.status == "done",
+        Submission.exercise_id == run.exercise_id, Submission.status == JobStatus.DONE,
         Submission.created_at <= run.created_at).order_by(Submission.id)).all()
-    run.status, run.started_at, run.updated_at = "running", run.started_at or utcnow(), utcnow()
+    run.status, run.started_at, run.updated_at = JobStatus.RUNNING, run.started_at or utcnow(), utcnow()
     run.total = len(done | set(ids))
     db.commit()
     try:
@@ -285,9 +295,9 @@ def regrade_exercise_run(run_id: int) -> None:
     except Exception as exc:  # noqa: BLE001 - e.g. the database went away; shown to the instructor
         log.exception("regrade run %s failed", run_id)
         db.rollback()  # the unwritten batch goes back: its submissions keep their old verdicts
-        _end_regrade(db.get(RegradeRun, run_id), "error", f"The regrade stopped ({type(exc).__name__}: {exc}).")
+        _end_regrade(db.get(RegradeRun, run_id), JobStatus.ERROR, f"The regrade stopped ({type(exc).__name__}: {exc}).")
         return
-    _end_regrade(run, "done")
+    _end_regrade(run, JobStatus.DONE)
 
 
 def _regrade_submission(submission: Submission, exercise: Any) -> dict[str, Any]:
@@ -328,7 +338,7 @@ def _write_progress(run: RegradeRun, entries: list[dict[str, Any]]) -> None:
     get_session().commit()
 
 
-def _end_regrade(run: RegradeRun, status: str, error: str | None = None) -> None:
+def _end_regrade(run: RegradeRun, status: JobStatus, error: str | None = None) -> None:
     run.status, run.error_message = status, error
     run.finished_at = run.updated_at = utcnow()
     get_session().commit()
@@ -338,9 +348,9 @@ def requeue_unfinished(app: Flask) -> int:
     """Submissions left queued or running by a stopped process go back on the queue."""
     with app.app_context():
         db = get_session()
-        pending = db.scalars(select(Submission).where(Submission.status.in_(("queued", "running")))).all()
+        pending = db.scalars(select(Submission).where(Submission.status.in_(PENDING))).all()
         for submission in pending:
-            submission.status = "queued"
+            submission.status = JobStatus.QUEUED
         db.commit()
         for submission in pending:
             enqueue(submission.id, submission.fair_key or f"user-{submission.user_id}")

@@ -1,6 +1,8 @@
 """Learner pages: the course, one lesson step at a time, and the quick-check quiz."""
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from flask import Blueprint, abort, g, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from sqlalchemy import select
@@ -10,7 +12,7 @@ from academy.content import get_content
 from academy.db import get_session
 from academy.models import Draft, QuizAnswer, Submission
 from academy.security import login_required
-from grader.course import ExerciseStep, Lesson, Quiz
+from grader.course import ExerciseStep, Lesson, Quiz, Step
 
 bp = Blueprint("lessons", __name__, url_prefix="/lessons")
 
@@ -48,10 +50,9 @@ def step(lesson_id: str, number: int) -> ResponseReturnValue:
     current = lesson.steps[number - 1]
     context = {"lesson": lesson, "number": number, "step": current, "html": content.step_html(current),
                "status": progress.lesson_status(g.user, lesson)}
-    if isinstance(current, ExerciseStep):
-        context["editor"] = _editor_state(current)
-    elif isinstance(current, Quiz):
-        context["answers"] = _latest_answers(lesson, current)
+    extras = _PAGE_EXTRAS.get(current.kind)
+    if extras is not None:
+        context.update(extras(lesson, current))
     return render_template("lessons/step.html", **context)
 
 
@@ -72,6 +73,13 @@ def _latest_answers(lesson: Lesson, quiz: Quiz) -> dict[str, QuizAnswer]:
                                                           QuizAnswer.lesson_id == lesson.id)
                                  .order_by(QuizAnswer.id)).all()
     return {row.question_id: row for row in rows}  # the newest answer per question wins
+
+
+# What a step's page shows beyond its HTML, by kind of step (grader.course.STEP_KINDS); cards need nothing.
+_PAGE_EXTRAS: dict[str, Callable[[Lesson, Step], dict[str, Any]]] = {
+    "exercise": lambda lesson, step: {"editor": _editor_state(step)},
+    "quiz": lambda lesson, step: {"answers": _latest_answers(lesson, step)},
+}
 
 
 @bp.post("/<lesson_id>/quiz/<question_id>")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import Boolean, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
@@ -60,7 +61,27 @@ class ApiToken(Base):
     user: Mapped[User] = relationship(back_populates="tokens")
 
 
-PENDING = ("queued", "running")
+class JobStatus(StrEnum):
+    """Where a background job's row (a submission, a regrade) is. DONE: the job finished; for a submission
+    that means graded, whatever the verdict (learner code that raised is a verdict: result status
+    `grader.protocol.Status.ERROR`). ERROR: the platform could not finish it (the grader or a worker failed).
+    The values are what the API returns and the rows store."""
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    ERROR = "error"
+
+
+class ValidationStatus(StrEnum):
+    """An instructor's `grader validate` run: OK/FAILED say what validation found; ERROR: it could not run."""
+    QUEUED = "queued"
+    RUNNING = "running"
+    OK = "ok"
+    FAILED = "failed"
+    ERROR = "error"
+
+
+PENDING = (JobStatus.QUEUED, JobStatus.RUNNING)  # a row some job has still to finish
 
 
 class Submission(Base):
@@ -76,7 +97,7 @@ class Submission(Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     exercise_id: Mapped[str] = mapped_column(String(200), index=True)
     code: Mapped[str] = mapped_column(Text)
-    status: Mapped[str] = mapped_column(String(16), default="queued")  # queued | running | done | error
+    status: Mapped[str] = mapped_column(String(16), default=JobStatus.QUEUED)  # JobStatus
     passed: Mapped[bool] = mapped_column(Boolean, default=False)
     result_json: Mapped[str | None] = mapped_column(Text)  # the `grader check --json` object
     error_message: Mapped[str | None] = mapped_column(Text)  # why grading itself failed (status error)
@@ -139,13 +160,13 @@ class ValidationRun(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     exercise_id: Mapped[str] = mapped_column(String(200), index=True)
-    status: Mapped[str] = mapped_column(String(16), default="queued")  # queued | running | ok | failed | error
+    status: Mapped[str] = mapped_column(String(16), default=ValidationStatus.QUEUED)  # ValidationStatus
     report: Mapped[str | None] = mapped_column(Text)  # one line per case
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
 
 
-REGRADE_BUSY = ("queued", "running")
+REGRADE_BUSY = PENDING
 
 
 class RegradeRun(Base):
@@ -161,7 +182,7 @@ class RegradeRun(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     exercise_id: Mapped[str] = mapped_column(String(200), index=True)
-    status: Mapped[str] = mapped_column(String(16), default="queued")  # queued | running | done | error
+    status: Mapped[str] = mapped_column(String(16), default=JobStatus.QUEUED)  # JobStatus
     error_message: Mapped[str | None] = mapped_column(Text)  # why the run as a whole stopped (status error)
     total: Mapped[int] = mapped_column(Integer, default=0)  # finished submissions it covers
     regraded: Mapped[int] = mapped_column(Integer, default=0)  # of those, handled so far (changed+same+failed)

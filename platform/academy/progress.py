@@ -7,7 +7,7 @@ from sqlalchemy import select
 
 from academy.db import get_session
 from academy.models import LessonProgress, QuizAnswer, Submission, User
-from grader.course import Card, ExerciseStep, Lesson, Quiz
+from grader.course import Lesson, Progress
 
 
 @dataclass(frozen=True)
@@ -69,15 +69,9 @@ def lesson_status(user: User | None, lesson: Lesson, passed: set[str] | None = N
     row = get_position(user, lesson.id)
     furthest = row.furthest if row else 0
     correct = correct_answers(user, lesson.id) if lesson.quiz else set()
-    done = []
-    for number, step in enumerate(lesson.steps, 1):
-        if isinstance(step, Card):
-            done.append(number <= furthest)
-        elif isinstance(step, ExerciseStep):
-            done.append(step.exercise.id in passed)
-        elif isinstance(step, Quiz):
-            done.append(all(q.id in correct for q in step.questions))
-    return LessonStatus(lesson, tuple(done), row.position if row else 1)
+    facts = Progress(furthest, passed, correct)
+    done = tuple(step.done(number, facts) for number, step in enumerate(lesson.steps, 1))
+    return LessonStatus(lesson, done, row.position if row else 1)
 
 
 def course_status(user: User | None, lessons: list[Lesson]) -> list[LessonStatus]:

@@ -3,7 +3,8 @@
     REDIS_URL=redis://host:6379/0 python -m academy.queue worker     # one worker; start as many as you like
 
 A web request stores the submission as "queued", then `RQRunner.submit` enqueues `perform("grade_submission",
-id, fair_key)` under the job id "submission-ID", when it is that key's turn (see "Turns" below). Any number of workers on any number of hosts consume the queue;
+id, fair_key)` under the job id "submission-ID", when it is that key's turn (see "Turns" below). Any number of
+workers on any number of hosts consume the queue;
 each grades with the best sandbox it has (docker with a warm pool, on the GPU when there is one).
 
 Nothing is lost, using RQ's own machinery:
@@ -367,25 +368,25 @@ def on_job_failure(job: Job, connection: Redis, exc_type: Any, exc_value: Any, t
 def finish_as_error(kind: str, object_id: int, message: str) -> bool:
     """Store `message` as the failure of an unfinished row (in an app context); False if it had finished."""
     from academy.db import get_session
-    from academy.models import RegradeRun, Submission, ValidationRun, utcnow
+    from academy.models import PENDING, JobStatus, RegradeRun, Submission, ValidationRun, ValidationStatus, utcnow
 
     db = get_session()
     if kind == "grade_submission":
         submission = db.get(Submission, object_id)
-        if submission is None or submission.status not in ("queued", "running"):
+        if submission is None or submission.status not in PENDING:
             return False
-        submission.status, submission.error_message, submission.finished_at = "error", message, utcnow()
+        submission.status, submission.error_message, submission.finished_at = JobStatus.ERROR, message, utcnow()
     elif kind == "regrade_exercise_run":
         regrade = db.get(RegradeRun, object_id)
         if regrade is None or not regrade.busy:
             return False
-        regrade.status, regrade.error_message = "error", message
+        regrade.status, regrade.error_message = JobStatus.ERROR, message
         regrade.finished_at = regrade.updated_at = utcnow()
     else:
         run = db.get(ValidationRun, object_id)
-        if run is None or run.status not in ("queued", "running"):
+        if run is None or run.status not in PENDING:
             return False
-        run.status, run.report, run.finished_at = "error", message, utcnow()
+        run.status, run.report, run.finished_at = ValidationStatus.ERROR, message, utcnow()
     db.commit()
     log.warning("%s %s finished as error: %s", kind, object_id, message)
     return True
@@ -397,9 +398,8 @@ def recover_lost_jobs(app: Flask, runner: RQRunner) -> dict[str, int]:
     Rows younger than recover_after_s are skipped: their web request may be about to enqueue them.
     """
     from academy.db import get_session
-    from academy.models import REGRADE_BUSY, RegradeRun, Submission, ValidationRun, utcnow
-
     from academy.jobs import STAFF_KEY
+    from academy.models import PENDING, REGRADE_BUSY, RegradeRun, Submission, ValidationRun, utcnow
 
     counts = {"requeued": 0, "failed": 0}
     cutoff = utcnow() - timedelta(seconds=runner.settings.recover_after_s)
@@ -407,10 +407,10 @@ def recover_lost_jobs(app: Flask, runner: RQRunner) -> dict[str, int]:
         db = get_session()
         rows = [("grade_submission", row_id, key or f"user-{user_id}", created) for row_id, key, user_id, created
                 in db.execute(select(Submission.id, Submission.fair_key, Submission.user_id, Submission.created_at)
-                              .where(Submission.status.in_(("queued", "running"))).order_by(Submission.id))]
+                              .where(Submission.status.in_(PENDING)).order_by(Submission.id))]
         rows += [("validate_exercise_run", row_id, STAFF_KEY, created) for row_id, created in db.execute(
             select(ValidationRun.id, ValidationRun.created_at).where(
-                ValidationRun.status.in_(("queued", "running"))).order_by(ValidationRun.id))]
+                ValidationRun.status.in_(PENDING)).order_by(ValidationRun.id))]
         rows += [("regrade_exercise_run", row_id, STAFF_KEY, created) for row_id, created in db.execute(
             select(RegradeRun.id, RegradeRun.created_at).where(
                 RegradeRun.status.in_(REGRADE_BUSY)).order_by(RegradeRun.id))]

@@ -5,7 +5,7 @@ import urllib.parse
 
 import pytest
 
-from tests.abuse.conftest import EXERCISE, Client, LiveServer
+from tests.helpers import EXERCISE, Client, LiveServer
 
 # What browsers read as another site: they drop tabs and newlines from URLs, and read "\" as "/".
 EVIL_NEXT = ["/\t/evil.example/phish", "/\n/evil.example/", "/\\evil.example/", "\\\\evil.example/",

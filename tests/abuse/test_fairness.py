@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from tests.abuse.conftest import EXERCISE, SLEEPER, SOLUTION, Client, LiveServer
+from tests.helpers import EXERCISE, SLEEPER, SOLUTION, Client, LiveServer
 
 pytestmark = pytest.mark.slow
 

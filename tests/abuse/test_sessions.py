@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
-from tests.abuse.conftest import Client, LiveServer
+from tests.helpers import Client, LiveServer
 
 
 def _copy(client: Client, address: str) -> Client:
@@ -68,7 +68,8 @@ def test_a_token_cannot_create_tokens_and_the_token_page_is_not_cached(shared_se
 
     script = Client(shared_server, "127.0.1.7", token=token)
     assert script.api("GET", "/api/progress").json()["user"] == "carol@example.org"
-    minted = script.request("POST", "/auth/tokens", b"name=minted", {"Content-Type": "application/x-www-form-urlencoded"})
+    minted = script.request("POST", "/auth/tokens", b"name=minted",
+                            {"Content-Type": "application/x-www-form-urlencoded"})
     assert minted.status == 403 and "dla_" not in minted.text
     listed = owner.get("/auth/account").text
     assert "minted" not in listed and listed.count("/revoke") == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from tests.abuse.conftest import Client, LiveServer
+from tests.helpers import Client, LiveServer
 
 
 def test_wrong_passwords_back_off_per_account_and_address(shared_server: LiveServer) -> None:

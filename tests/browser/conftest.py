@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -13,16 +12,10 @@ from typing import Callable, Iterator
 import pytest
 from playwright.sync_api import Page
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.helpers import INSTRUCTOR, REPO, free_port
+
 ARTIFACTS = REPO / "artifacts" / "browser"
 CHROMIUM = "/usr/bin/chromium"
-INSTRUCTOR = ("teacher@example.org", "teacher-password")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _flask(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
@@ -41,7 +34,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         env.pop(name, None)
     _flask(env, "init-db")
     _flask(env, "create-user", INSTRUCTOR[0], "--instructor", "--password", INSTRUCTOR[1])
-    port = _free_port()
+    port = free_port()
     log = open(instance / "server.log", "w")
     server = subprocess.Popen([sys.executable, "-m", "flask", "--app", "academy", "run", "--port", str(port),
                                "--no-reload", "--no-debugger"], env=env, cwd=REPO, stdout=log,

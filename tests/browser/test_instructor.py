@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import INSTRUCTOR, REPO
+from tests.helpers import INSTRUCTOR, REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

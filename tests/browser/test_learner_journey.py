@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import REPO
+from tests.helpers import REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

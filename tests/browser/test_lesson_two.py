@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from grader.course import load_course
-from tests.browser.conftest import REPO
+from tests.helpers import REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -55,4 +55,5 @@ def test_lesson_two_can_be_completed(page: Page, live_server: str, shoot) -> Non
         shoot(page, "lesson2-quiz")
 
     page.goto(live_server)
-    expect(page.locator(f"#lesson-{LESSON.id} .progress-text")).to_have_text(f"{STEPS} of {STEPS} steps done · complete")
+    expect(page.locator(f"#lesson-{LESSON.id} .progress-text")).to_have_text(
+        f"{STEPS} of {STEPS} steps done · complete")

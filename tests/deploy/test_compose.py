@@ -10,14 +10,12 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-from tests.queue.conftest import EXERCISE, SOLUTION, free_port
+from tests.helpers import EXERCISE, REPO, SOLUTION, free_port
 
-REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
@@ -25,7 +23,8 @@ class Stack:
     def __init__(self) -> None:
         self.project = f"dla-test-{secrets.token_hex(3)}"
         self.port = free_port()
-        self.env = {**os.environ, "POSTGRES_PASSWORD": secrets.token_urlsafe(16), "REDIS_PASSWORD": secrets.token_hex(16),
+        self.env = {**os.environ,
+                    "POSTGRES_PASSWORD": secrets.token_urlsafe(16), "REDIS_PASSWORD": secrets.token_hex(16),
                     "DLA_HTTP_PORT": str(self.port),
                     "DLA_POOL_SIZE": "1", "DLA_WEB_WORKERS": "2", "DLA_SUBMISSIONS_PER_MINUTE": "100",
                     # Demand the docker sandbox: "auto" would quietly grade in the worker container instead.

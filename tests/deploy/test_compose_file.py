@@ -6,12 +6,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.helpers import REPO
 
 
 def _config(**env: str) -> subprocess.CompletedProcess:

@@ -11,7 +11,7 @@ from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.exc import IntegrityError
 
 from academy.db import alembic_config
-from tests.deploy.conftest import PostgresServer
+from tests.helpers import PostgresServer
 
 PENDING_ROW = ("INSERT INTO submissions (user_id, exercise_id, code, status, passed, created_at) "
                "VALUES (1, 'mixed-precision/amp-step', 'x = 1', :status, false, CURRENT_TIMESTAMP)")

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, inspect, text
 
-from tests.deploy.conftest import PostgresServer
-from tests.queue.conftest import EXERCISE, SOLUTION
+from tests.helpers import EXERCISE, SOLUTION, PostgresServer
 
 
 def _api(app, token: str):  # noqa: ANN001, ANN202

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from grader.harness.cgroups import CgroupRoot, CgroupUnavailable, SubmissionCgroup, find_root
+from tests.helpers import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 PY = "/usr/bin/python3"  # a system interpreter an unprivileged uid can execute
 NOBODY = 65534
 MB = 1 << 20
@@ -213,7 +213,7 @@ class Box:
         for cg in self.cgroups:  # first: a process left frozen would not die of SIGKILL
             try:
                 cg.remove()
-            except Exception as e:  # still a failure of the test, once everything is gone
+            except Exception as e:  # noqa: BLE001 - still a failure of the test, once everything is gone
                 errors.append(e)
             for d in cg.dirs:
                 scrub(d)

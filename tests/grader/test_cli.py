@@ -7,7 +7,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.conftest import EXERCISES, check_json, run_grader
+from tests.helpers import EXERCISES, check_json, run_grader
 
 AMP = EXERCISES / "mixed-precision" / "amp-step"
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "grader" / "schemas" / "result.json").read_text())
@@ -79,7 +79,8 @@ def test_unknown_exercise_exits_2_and_lists_the_known_ones():
     ("def train_step(model, optimizer, scaler, loss_fn, x, y)\n    return 1\n", "syntax", "syntax error on line 1", 1),
     ("", "missing", "does not define `train_step`", None),
     ("def step(model, optimizer, scaler, loss_fn, x, y):\n    pass\n", "missing", "does not define `train_step`", None),
-    ("def train_step(model, opt):\n    pass\n", "signature", "must accept (model, optimizer, scaler, loss_fn, x, y)", 1),
+    ("def train_step(model, opt):\n    pass\n", "signature",
+     "must accept (model, optimizer, scaler, loss_fn, x, y)", 1),
     ("import torch\n\nvalue = 1 / 0\n", "exception", "raised ZeroDivisionError on line 3 while it was being loaded", 3),
     ("train_step = 3\n", "missing", "is a int, not a function", None),
 ])

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from grader.grading import run_submission
-from tests.conftest import EXERCISES, REPO, gated
+from tests.helpers import EXERCISES, REPO, gated
 
 AMP = EXERCISES / "mixed-precision" / "amp-step"
 NOBODY = 65534

@@ -8,7 +8,7 @@ import pytest
 
 from grader.course import load_course
 from grader.grading import run_submission
-from tests.conftest import EXERCISES, bait_server
+from tests.helpers import EXERCISES, bait_server
 
 AMP = EXERCISES / "mixed-precision" / "amp-step"
 SOLUTION = (AMP / "solution.py").read_text()

@@ -30,8 +30,8 @@ from typing import Any, Callable
 import pytest
 
 from grader.harness import seccomp
+from tests.helpers import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 LIBC = ctypes.CDLL(None, use_errno=True)
 LIBC.syscall.restype = ctypes.c_long
 
@@ -90,7 +90,7 @@ def fork_run(body: Callable[[], Any], *, filtered: bool, timeout: float = 20) ->
                 seccomp.install()
             os.write(write, json.dumps(body()).encode())
             code = 0
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - the forked child reports any failure to the test
             os.write(write, traceback.format_exc().encode())
         finally:
             os._exit(code)

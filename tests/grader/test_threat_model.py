@@ -1,7 +1,7 @@
 """docs/threat-model.md and the exercise files say the same thing: one row per check of every exercise,
 with the evidence its exercise.yaml declares; every check that rests on the learner's process says why."""
 from grader.course import load_course
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 
 def table_rows() -> dict[tuple[str, str], str]:

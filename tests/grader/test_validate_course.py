@@ -3,7 +3,7 @@ checks it declares. Parametrised from the course files, so a new exercise folder
 import pytest
 
 from grader.course import load_course
-from tests.conftest import run_grader
+from tests.helpers import run_grader
 
 
 @pytest.mark.slow

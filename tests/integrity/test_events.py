@@ -6,7 +6,7 @@ sys.modules. Variants: the stream silenced, the classification forged before it 
 from __future__ import annotations
 
 from grader.grading import run_submission
-from tests.conftest import caught_by
+from tests.helpers import caught_by
 
 EXERCISE = "mixed-precision/amp-step"
 RAW_STEP = '''
@@ -32,7 +32,8 @@ REWRITE_RECORDS = '''recorder = sys.modules["grader.harness.amp"].RECORDER
         if event["event"] == "optimizer.step":
             event["via_scaler"] = True'''
 SILENCE_STREAM = '''sys.modules["grader.harness.channel"]._learner = None'''
-FORGE_BEFORE_STREAM = '''sys.modules["grader.harness.amp"].Recorder.classify_backward_target = lambda self, t: ("scaled", None)'''
+FORGE_BEFORE_STREAM = ('''sys.modules["grader.harness.amp"].Recorder.classify_backward_target = '''
+                       '''lambda self, t: ("scaled", None)''')
 
 
 def failed_checks(sandbox, before_backward: str = "pass", after: str = "pass") -> set[str]:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from grader.grading import run_submission
 
 EXERCISE = "profiling/fix-the-bottleneck"

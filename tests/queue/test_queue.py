@@ -6,7 +6,7 @@ import time
 import pytest
 from rq.registry import FailedJobRegistry
 
-from tests.queue.conftest import QueueStack
+from tests.helpers import QueueStack
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 

@@ -14,7 +14,7 @@ from redis import Redis
 from rq import Callback, Queue
 from rq.serializers import JSONSerializer
 
-from tests.queue.conftest import QueueStack
+from tests.helpers import QueueStack
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 

@@ -7,11 +7,10 @@ engine can run here at all; a failing image build is an error, not a skip.
 from __future__ import annotations
 
 import subprocess
-import time
 
 import pytest
 
-from tests.conftest import REPO
+from tests.helpers import REPO, wait_no_grading_containers
 
 
 def _engine_problem() -> str | None:
@@ -42,22 +41,6 @@ def docker_image() -> str:
     ok, why = DockerSandbox().available()
     assert ok, why
     return DockerSandbox().image
-
-
-def grading_containers() -> list[str]:
-    """Every grading container the engine knows, running or not."""
-    from sandbox.docker import CONTAINER_LABEL
-
-    out = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={CONTAINER_LABEL}"],
-                         capture_output=True, text=True, check=True).stdout
-    return out.split()
-
-
-def wait_no_grading_containers(timeout: float = 20) -> list[str]:
-    deadline = time.monotonic() + timeout
-    while (left := grading_containers()) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return left
 
 
 @pytest.fixture(scope="package")

@@ -8,8 +8,7 @@ import pytest
 
 from grader.course import load_course
 from sandbox.docker import Container, ContainerSpec, DockerSandbox
-from tests.conftest import EXERCISES, run_grader
-from tests.sandbox.conftest import wait_no_grading_containers
+from tests.helpers import EXERCISES, run_grader, wait_no_grading_containers
 
 pytestmark = pytest.mark.docker
 AMP = EXERCISES / "mixed-precision" / "amp-step"

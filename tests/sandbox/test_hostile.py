@@ -13,7 +13,7 @@ import pytest
 
 from grader.course import load_course
 from grader.grading import run_submission
-from tests.conftest import AMP_SOLUTION, EXERCISES, GATED, bait_server
+from tests.helpers import AMP_SOLUTION, EXERCISES, GATED, bait_server
 
 pytestmark = pytest.mark.docker
 

@@ -11,10 +11,11 @@ import pytest
 from grader.course import default_root
 from grader.grading import run_submission
 from sandbox import SandboxError, get_sandbox
-from sandbox.docker import ContainerSpec, warm_pool as docker_pool
+from sandbox.docker import ContainerSpec
+from sandbox.docker import warm_pool as docker_pool
 from sandbox.local import LocalSandbox
 from sandbox.pool import WarmPool
-from tests.conftest import EXERCISES
+from tests.helpers import EXERCISES
 
 SOLUTION = (EXERCISES / "mixed-precision" / "amp-step" / "solution.py").read_text()
 

@@ -7,11 +7,22 @@ import sys
 
 import pytest
 
-from grader.protocol import (MAX_CODE_BYTES, MAX_REQUEST_BYTES, VERDICT_CAP, CodeTooLarge, ProtocolError,
-                             RawVerdict, Request, Status, error_verdict, parse_output_line, ready_line)
 from grader.harness.serve import read_request, resolve_exercise
+from grader.protocol import (
+    MAX_CODE_BYTES,
+    MAX_REQUEST_BYTES,
+    VERDICT_CAP,
+    CodeTooLarge,
+    ProtocolError,
+    RawVerdict,
+    Request,
+    Status,
+    error_verdict,
+    parse_output_line,
+    ready_line,
+)
 from sandbox.process import PopenProcess
-from tests.conftest import EXERCISES, REPO
+from tests.helpers import EXERCISES, REPO
 
 SOLUTION = (EXERCISES / "mixed-precision" / "amp-step" / "solution.py").read_text()
 
@@ -65,7 +76,8 @@ def test_verdicts_are_validated_when_they_cross_a_boundary():
     assert kind == "verdict" and back == verdict
     assert parse_output_line(ready_line(1.5).rstrip()) == ("ready", None)
     for bad in (b'{"type": "verdict", "verdict": {"status": "won"}}',
-                b'{"type": "verdict", "verdict": {"status": "passed", "error": {"kind": "x", "message": "m", "evil": 1}}}',
+                b'{"type": "verdict", "verdict": {"status": "passed", '
+                b'"error": {"kind": "x", "message": "m", "evil": 1}}}',
                 b'{"type": "telemetry"}', b"PASSED", b"x" * (VERDICT_CAP + 1)):
         with pytest.raises(ProtocolError):
             parse_output_line(bad)

@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from academy.db import get_session
 from academy.models import Submission, User
-from tests.web.conftest import EXERCISE, new_session
+from tests.helpers import EXERCISE, new_session
 
 
 class RecordingRunner:
@@ -145,7 +145,7 @@ def test_exercise_list_is_public(app) -> None:  # noqa: ANN001
 def test_openapi_file_documents_every_api_route(app) -> None:  # noqa: ANN001
     import yaml
 
-    from tests.web.conftest import REPO
+    from tests.helpers import REPO
     spec = yaml.safe_load((REPO / "docs" / "openapi.yaml").read_text())
     documented = {(path, method) for path, ops in spec["paths"].items() for method in ops}
     for rule in app.url_map.iter_rules():

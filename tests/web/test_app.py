@@ -10,7 +10,7 @@ from sqlalchemy import inspect, select
 from academy import create_app, jobs
 from academy.db import get_session
 from academy.models import User
-from tests.web.conftest import REPO
+from tests.helpers import REPO
 
 
 def test_database_is_sqlite_in_the_instance_folder_and_migrated(app) -> None:  # noqa: ANN001

@@ -7,7 +7,7 @@ from sqlalchemy import select
 
 from academy.db import get_session
 from academy.models import LessonProgress, QuizAnswer, User
-from tests.web.conftest import LESSON, new_session
+from tests.helpers import LESSON, new_session
 
 
 def test_signup_signin_signout(web, app) -> None:  # noqa: ANN001

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from tests.web.conftest import REPO
+from tests.helpers import REPO
 
 FRONTEND = REPO / "platform" / "frontend"
 BUNDLE = REPO / "platform" / "academy" / "static" / "editor.bundle.js"

@@ -8,7 +8,7 @@ from academy import jobs
 from academy.db import get_session
 from academy.models import Submission, User
 from grader.result import validate_result
-from tests.web.conftest import EXERCISE, REPO, new_session, wait_for
+from tests.helpers import EXERCISE, REPO, new_session, wait_for
 
 STARTER = (REPO / "exercises" / "mixed-precision" / "amp-step" / "starter.py").read_text()
 

@@ -8,7 +8,7 @@ import pytest
 
 from academy.db import get_session
 from academy.models import Submission, User, ValidationRun
-from tests.web.conftest import EXERCISE, LESSON, new_session
+from tests.helpers import EXERCISE, LESSON, new_session
 
 
 def make_instructor(app, email: str = "teacher@example.org"):  # noqa: ANN001, ANN201

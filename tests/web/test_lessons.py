@@ -5,7 +5,7 @@ import json
 import re
 
 from academy.content import render_markdown
-from tests.web.conftest import EXERCISE, LESSON, new_session
+from tests.helpers import EXERCISE, LESSON, new_session
 
 
 def test_course_page_lists_lessons_for_anyone(web) -> None:  # noqa: ANN001

@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 
 from academy.db import get_session
 from academy.models import RegradeRun, Submission, User, utcnow
-from tests.web.conftest import EXERCISE, LESSON, REPO, new_session
+from tests.helpers import EXERCISE, LESSON, REPO, new_session
 from tests.web.test_instructor import make_instructor
 
 SOLUTION = (REPO / "exercises" / LESSON / "amp-step" / "solution.py").read_text()

@@ -24,7 +24,7 @@ def _learner_function(module, name, api):
     def call(*args):
         try:
             return function(*args)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - anything the learner's code raises is the learner's error
             raise describe_exception(exc, api.memory_mb) from None
 
     return function, call
