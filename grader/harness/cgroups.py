@@ -316,18 +316,23 @@ class SubmissionCgroup:
     def kill_all(self, timeout: float = 5.0) -> None:
         """SIGKILL every process in the cgroup and its children; returns once they are gone."""
         deadline = time.monotonic() + timeout
-        kill = self.paths["freezer"] / "cgroup.kill"
-        if self.root.version == 2 and kill.exists():  # Linux 5.14+: atomic, no race with fork
+        # A stale cgroup left half-removed (its grading process killed mid-remove) may lack the freezer
+        # hierarchy: then signal without freezing.
+        freezer = self.paths.get("freezer")
+        kill = freezer / "cgroup.kill" if freezer else None
+        if self.root.version == 2 and kill is not None and kill.exists():  # Linux 5.14+: atomic, no race with fork
             _write(kill, 1)
         while self.pids():
             if time.monotonic() > deadline:
                 raise TimeoutError(f"processes {self.pids()} survived SIGKILL in {self.dirs[0]}")
-            with contextlib.suppress(TimeoutError):
-                self.freeze(timeout=1.0)  # a frozen process cannot fork while we signal the list
+            if freezer is not None:
+                with contextlib.suppress(TimeoutError):
+                    self.freeze(timeout=1.0)  # a frozen process cannot fork while we signal the list
             for pid in self.pids():
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-            self.thaw()  # a frozen process only acts on the SIGKILL once thawed
+            if freezer is not None:
+                self.thaw()  # a frozen process only acts on the SIGKILL once thawed
             _wait(lambda: not self.pids(), 0.5)
 
     def remove(self, timeout: float = 5.0) -> None:
