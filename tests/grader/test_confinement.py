@@ -314,21 +314,28 @@ def test_services_never_grade_unconfined(tmp_path):
     jobs.shutdown(app)
 
 
-def test_cgroups_of_grading_processes_that_are_gone_are_removed():
-    # A grading process stopped at its deadline never removes its submission's cgroup; the next one
-    # to start does, so a long-running service does not collect them.
+def _gone_grading_process_cgroup():
+    """(cgroup root, a submission cgroup named after a grading process that has exited)."""
     from grader.harness import cgroups
-    from grader.harness.isolation import remove_stale_cgroups
 
     if os.geteuid() != 0:
         pytest.skip("runs as root (CI does)")
     root = cgroups.find_root()
     gone = subprocess.Popen(["true"])
     gone.wait()
-    stale = cgroups.SubmissionCgroup.create(root, f"sub-{gone.pid}-0", memory_bytes=64 << 20, pids=8)
+    return root, cgroups.SubmissionCgroup.create(root, f"sub-{gone.pid}-0", memory_bytes=64 << 20, pids=8)
+
+
+def test_cgroups_of_grading_processes_that_are_gone_are_removed():
+    # A grading process stopped at its deadline never removes its submission's cgroup; the next one
+    # to start does, so a long-running service does not collect them.
+    from grader.harness import cgroups
+    from grader.harness.isolation import remove_stale_cgroups
+
+    root, stale = _gone_grading_process_cgroup()
     live = cgroups.SubmissionCgroup.create(root, f"sub-{os.getpid()}-99", memory_bytes=64 << 20, pids=8)
     try:
-        assert f"sub-{gone.pid}-0" in remove_stale_cgroups(root)
+        assert stale.paths["memory"].name[len("dla-"):] in remove_stale_cgroups(root)
         assert not any(path.exists() for path in stale.dirs)
         assert all(path.exists() for path in live.dirs), "a live grading process's cgroup was removed"
     finally:
@@ -339,20 +346,14 @@ def test_cgroups_of_grading_processes_that_are_gone_are_removed():
 def test_a_half_removed_stale_cgroup_is_removed_too():
     # Killed in the middle of its remove(), a grading process can leave its cgroup in some hierarchies
     # only (seen: the memory controller's alone); the sweep must not fail on the missing freezer.
-    from grader.harness import cgroups
     from grader.harness.isolation import remove_stale_cgroups
 
-    if os.geteuid() != 0:
-        pytest.skip("runs as root (CI does)")
-    root = cgroups.find_root()
-    gone = subprocess.Popen(["true"])
-    gone.wait()
-    stale = cgroups.SubmissionCgroup.create(root, f"sub-{gone.pid}-0", memory_bytes=64 << 20, pids=8)
+    root, stale = _gone_grading_process_cgroup()
     try:
-        for controller, path in stale.paths.items():
-            if controller != "memory" and path != stale.paths["memory"] and path.exists():
+        for path in stale.dirs:
+            if path != stale.paths["memory"]:
                 path.rmdir()
-        assert f"sub-{gone.pid}-0" in remove_stale_cgroups(root)
+        assert stale.paths["memory"].name[len("dla-"):] in remove_stale_cgroups(root)
         assert not any(path.exists() for path in stale.dirs)
     finally:
         stale.remove()
