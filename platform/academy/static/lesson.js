@@ -108,6 +108,13 @@
     "infra-error": "The grader failed; your submission is saved.",
   };
 
+  function lineLink(line) {
+    const jump = el("button", "link line-link", "line " + line);
+    jump.type = "button";
+    jump.addEventListener("click", () => editor.markLines([line]));
+    return jump;
+  }
+
   function showResult(sub) {
     clearInterval(ticking);
     submitButton.disabled = false;
@@ -135,10 +142,7 @@
       const message = el("p", "flash error error-message", result.error.message);
       if (result.error.line) {
         lines.push(result.error.line);
-        const jump = el("button", "link line-link", "line " + result.error.line);
-        jump.type = "button";
-        jump.addEventListener("click", () => editor.markLines([result.error.line]));
-        message.append(" ", jump);
+        message.append(" ", lineLink(result.error.line));
       }
       nodes.push(message);
     } else {
@@ -157,11 +161,8 @@
           if (check.message) item.append(prose("p", "message", check.message));
           if (check.line) {
             lines.push(check.line);
-            const jump = el("button", "link line-link", "line " + check.line);
-            jump.type = "button";
-            jump.addEventListener("click", () => editor.markLines([check.line]));
             const message = item.querySelector(".message");
-            if (message) message.append(" ", jump); else item.append(jump);
+            if (message) message.append(" ", lineLink(check.line)); else item.append(lineLink(check.line));
           }
           if (check.hint) item.append(prose("p", "hint", "Hint: " + check.hint));
         }

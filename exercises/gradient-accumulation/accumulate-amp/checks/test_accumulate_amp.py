@@ -58,28 +58,34 @@ def test_every_backward_is_scaled(events):
                  f"scaler.scale(loss) nor a whole fraction of it{detail}.", event.get("line"))
 
 
-def _updates_use_window_means(events, run) -> bool:
-    """Whether every update used its window's mean gradient however it got there (fairseq divides the
-    summed gradients after the window, `multiply_grads`, instead of dividing each loss)."""
-    seen = ampchecks.of_kind(events, "optimizer.grads")
+@pytest.fixture(scope="module")
+def updates(events, run):
+    """Each real update: (its event, the micro-batches backpropagated before it, the first parameter whose
+    gradient differs from the large-batch gradient of the window it closes as (name, got, want), or None).
+    Computed once for the two checks that judge it."""
     backward_indices = [e["index"] for e in ampchecks.of_kind(events, "backward")]
-    if len(seen) != len(scenario.windows()):
-        return False
-    for event in seen:
+    found = []
+    for event in ampchecks.of_kind(events, "optimizer.grads"):
         done = sum(1 for index in backward_indices if index < event["index"])
-        if not 0 < done <= scenario.MICRO_BATCHES:
-            return False
-        want = _large_batch_gradient(run, event["params"], _window_of(done - 1))
-        for name, w in want.items():
-            got = event["grads"][name]
-            if got is None or not float((got - w).abs().max()) <= GRAD_TOLERANCE * float(w.abs().max()) + 1e-6:
-                return False
-    return True
+        gap = None
+        if 0 < done <= scenario.MICRO_BATCHES:
+            want = _large_batch_gradient(run, event["params"], _window_of(done - 1))
+            gap = next(((name, event["grads"][name], w) for name, w in want.items()
+                        if event["grads"][name] is None or not _within(event["grads"][name], w)), None)
+        found.append((event, done, gap))
+    return found
+
+
+def _within(got, want) -> bool:
+    return float((got - want).abs().max()) <= GRAD_TOLERANCE * float(want.abs().max()) + 1e-6
 
 
 @check("loss-divided")
-def test_loss_divided_by_window_size(backwards, events, run):
-    if _updates_use_window_means(events, run):
+def test_loss_divided_by_window_size(backwards, events, updates):
+    # Every update used its window's mean gradient however it got there (fairseq divides the summed
+    # gradients after the window, `multiply_grads`, instead of dividing each loss).
+    if len(updates) == len(scenario.windows()) and all(0 < done <= scenario.MICRO_BATCHES and gap is None
+                                                       for _, done, gap in updates):
         return  # divided after the window instead of before backward: the same update (docs/course.md)
     losses = ampchecks.of_kind(events, "loss")
     for i, event in enumerate(backwards):
@@ -173,36 +179,32 @@ def _large_batch_gradient(run, params, window):
 
 
 @check("matches-large-batch")
-def test_each_update_uses_the_large_batch_gradient(events, run):
-    seen = ampchecks.of_kind(events, "optimizer.grads")
-    if not seen:
+def test_each_update_uses_the_large_batch_gradient(events, updates):
+    if not updates:
         fail("The optimizer never stepped, so the model did not learn.")
-    backward_indices = [e["index"] for e in ampchecks.of_kind(events, "backward")]
-    for j, event in enumerate(seen):
+    for j, (event, done, gap) in enumerate(updates):
         # The window this update closes: the one holding the last micro-batch backpropagated before it.
-        done = sum(1 for index in backward_indices if index < event["index"])
         if done == 0:
             fail(f"Update {j + 1}{_at(event)} ran before any backward().", event.get("line"))
         if done > scenario.MICRO_BATCHES:
             fail(f"backward() ran {done} times for {scenario.MICRO_BATCHES} micro-batches before update {j + 1}"
                  f"{_at(event)}; run it once per micro-batch.", event.get("line"))
+        if gap is None:
+            continue
+        name, got, w = gap
+        if got is None:
+            fail(f"Update {j + 1}{_at(event)} saw no gradient for '{name}'.", event.get("line"))
         window = _window_of(done - 1)
-        want = _large_batch_gradient(run, event["params"], window)
         size = f"{len(window)} micro-batch{'es' if len(window) > 1 else ''}"
-        for name, w in want.items():
-            got = event["grads"][name]
-            if got is None:
-                fail(f"Update {j + 1}{_at(event)} saw no gradient for '{name}'.", event.get("line"))
-            scale = float(w.abs().max())
-            diff = float((got - w).abs().max())
-            if not diff <= GRAD_TOLERANCE * scale + 1e-6:
-                ampchecks.fail_if_clipped_scaled_gradients(events)
-                ratio = float(got.norm() / w.norm()) if float(w.norm()) else float("nan")
-                where = f", line {event['line']}" if event.get("line") else ""
-                fail(f"Update {j + 1} (window of {size}{where}) used a gradient that differs from the "
-                     f"fp16 large-batch gradient of its window by up to {diff:.3g} in '{name}' (allowed: up to "
-                     f"{GRAD_TOLERANCE * scale + 1e-6:.3g}, {GRAD_TOLERANCE:.0%} of that gradient's largest entry, "
-                     f"{scale:.3g}); its norm is {ratio:.3g}x the large-batch one.", event.get("line"))
+        scale = float(w.abs().max())
+        diff = float((got - w).abs().max())
+        ampchecks.fail_if_clipped_scaled_gradients(events)
+        ratio = float(got.norm() / w.norm()) if float(w.norm()) else float("nan")
+        where = f", line {event['line']}" if event.get("line") else ""
+        fail(f"Update {j + 1} (window of {size}{where}) used a gradient that differs from the "
+             f"fp16 large-batch gradient of its window by up to {diff:.3g} in '{name}' (allowed: up to "
+             f"{GRAD_TOLERANCE * scale + 1e-6:.3g}, {GRAD_TOLERANCE:.0%} of that gradient's largest entry, "
+             f"{scale:.3g}); its norm is {ratio:.3g}x the large-batch one.", event.get("line"))
 
 
 OUTCOME_TOLERANCE = 1e-2  # of the largest entry of the reference run's total update, per parameter

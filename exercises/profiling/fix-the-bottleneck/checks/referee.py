@@ -64,10 +64,9 @@ class Referee(channel.Referee):
             return {"seed": self.seeds[index]}
         if op == "finish" and self.open == index:
             self.learner_s[index] = self.clock.stop()
-            losses = request.get("losses")
+            losses = request.get("losses") if isinstance(request.get("losses"), list) else []
             self.learner_losses[index] = [x if isinstance(x, (int, float)) and math.isfinite(x) else None
-                                          for x in losses][:len(scenario_batches())] \
-                if isinstance(losses, list) else []
+                                          for x in losses[:scenario.BATCHES]]
             self.open = None
             if index % 2 == 1:
                 self._time_original(index, learner)
@@ -80,7 +79,3 @@ class Referee(channel.Referee):
                             "original_losses": self.original_losses[i],
                             "learner_losses": self.learner_losses.get(i, [])} for i in rounds],
                 "rounds_wanted": ROUNDS}
-
-
-def scenario_batches() -> range:
-    return range(scenario.BATCHES)
