@@ -11,7 +11,7 @@ GET /api/submissions/ID every 20 ms until the verdict is stored:
     docker-warm     job threads in the web process, docker sandbox, warm pool of 2 containers
     local-cold      job threads in the web process, a fresh `python -m grader.harness` per submission
     docker-cold     job threads in the web process, a fresh container per submission
-    rq              RQ on a private redis-server, one `python -m academy.queue worker`, local warm pool
+    rq              RQ on a private redis-server, one `python -m academy worker`, local warm pool
     rq-docker-warm  the same worker with the docker sandbox and a warm pool of 2
 
 All modes run at once and take turns, one submission each per round; each round also times the floor a
@@ -184,7 +184,7 @@ def start_worker(instance: Path, redis_url: str, log: Path, sandbox: str = "loca
     env = {**os.environ, "REDIS_URL": redis_url, "DLA_INSTANCE": str(instance), "DLA_SANDBOX": sandbox,
            "SECRET_KEY": "bench", "DLA_WORKER_LOG": "WARNING", **(extra_env or {})}
     env.pop("DATABASE_URL", None)
-    return subprocess.Popen([sys.executable, "-m", "academy.queue", "worker"], env=env, cwd=REPO,
+    return subprocess.Popen([sys.executable, "-m", "academy", "worker"], env=env, cwd=REPO,
                             stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
@@ -236,14 +236,12 @@ def _through_rq(sandbox: str, pool_size: int):  # noqa: ANN202
     @contextlib.contextmanager
     def setup(folder: Path) -> Iterator[Api]:
         from academy import create_app
-        from academy.queue import install_runner
 
         redis = RedisProcess()
         app = create_app(app_config(folder / "instance", SANDBOX=sandbox, REDIS_URL=redis.url))
-        install_runner(app)
         server = LiveServer(app)
         worker = start_worker(folder / "instance", redis.url, folder / "worker.log", sandbox=sandbox,
-                              extra_env={"DLA_POOL_SIZE": str(pool_size)})
+                              extra_env={"DLA_WARM_POOL": str(pool_size)})
         try:
             api = Api(server.base, make_tokens(app, 1)[0])
             try:  # the worker process has started, imported everything, filled its pool

@@ -11,7 +11,7 @@ verdict is stored. Reported: verdicts per minute (first submit to last verdict),
 which must equal --count (nothing lost).
 
     inprocess  the single-machine default: job threads in the web process (--workers threads), local sandbox
-    rq         RQ on a private redis-server, --workers `academy.queue worker` processes, local sandbox
+    rq         RQ on a private redis-server, --workers `python -m academy worker` processes, local sandbox
     rq-docker-warm  the same workers grading in docker sandbox containers, a warm pool of 2 per worker
                     (run sandbox/build-images first)
 """
@@ -54,14 +54,12 @@ def _inprocess(folder: Path, workers: int, accounts: int) -> Iterator[tuple[Any,
 def _rq(folder: Path, workers: int, accounts: int, sandbox: str = "local",
         pool_size: int = 0) -> Iterator[tuple[Any, list[Api]]]:
     from academy import create_app
-    from academy.queue import install_runner
 
     redis = RedisProcess()
     app = create_app(app_config(folder / "instance", SANDBOX=sandbox, REDIS_URL=redis.url))
-    install_runner(app)
     server = LiveServer(app)
     processes = [start_worker(folder / "instance", redis.url, folder / f"worker-{i}.log", sandbox=sandbox,
-                              extra_env={"DLA_POOL_SIZE": str(pool_size)}) for i in range(workers)]
+                              extra_env={"DLA_WARM_POOL": str(pool_size)}) for i in range(workers)]
     try:
         apis = [Api(server.base, token) for token in make_tokens(app, accounts)]
         # Warm-up: every worker process has started (one submission each, not counted).

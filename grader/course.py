@@ -13,7 +13,6 @@ Nothing here imports torch: the web app and the CLI load the course cheaply.
 """
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -21,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from grader.settings import DEFAULT_MEMORY_MB, DEFAULT_TIME_S, exercises_root
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 CHECK_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -31,14 +32,6 @@ EXPECT_SKIP_LINE = re.compile(r"^#\s*expect-skip:\s*(.*)$", re.MULTILINE)
 
 class CourseError(Exception):
     """The course files are malformed; the message names the file and the problem."""
-
-
-def default_root() -> Path:
-    """The exercises folder: $DLA_EXERCISES, else the repo's own `exercises/`."""
-    env = os.environ.get("DLA_EXERCISES")
-    if env:
-        return Path(env).resolve()
-    return Path(__file__).resolve().parent.parent / "exercises"
 
 
 @dataclass(frozen=True)
@@ -311,8 +304,8 @@ def load_exercise(path: Path, exercise_id: str, *, authoring_files: bool = True)
         entry=_require(meta, "entry", meta_path),
         params=tuple(str(p) for p in meta.get("params", []) or []),
         prompt=str(meta.get("prompt", "")),
-        time_limit_s=float(limits.get("time_s", 10)),
-        memory_mb=int(limits.get("memory_mb", 2048)),
+        time_limit_s=float(limits.get("time_s", DEFAULT_TIME_S)),
+        memory_mb=int(limits.get("memory_mb", DEFAULT_MEMORY_MB)),
         checks=tuple(checks),
         uses_gpu=bool(meta.get("gpu", True)),
         cpu_note=str(meta.get("cpu_note", "") or "").strip(),
@@ -363,7 +356,7 @@ def load_lesson(path: Path, number: int) -> Lesson:
 
 def load_course(root: Path | None = None) -> Course:
     """Load and validate the whole course; raises CourseError with the offending file."""
-    root = Path(root) if root else default_root()
+    root = Path(root) if root else exercises_root()
     manifest_path = root / "course.yaml"
     manifest = _read_yaml(manifest_path)
     course = Course(root, _require(manifest, "title", manifest_path), str(manifest.get("summary", "")))

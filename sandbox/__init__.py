@@ -57,7 +57,7 @@ def get_sandbox(name: str = "auto", *, hide: list[Path] | None = None, warm: int
     sandbox needs it, a container sees nothing of the host. `warm`: keep this many grading processes
     started and waiting (a warm pool); the caller then owns the sandbox and must `close()` it.
     """
-    from grader.course import default_root
+    from grader.settings import exercises_root
     from sandbox.docker import DockerSandbox
     from sandbox.docker import warm_pool as docker_pool
     from sandbox.local import LocalSandbox, UnconfinedSandbox
@@ -79,5 +79,5 @@ def get_sandbox(name: str = "auto", *, hide: list[Path] | None = None, warm: int
     local = LocalSandbox(hide, also_unavailable=also)
     if warm > 0:  # a service: refuse now, before any submission is taken
         local.require()
-        return LocalSandbox(hide, pool=local_pool(default_root(), list(hide or []), warm), also_unavailable=also)
+        return LocalSandbox(hide, pool=local_pool(exercises_root(), list(hide or []), warm), also_unavailable=also)
     return local  # checked before its first submission runs (local.require()), alongside the process start

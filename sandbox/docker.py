@@ -17,7 +17,6 @@ system is read-only.
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import subprocess
@@ -28,15 +27,13 @@ from typing import Callable
 
 from grader.course import Exercise
 from grader.protocol import RawVerdict, Request, Status, error_verdict
+from grader.settings import DEFAULT_MEMORY_MB, GRADER_IMAGE, GRADER_MEMORY_MB, LEARNER_UID_BASE, SCRATCH_MB
 from sandbox import SandboxError
 from sandbox.image import CONTENT_LABEL, CPU_IMAGE, CUDA_IMAGE, content_fingerprint
 from sandbox.pool import WarmPool
 from sandbox.process import HarnessProcess, PopenProcess
 
-IMAGE_ENV = "DLA_GRADER_IMAGE"  # use this image instead of dla-grader:cpu / dla-grader:cuda
 CONTAINER_LABEL = "dla.sandbox"  # every grading container carries it: `docker ps -a --filter label=...`
-GRADER_MEMORY_MB = 1024  # the grading side's own share (torch, pytest) on top of the exercise's limit
-SCRATCH_MB = 64
 
 
 def docker_binary() -> str | None:
@@ -105,7 +102,7 @@ class ContainerSpec:
             "--cap-add", "KILL",
             "--security-opt", "no-new-privileges",  # Docker's default seccomp profile applies too
             "--log-driver", "none",  # the learner's output must not pile up in the engine's logs
-            "-e", f"DLA_LEARNER_UID_BASE={random.randrange(1, 20_000) * 100_000}",
+            "-e", f"{LEARNER_UID_BASE.env}={random.randrange(1, 20_000) * 100_000}",
         ]
         if self.gpus:
             flags += ["--gpus", "all"]
@@ -156,7 +153,7 @@ def default_spec(image: str | None = None) -> ContainerSpec:
     specs = [sandbox.spec_for(exercise) for exercise in exercises]
     gpus = any(spec.gpus for spec in specs)
     image = next((spec.image for spec in specs if spec.gpus == gpus), sandbox.image)
-    memory = max((exercise.memory_mb for exercise in exercises), default=2048) + GRADER_MEMORY_MB
+    memory = max((exercise.memory_mb for exercise in exercises), default=DEFAULT_MEMORY_MB) + GRADER_MEMORY_MB
     return ContainerSpec(image=image, memory_mb=memory, gpus=gpus)
 
 
@@ -173,7 +170,7 @@ class DockerSandbox:
     name = "docker"
 
     def __init__(self, image: str | None = None, pool: WarmPool | None = None):
-        self.image = image or os.environ.get(IMAGE_ENV) or CPU_IMAGE
+        self.image = image or GRADER_IMAGE.get() or CPU_IMAGE
         self.pool = pool
 
     def available(self) -> tuple[bool, str]:
@@ -189,7 +186,7 @@ class DockerSandbox:
     def spec_for(self, exercise: Exercise) -> ContainerSpec:
         gpus = exercise.uses_gpu and host_has_gpu()
         image = self.image
-        if gpus and IMAGE_ENV not in os.environ and image_ready(CUDA_IMAGE)[0]:
+        if gpus and not GRADER_IMAGE.is_set() and image_ready(CUDA_IMAGE)[0]:
             image = CUDA_IMAGE
         elif gpus and image == CPU_IMAGE:
             gpus = False  # the CPU image cannot use a GPU: grade the CPU path

@@ -15,17 +15,12 @@ import shutil
 import sys
 from pathlib import Path
 
+from grader.settings import exercises_root
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CPU_IMAGE = "dla-grader:cpu"
 CUDA_IMAGE = "dla-grader:cuda"
 CONTENT_LABEL = "dla.content"
-EXERCISES_IN_IMAGE = "/opt/grader/exercises"
-
-
-def _course_root() -> Path:
-    from grader.course import default_root
-
-    return default_root()
 
 
 def image_files() -> dict[str, Path]:
@@ -35,7 +30,7 @@ def image_files() -> dict[str, Path]:
     for path in sorted(package.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".json", ".ini"):
             files[f"grader/{path.relative_to(package).as_posix()}"] = path
-    course = _course_root()
+    course = exercises_root()
     for meta in sorted(course.rglob("exercise.yaml")):
         folder = meta.parent
         wanted = [meta] + sorted(p for p in (folder / "checks").rglob("*")

@@ -23,6 +23,7 @@ from typing import Callable
 
 from grader.course import Exercise
 from grader.protocol import STARTUP_TIMEOUT_S, RawVerdict, Request
+from grader.settings import CGROUP_PARENT
 from sandbox import SandboxError
 from sandbox.pool import WarmPool
 from sandbox.process import HarnessProcess, PopenProcess
@@ -31,12 +32,10 @@ from sandbox.process import HarnessProcess, PopenProcess
 def _environment() -> dict[str, str]:
     """The grading process inherits nothing of ours but a PATH and the operator's delegated cgroup (no
     secrets, no DATABASE_URL)."""
-    from grader.harness.cgroups import PARENT_ENV
-
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
            "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-    if os.environ.get(PARENT_ENV):
-        env[PARENT_ENV] = os.environ[PARENT_ENV]
+    if CGROUP_PARENT.is_set():
+        env[CGROUP_PARENT.env] = CGROUP_PARENT.get()
     return env
 
 
@@ -167,10 +166,10 @@ class LocalSandbox:
         self.also_unavailable = also_unavailable
 
     def available(self) -> tuple[bool, str]:
-        from grader.course import default_root
         from grader.harness.preflight import ADVICE
+        from grader.settings import exercises_root
 
-        problems = confinement_problems(default_root().resolve(), tuple(self.hide))
+        problems = confinement_problems(exercises_root().resolve(), tuple(self.hide))
         if problems:
             return False, f"it cannot confine learner code here: {'; '.join(problems)}. {ADVICE}"
         return True, ""

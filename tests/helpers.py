@@ -124,7 +124,7 @@ SOLUTION = (REPO / "exercises/mixed-precision/amp-step/solution.py").read_text()
 # Fast failure detection for tests: a job of a dead worker counts as abandoned JOB_TIMEOUT + GRACE seconds
 # after it started, and idle workers run their maintenance pass every SWEEP seconds.
 QUEUE_ENV = {"DLA_JOB_TIMEOUT": "20", "DLA_HEARTBEAT_GRACE_S": "3", "DLA_QUEUE_SWEEP_S": "2",
-             "DLA_RECOVER_AFTER_S": "0", "DLA_JOB_RETRIES": "1", "DLA_POOL_SIZE": "0"}
+             "DLA_RECOVER_AFTER_S": "0", "DLA_JOB_RETRIES": "1", "DLA_WARM_POOL": "0"}
 
 
 def free_port() -> int:
@@ -189,18 +189,19 @@ class QueueStack:
 
     def __init__(self, tmp_path: Path, redis: RedisServer, **env: str):
         from academy import create_app
-        from academy.queue import install_runner
+        from academy.runners import runner
+        from academy.settings import from_environment
 
         self.tmp_path = tmp_path
         self.redis = redis
         self.env = {**os.environ, **QUEUE_ENV, **env, "REDIS_URL": redis.url, "DLA_SANDBOX": "local",
                     "DLA_INSTANCE": str(tmp_path / "instance"), "SECRET_KEY": "test", "PYTHONUNBUFFERED": "1"}
         self.env.pop("DATABASE_URL", None)
-        config = {key: value for key, value in self.env.items() if key.startswith("DLA_") or key == "REDIS_URL"}
+        config = from_environment(self.env)  # the workers' settings, for the app in this process too
         self.app: Flask = create_app({"INSTANCE_PATH": str(tmp_path / "instance"), "SANDBOX": "local",
                                       "SECRET_KEY": "test", "TESTING": True, "REQUEUE_ON_START": False,
                                       "SUBMISSION_RATE": (1000, 60), **config})
-        self.runner = install_runner(self.app)
+        self.runner = runner(self.app)
         self.client: FlaskClient = self.app.test_client()
         self.token = self.learner("learner@example.org")
         self.owners: dict[int, str] = {}  # submission id: the token that made it
@@ -247,7 +248,7 @@ class QueueStack:
         log = open(self.tmp_path / f"worker-{len(self.workers)}.log", "wb")
         # Own session: killing its process group takes the worker *and* its grading child, like a
         # machine that dies.
-        process = subprocess.Popen([sys.executable, "-m", "academy.queue", "worker", *args], env=self.env,
+        process = subprocess.Popen([sys.executable, "-m", "academy", "worker", *args], env=self.env,
                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=REPO)
         self.workers.append(process)
         return process

@@ -2,7 +2,7 @@
 starts, a freezer, a memory peak the learner cannot reset, and a kill that leaves nothing behind.
 Per-process rlimits (isolation.py) give each process the whole budget; this bounds them together.
 
-    root = find_root(os.environ.get(PARENT_ENV))      # once, at start-up; or CgroupUnavailable
+    root = find_root(CGROUP_PARENT.get())   # once, at start-up; or CgroupUnavailable
     with SubmissionCgroup.create(root, "sub-42", memory_bytes=2 << 30, pids=64, cpus=1.0) as cg:
         ...  # the forked child calls cg.add(0) (0: itself) before dropping its uid and running code
         cg.freeze(); peak = cg.memory_peak_bytes(); cg.thaw(); oom = cg.oom_killed()
@@ -52,7 +52,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-PARENT_ENV = "DLA_CGROUP_PARENT"
+from grader.settings import CGROUP_PARENT
+
 V1_REQUIRED, V1_OPTIONAL = ("memory", "pids", "cpu", "freezer"), ("cpuacct",)
 V2_CONTROLLERS = ("memory", "pids", "cpu")  # freezing and killing are core v2 features
 V2_LEAF = "dla-service"
@@ -79,7 +80,7 @@ class CgroupUnavailable(Exception):
     def __init__(self, problems: list[str]):
         self.problems = problems
         super().__init__("cgroups unavailable:\n" + "".join(f"  - {p}\n" for p in problems)
-                         + HELP.format(uid=os.geteuid(), env=PARENT_ENV))
+                         + HELP.format(uid=os.geteuid(), env=CGROUP_PARENT.env))
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from grader.course import Exercise
 from grader.harness.frame import FrameError, check_frame
 from grader.harness.isolation import Confinement
 from grader.protocol import RawVerdict, Status, error_verdict, infra_error, learner_timeout
+from grader.settings import GRADER_MEMORY_MB
 
 EMULATION_NOTE = ("No GPU here: CUDA autocast ran as CPU float16 autocast and the CUDA GradScaler as the CPU "
                   "GradScaler; timings and memory are the CPU's.")
@@ -180,7 +181,6 @@ def _measure_memory(exercise: Exercise, code: str, seed: int, name: str, with_le
             "observations": observations}
 
 
-GRADER_MEMORY_MB = 1024  # the grading side's own share on top of the learner's limit (as in a container)
 
 
 def _limit_self(exercise: Exercise) -> None:

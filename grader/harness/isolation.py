@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from grader import settings
+
 if TYPE_CHECKING:  # hints only: the grading process imports these when it needs them
     from grader.harness.cgroups import SubmissionCgroup
     from grader.harness.channel import Referee
@@ -54,10 +56,6 @@ if TYPE_CHECKING:  # hints only: the grading process imports these when it needs
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 1, 4, 24, 47, 4
-UID_BASE = 200_000  # learner uids are UID_BASE + the middle process's pid: unique while it runs
-# Containers graded side by side share the host's per-uid process count (RLIMIT_NPROC): the docker
-# sandbox gives each container its own base through this variable.
-UID_BASE_ENV = "DLA_LEARNER_UID_BASE"
 
 OUTPUT_CAP = 64 * 1024
 RESULT_CAP = 64 * 1024 * 1024
@@ -77,11 +75,11 @@ CONTAINER_NOTE = "graded in a single-use container: no network, read-only file s
 
 @dataclass
 class Limits:
-    time_s: float = 10.0
-    memory_mb: int = 2048
-    max_processes: int = 64
-    max_file_mb: int = 16
-    scratch_mb: int = 64
+    time_s: float = settings.DEFAULT_TIME_S
+    memory_mb: int = settings.DEFAULT_MEMORY_MB
+    max_processes: int = settings.MAX_PROCESSES
+    max_file_mb: int = settings.MAX_FILE_MB
+    scratch_mb: int = settings.SCRATCH_MB
 
 
 @dataclass
@@ -182,15 +180,13 @@ def _drain(fd: int, cap: int, sink: list[bytes], truncated: list[bool]) -> None:
 
 def in_container() -> bool:
     """True inside the grader image, where the container provides what namespaces would."""
-    return os.environ.get("DLA_IN_CONTAINER") == "1"
+    return bool(settings.IN_CONTAINER.get())
 
 
 def learner_uid(middle_pid: int) -> int:
-    try:
-        base = int(os.environ.get(UID_BASE_ENV, UID_BASE))
-    except ValueError:
-        base = UID_BASE
-    return base + middle_pid
+    """The middle process's pid above the base (grader/settings.py): unique while it runs. Containers graded
+    side by side share the host's per-uid process count (RLIMIT_NPROC): each gets its own base."""
+    return settings.LEARNER_UID_BASE.get() + middle_pid
 
 
 def _set_limits(limits: Limits, as_root: bool) -> None:
@@ -309,7 +305,7 @@ def cgroup_root():  # noqa: ANN201 - cgroups.CgroupRoot
     from grader.harness import cgroups
 
     if _cgroup_root is None:
-        _cgroup_root = cgroups.find_root(os.environ.get(cgroups.PARENT_ENV) or None)
+        _cgroup_root = cgroups.find_root(settings.CGROUP_PARENT.get())
         remove_stale_cgroups(_cgroup_root)
     return _cgroup_root
 

@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from grader.course import default_root
+from grader.settings import exercises_root
 
 ADVICE = ("Run the grader as root; or, as another user, enable unprivileged user namespaces and delegate "
           "a cgroup subtree (DLA_CGROUP_PARENT, see docs/sandbox.md); or use the docker sandbox "
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exercises", type=Path)
     parser.add_argument("--hide", action="append", type=Path, default=[])
     args = parser.parse_args(argv)
-    root = (args.exercises or default_root()).resolve()
+    root = (args.exercises or exercises_root()).resolve()
     found = problems(root, [root, *args.hide])
     print(json.dumps({"ok": not found, "problems": found}))
     return 0

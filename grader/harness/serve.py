@@ -26,9 +26,10 @@ import time
 from pathlib import Path
 from typing import IO
 
-from grader.course import CourseError, Exercise, default_root, load_exercise
+from grader.course import CourseError, Exercise, load_exercise
 from grader.harness.isolation import Confinement, in_container
 from grader.protocol import ProtocolError, RawVerdict, Request, infra_error, ready_line
+from grader.settings import exercises_root
 
 
 def resolve_exercise(root: Path, exercise_id: str) -> Exercise:
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fork-server", type=int, metavar="FD",
                         help="serve the local sandbox's warm pool over this Unix socket")
     args = parser.parse_args(argv)
-    root = (args.exercises or default_root()).resolve()
+    root = (args.exercises or exercises_root()).resolve()
     confinement = Confinement(args.confinement) if args.confinement else \
         (Confinement.CONTAINER if in_container() else Confinement.NAMESPACES)
     started = time.monotonic()

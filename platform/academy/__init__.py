@@ -3,10 +3,10 @@
     flask --app academy init-db                      create/upgrade the database
     flask --app academy create-user EMAIL --instructor
     flask --app academy run                          development server
+    python -m academy worker                         an RQ grading worker (same as flask --app academy worker)
 
-Configuration (environment, or `test_config`): DATABASE_URL (default SQLite in the instance folder),
-DLA_SANDBOX (auto | local | docker), DLA_EXERCISES, SECRET_KEY (else a key kept in the instance folder),
-DLA_INSTANCE (the instance folder). See docs/web.md.
+Configuration: academy/settings.py (every setting, its environment variable, default and meaning), read
+once here; docs/web.md lists them.
 """
 from __future__ import annotations
 
@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask
-
-from grader.course import default_root
 
 MAX_REQUEST_BYTES = 320 * 1024  # a 256 KB submission as JSON, with escaping headroom
 
@@ -32,39 +30,45 @@ def _secret_key(instance: Path) -> str:
 
 
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:
-    instance = (test_config or {}).get("INSTANCE_PATH") or os.environ.get("DLA_INSTANCE")
-    app = Flask(__name__, instance_path=str(Path(instance).resolve()) if instance else None,
-                instance_relative_config=True)
-    os.makedirs(app.instance_path, exist_ok=True)
-    from academy import limits
+    from academy import settings as settings_module
 
+    test_config = test_config or {}
+    instance = settings_module.instance_folder(test_config)
+    app = Flask(__name__, instance_path=instance, instance_relative_config=True)
+    os.makedirs(app.instance_path, exist_ok=True)
+    config_file = settings_module.read_config_file(app)
+    settings = settings_module.load(Path(app.instance_path), config_file, test_config)
+    app.extensions["academy.settings"] = settings
+    # Flask and its extensions read app.config: the settings in upper case, then what config.py and
+    # test_config add for them (e.g. TESTING, SESSION_COOKIE_NAME).
+    app.config.from_mapping({name.upper(): value for name, value in vars(settings).items()})
     app.config.from_mapping(
-        DATABASE_URL=os.environ.get("DATABASE_URL")
-        or f"sqlite:///{Path(app.instance_path) / 'academy.sqlite'}",
-        SANDBOX=os.environ.get("DLA_SANDBOX", "auto"),
-        EXERCISES_DIR=os.environ.get("DLA_EXERCISES") or str(default_root()),
-        GRADING_WORKERS=int(os.environ.get("DLA_GRADING_WORKERS", "2")),
-        WARM_POOL=int(os.environ.get("DLA_WARM_POOL", "2")),  # warm grading processes (0: cold ones)
-        SUBMISSION_RATE=(int(os.environ.get("DLA_SUBMISSIONS_PER_MINUTE", "10")), 60),  # (count, seconds)
-        CONTENT_RELOAD=os.environ.get("DLA_CONTENT_RELOAD", "1") == "1",
-        REQUEUE_ON_START=True,
         MAX_CONTENT_LENGTH=MAX_REQUEST_BYTES,
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         # Secure by default; browsers accept Secure cookies from http://localhost and 127.0.0.1 too.
-        # Set DLA_INSECURE_COOKIES=1 only to reach a development server by another host name over http.
-        SESSION_COOKIE_SECURE=os.environ.get("DLA_INSECURE_COOKIES") != "1",
+        SESSION_COOKIE_SECURE=not settings.insecure_cookies,
         PERMANENT_SESSION_LIFETIME=60 * 60 * 24 * 30,
-        GUEST_IDLE_DAYS=int(os.environ.get("DLA_GUEST_IDLE_DAYS", "30")),  # remove-idle-guests removes older
-        **limits.settings_from_environment(),  # rate limits and DLA_TRUSTED_PROXIES (academy/limits.py)
     )
-    app.config.from_pyfile("config.py", silent=True)
-    if test_config:
-        app.config.from_mapping(test_config)
-    app.config["SECRET_KEY"] = (app.config.get("SECRET_KEY") or os.environ.get("SECRET_KEY")
-                                or _secret_key(Path(app.instance_path)))
+    app.config.from_mapping({key: value for key, value in {**config_file, **test_config}.items()
+                             if key.lower() not in vars(settings)})
+    app.config["SECRET_KEY"] = settings.secret_key or _secret_key(Path(app.instance_path))
 
-    from academy import api, auth, cli, content, db, errors, inputs, instructor, jobs, lessons, security
+    from academy import (
+        api,
+        auth,
+        cli,
+        content,
+        db,
+        errors,
+        inputs,
+        instructor,
+        jobs,
+        lessons,
+        limits,
+        runners,
+        security,
+    )
 
     inputs.init_app(app)
     db.init_app(app)
@@ -73,6 +77,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     security.init_app(app)
     limits.init_app(app)  # after security: per-account limits need the user that security loads
     jobs.init_app(app)
+    runners.init_app(app)
     errors.init_app(app)
     cli.init_app(app)
     app.register_blueprint(auth.bp)
@@ -80,6 +85,6 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(api.bp)
     app.register_blueprint(instructor.bp)
     app.add_url_rule("/", endpoint="index", view_func=lessons.course)
-    if app.config["REQUEUE_ON_START"]:
-        jobs.requeue_unfinished(app)
+    if settings.requeue_on_start:
+        runners.recover_on_start(app)
     return app

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, abort, current_app, g, jsonify, request, url_for
+from flask import Blueprint, abort, g, jsonify, request, url_for
 from flask.typing import ResponseReturnValue
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
@@ -14,6 +14,7 @@ from academy.db import get_session
 from academy.limits import account_key, client_address, limit, limiter
 from academy.models import PENDING, Draft, JobStatus, Submission
 from academy.security import login_required
+from academy.settings import settings
 from grader.course import Exercise
 from grader.grading import MAX_CODE_BYTES
 
@@ -56,12 +57,12 @@ def _exercise_or_404(exercise_id: Any) -> Exercise:
 
 
 def _submission_limit() -> str:
-    count, window_s = current_app.config["SUBMISSION_RATE"]
+    count, window_s = settings().submission_rate
     return f"{count} per {window_s} seconds"
 
 
 def _submission_limit_message() -> str:
-    count, window_s = current_app.config["SUBMISSION_RATE"]
+    count, window_s = settings().submission_rate
     return f"Too many submissions: at most {count} per {window_s} s."
 
 
@@ -82,7 +83,7 @@ def _pending_message(user_id: int) -> str:
 @bp.post("/submissions")
 @login_required
 @limiter.limit(_submission_limit, key_func=account_key, error_message=_submission_limit_message)
-@limiter.limit(limit("LIMIT_SUBMISSIONS_PER_ADDRESS"),
+@limiter.limit(limit("limit_submissions_per_address"),
                error_message="Too many submissions from your network right now; try again in a minute.")
 def create_submission() -> ResponseReturnValue:
     data = _json_body()
@@ -129,9 +130,9 @@ def list_submissions() -> ResponseReturnValue:
 
 @bp.put("/drafts/<path:exercise_id>")
 @login_required
-@limiter.limit(limit("LIMIT_DRAFTS_PER_ACCOUNT"), key_func=account_key,
+@limiter.limit(limit("limit_drafts_per_account"), key_func=account_key,
                error_message="Too many draft saves; the draft is saved again on your next change.")
-@limiter.limit(limit("LIMIT_DRAFTS_PER_ADDRESS"),
+@limiter.limit(limit("limit_drafts_per_address"),
                error_message="Too many draft saves from your network right now.")
 def save_draft(exercise_id: str) -> ResponseReturnValue:
     exercise = _exercise_or_404(exercise_id)

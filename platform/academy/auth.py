@@ -72,7 +72,7 @@ _POST = ["POST"]
 
 
 @bp.route("/signup", methods=["GET", "POST"])
-@limiter.limit(limit("LIMIT_SIGNUPS_PER_ADDRESS"), methods=_POST,
+@limiter.limit(limit("limit_signups_per_address"), methods=_POST,
                error_message="Too many sign-ups from your network; try again later.")
 def signup() -> ResponseReturnValue:
     if request.method == "POST":
@@ -91,9 +91,9 @@ def signup() -> ResponseReturnValue:
 
 
 @bp.route("/signin", methods=["GET", "POST"])
-@limiter.limit(limit("LIMIT_SIGNINS_PER_ADDRESS"), methods=_POST,
+@limiter.limit(limit("limit_signins_per_address"), methods=_POST,
                error_message="Too many sign-in attempts from your network; try again later.")
-@limiter.limit(limit("LIMIT_SIGNIN_FAILURES"), methods=_POST, key_func=_signin_key,
+@limiter.limit(limit("limit_signin_failures"), methods=_POST, key_func=_signin_key,
                deduct_when=lambda response: response.status_code == 401,
                error_message="Too many wrong passwords for this account from here; wait before trying again.")
 def signin() -> ResponseReturnValue:
@@ -109,7 +109,7 @@ def signin() -> ResponseReturnValue:
 
 
 @bp.post("/guest")
-@limiter.limit(limit("LIMIT_GUESTS_PER_ADDRESS"),
+@limiter.limit(limit("limit_guests_per_address"),
                error_message="Too many new guests from your network; try again later, or sign in.")
 def guest() -> ResponseReturnValue:
     """Start learning without an account; /auth/signup later keeps everything done as a guest."""

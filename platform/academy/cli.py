@@ -15,7 +15,9 @@ from academy.auth import AccountError, create_account
 from academy.content import get_content
 from academy.db import get_session
 from academy.models import PENDING, JobStatus, RegradeRun, Submission, User, utcnow
+from academy.runners import runner
 from academy.security import new_api_token
+from academy.settings import settings
 
 
 @click.command("create-user")
@@ -66,7 +68,7 @@ def regrade_command(exercise: str, wait: bool) -> None:
     if not wait:
         click.echo(f"See the outcome on /instructor/exercises/{exercise}, or wait for it: "
                    f"flask --app academy regrade {exercise} --wait")
-        if isinstance(current_app.extensions["academy.jobs"], jobs.ThreadRunner):
+        if runner().runs_here:
             # Without REDIS_URL the jobs run on this process's threads, which it finishes before exiting.
             click.echo("No job queue is configured (REDIS_URL), so this command grades them itself and "
                        "returns when they are done.")
@@ -119,7 +121,7 @@ def remove_idle_guests_command(days: int | None) -> None:
     Guests cost nothing to make, so without this their rows, drafts and submissions would pile up for ever.
     Accounts are never removed.
     """
-    days = days if days is not None else int(current_app.config["GUEST_IDLE_DAYS"])
+    days = days if days is not None else settings().guest_idle_days
     cutoff = utcnow() - timedelta(days=days)
     db = get_session()
     pending = select(Submission.user_id).where(Submission.status.in_(PENDING))
@@ -131,11 +133,20 @@ def remove_idle_guests_command(days: int | None) -> None:
     click.echo(f"Removed {removed} guest(s) idle for more than {days} days.")
 
 
-def init_app(app: Flask) -> None:
-    app.cli.add_command(remove_idle_guests_command)
-    app.cli.add_command(create_user_command)
-    app.cli.add_command(create_token_command)
-    app.cli.add_command(regrade_command)
-    from academy.queue import worker_command
+@click.command("worker")
+@click.option("--burst", is_flag=True, help="Quit when the queue is empty (for scripts and tests).")
+@click.option("--name", help="Worker name shown by `rq info` (default HOST.PID).")
+@click.option("--pool", "pool_size", type=int, help="Warm grading processes (default DLA_WARM_POOL or 2; 0 = cold).")
+@with_appcontext
+def worker_command(burst: bool, name: str | None, pool_size: int | None) -> None:
+    """Grade queued submissions from Redis (REDIS_URL) with the best sandbox of this host."""
+    from academy.runners.rq import run_worker  # imports rq and redis only when they are wanted
 
-    app.cli.add_command(worker_command)
+    run_worker(current_app._get_current_object(), burst=burst, name=name, pool_size=pool_size)  # type: ignore[attr-defined]
+
+
+def init_app(app: Flask) -> None:
+    """Every command, on `flask --app academy` and on `python -m academy` alike (academy/__main__.py)."""
+    for command in (remove_idle_guests_command, create_user_command, create_token_command, regrade_command,
+                    worker_command):
+        app.cli.add_command(command)

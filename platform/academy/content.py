@@ -16,6 +16,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
+from academy.settings import settings
 from grader.course import Course, Exercise, Lesson, Step, load_course
 
 _ALLOWED_TAGS = {"p", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "strong", "em", "code", "pre",
@@ -86,6 +87,6 @@ def get_content() -> Content:
 def reload_content(app: Flask) -> Content:
     """Load the exercises folder again (instructor "reload" in development). Raises CourseError."""
     with _lock:
-        content = build_content(app.config["EXERCISES_DIR"])
+        content = build_content(settings(app).exercises_dir)
         app.extensions["academy.content"] = content
     return content

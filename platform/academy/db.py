@@ -14,6 +14,8 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from academy.settings import settings
+
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
@@ -56,7 +58,7 @@ def alembic_config(url: str) -> Config:
 
 def upgrade(app: Flask) -> None:
     """Bring the schema up to the newest migration (a no-op when it already is)."""
-    config = alembic_config(app.config["DATABASE_URL"])
+    config = alembic_config(settings(app).database_url)
     with app.extensions["academy.engine"].begin() as connection:
         config.attributes["connection"] = connection
         command.upgrade(config, "head")
@@ -70,7 +72,7 @@ def init_db_command() -> None:
 
 
 def init_app(app: Flask) -> None:
-    engine = make_engine(app.config["DATABASE_URL"])
+    engine = make_engine(settings(app).database_url)
     app.extensions["academy.engine"] = engine
     app.extensions["academy.sessionmaker"] = sessionmaker(engine, expire_on_commit=False)
     app.teardown_appcontext(close_session)

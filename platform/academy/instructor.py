@@ -15,6 +15,7 @@ from academy.content import get_content, reload_content
 from academy.db import get_session
 from academy.models import PENDING, JobStatus, RegradeRun, Submission, User, ValidationRun
 from academy.security import instructor_required
+from academy.settings import settings
 from grader.course import CourseError
 from grader.result import upgrade_result
 
@@ -68,7 +69,7 @@ def overview() -> ResponseReturnValue:
     runs = _latest_runs()
     busy = any(r.status in PENDING for r in runs.values())
     return render_template("instructor/overview.html", course=get_content().course, runs=runs, busy=busy,
-                           can_reload=current_app.config["CONTENT_RELOAD"])
+                           can_reload=settings().content_reload)
 
 
 @bp.post("/validate/<path:exercise_id>")
@@ -110,7 +111,7 @@ def latest_regrade(exercise_id: str) -> RegradeRun | None:
 @bp.post("/reload")
 @instructor_required
 def reload() -> ResponseReturnValue:
-    if not current_app.config["CONTENT_RELOAD"]:
+    if not settings().content_reload:
         abort(403, description="Content reload is switched off (DLA_CONTENT_RELOAD=0); restart to load content.")
     try:
         content = reload_content(current_app)

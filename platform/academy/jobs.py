@@ -1,26 +1,25 @@
-"""Background jobs behind one small interface (okpy style).
+"""The background jobs, what they share, and how an unfinished one is found or marked failed.
 
     enqueue(submission_id, key)     grade a stored submission, in its fair key's turn
     enqueue_validation(run_id)      run `grader validate` for one exercise (instructor page)
     enqueue_regrade(run_id)         grade the finished submissions of one exercise again (request_regrade)
 
-The job functions take only ids and read everything else from the database, so a queue in another
-process (RQ, see issue 6) can run them unchanged inside `with create_app().app_context():`. The default
-runner is an in-process thread pool: a web request only stores the row and returns, never waits.
-Both runners take jobs in turns per fair key (ThreadRunner below; RQRunner in academy/queue.py).
-With REDIS_URL set, academy/queue.py's RQRunner takes its place (issue 6).
+The job functions (`JOBS`) take only an id and read everything else from the database, so any runner can
+run them: an in-process thread pool by default, RQ workers when REDIS_URL is set (academy/runners/). A web
+request only stores the row and returns, never waits. Every job grades with this process's
+`GradingSandbox`. `mark_failed` is the one way a row ends as the platform's failure; `unfinished` is what
+every runner's recovery starts from.
 """
 from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import time
-from collections import deque
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
 from flask import Flask, current_app
 from sqlalchemy import func, select
@@ -38,6 +37,7 @@ from academy.models import (
     ValidationStatus,
     utcnow,
 )
+from academy.settings import settings
 from grader.protocol import Status
 
 log = logging.getLogger(__name__)
@@ -49,98 +49,20 @@ STAFF_KEY = "staff"
 UNKEYED = "unkeyed"  # rows stored before fair keys existed
 
 
-class JobRunner(Protocol):
-    def submit(self, job: Callable[[int], None], object_id: int, key: str = UNKEYED) -> None:
-        """Run `job(object_id)` later, in an app context, in `key`'s turn (fair scheduling)."""
-
-
-class ThreadRunner:
-    """Jobs on threads inside the web process (the embedded default), taken in turns.
-
-    Each key (an account, the guests of one client address, the instructors' jobs) has at most one job
-    running; keys with waiting jobs take turns in a line, and a key whose job finished goes to the back
-    of the line. One client flooding the queue then waits behind its own jobs and holds at most one
-    grader, while everyone else's next job starts within one turn.
-    """
-
-    def __init__(self, app: Flask, workers: int):
-        self.app = app
-        self.workers = workers
-        self._cond = threading.Condition()
-        self._waiting: dict[str, deque[tuple[Callable[[int], None], int]]] = {}
-        self._line: deque[str] = deque()  # keys with a waiting job and none running, in turn order
-        self._running: set[str] = set()
-        self._threads: list[threading.Thread] = []  # started on first use: the factory starts nothing
-        self._busy = 0
-        self._stopping = False
-
-    def submit(self, job: Callable[[int], None], object_id: int, key: str = UNKEYED) -> None:
-        with self._cond:
-            if self._stopping:
-                raise RuntimeError("the job runner is shut down")
-            self._waiting.setdefault(key, deque()).append((job, object_id))
-            if key not in self._running and key not in self._line:
-                self._line.append(key)
-            if not self._threads:
-                for number in range(self.workers):
-                    thread = threading.Thread(target=self._work, name=f"academy-job-{number}", daemon=True)
-                    thread.start()
-                    self._threads.append(thread)
-            self._cond.notify()
-
-    def _next(self) -> tuple[str, Callable[[int], None], int] | None:
-        with self._cond:
-            while not self._line:
-                if self._stopping and not self._busy:
-                    self._cond.notify_all()
-                    return None
-                self._cond.wait()
-            key = self._line.popleft()
-            job, object_id = self._waiting[key].popleft()
-            self._running.add(key)
-            self._busy += 1
-            return key, job, object_id
-
-    def _done(self, key: str) -> None:
-        with self._cond:
-            self._running.discard(key)
-            self._busy -= 1
-            if self._waiting.get(key):
-                self._line.append(key)  # its next job goes to the back of the line
-            else:
-                self._waiting.pop(key, None)
-            self._cond.notify_all()
-
-    def _work(self) -> None:
-        while (picked := self._next()) is not None:
-            key, job, object_id = picked
-            try:
-                with self.app.app_context():
-                    job(object_id)
-            except Exception:  # the job records its own failure; this only keeps the worker thread alive
-                log.exception("background job %s(%s) failed", job.__name__, object_id)
-            finally:
-                self._done(key)
-
-    def shutdown(self) -> None:
-        """Run every job submitted so far, then stop the threads."""
-        with self._cond:
-            self._stopping = True
-            self._cond.notify_all()
-        for thread in self._threads:
-            thread.join()
-
-
 def enqueue(submission_id: int, key: str | None = None) -> None:
-    current_app.extensions["academy.jobs"].submit(grade_submission, submission_id, key or UNKEYED)
+    _runner().submit(grade_submission, submission_id, key or UNKEYED)
 
 
 def enqueue_validation(run_id: int) -> None:
-    current_app.extensions["academy.jobs"].submit(validate_exercise_run, run_id, STAFF_KEY)
+    _runner().submit(validate_exercise_run, run_id, STAFF_KEY)
 
 
 def enqueue_regrade(run_id: int) -> None:
-    current_app.extensions["academy.jobs"].submit(regrade_exercise_run, run_id, STAFF_KEY)
+    _runner().submit(regrade_exercise_run, run_id, STAFF_KEY)
+
+
+def _runner() -> Any:
+    return current_app.extensions["academy.jobs"]  # set by academy.runners.init_app
 
 
 def grade_submission(submission_id: int) -> None:
@@ -158,19 +80,22 @@ def grade_submission(submission_id: int) -> None:
         result: dict[str, Any] | None = run_submission(exercise, submission.code,
                                                        sandbox=grading_sandbox(current_app))
     except KeyError:
-        result, error = None, f"The exercise '{submission.exercise_id}' no longer exists."
+        mark_failed("grade_submission", submission_id, f"The exercise '{submission.exercise_id}' no longer exists.")
+        return
     except SubmissionError as exc:
-        result, error = None, f"This submission cannot be graded: {exc}."
+        mark_failed("grade_submission", submission_id, f"This submission cannot be graded: {exc}.")
+        return
     except Exception as exc:  # noqa: BLE001 - any other failure is the platform's, and must not lose the row
         log.exception("grading submission %s failed", submission_id)
-        result, error = None, f"The grader failed ({type(exc).__name__}). Your code is saved; try again later."
-    else:
-        error = result["error"]["message"] if result["status"] == Status.INFRA_ERROR else None
-    submission.result_json = json.dumps(result) if result is not None else None
-    submission.passed = bool(result and result["passed"])
-    submission.status = JobStatus.ERROR if error else JobStatus.DONE
-    submission.error_message = error
-    submission.finished_at = utcnow()
+        mark_failed("grade_submission", submission_id,
+                    f"The grader failed ({type(exc).__name__}). Your code is saved; try again later.")
+        return
+    if result["status"] == Status.INFRA_ERROR:  # the sandbox could not grade it: the platform's failure
+        mark_failed("grade_submission", submission_id, result["error"]["message"], result=result)
+        return
+    submission.result_json = json.dumps(result)
+    submission.passed = bool(result["passed"])
+    submission.status, submission.error_message, submission.finished_at = JobStatus.DONE, None, utcnow()
     db.commit()
 
 
@@ -187,12 +112,12 @@ def validate_exercise_run(run_id: int) -> None:
         cases = validate_exercise(get_content().exercise(run.exercise_id),
                                   sandbox=grading_sandbox(current_app), jobs=1)
     except Exception as exc:  # noqa: BLE001 - shown to the instructor
-        run.status, run.report = ValidationStatus.ERROR, f"validate could not run: {exc}"
-    else:
-        lines = [f"{'ok  ' if c.ok else 'FAIL'} {c.path.name}" + ("" if c.ok else f": {c.explain()}")
-                 for c in cases]
-        run.status = ValidationStatus.OK if all(c.ok for c in cases) else ValidationStatus.FAILED
-        run.report = "\n".join(lines)
+        mark_failed("validate_exercise_run", run_id, f"validate could not run: {exc}")
+        return
+    lines = [f"{'ok  ' if c.ok else 'FAIL'} {c.path.name}" + ("" if c.ok else f": {c.explain()}")
+             for c in cases]
+    run.status = ValidationStatus.OK if all(c.ok for c in cases) else ValidationStatus.FAILED
+    run.report = "\n".join(lines)
     run.finished_at = utcnow()
     db.commit()
 
@@ -237,10 +162,8 @@ def _busy_regrade(exercise_id: str) -> RegradeRun | None:
     run = db.scalar(select(RegradeRun).where(RegradeRun.exercise_id == exercise_id,
                                              RegradeRun.status.in_(REGRADE_BUSY)))
     if run is not None and run.updated_at < utcnow() - REGRADE_STALE_AFTER:
-        run.status, run.finished_at = JobStatus.ERROR, utcnow()
-        run.error_message = (f"Stopped: no progress for {REGRADE_STALE_AFTER.seconds // 60} minutes "
-                             "(the process running it went away). A new regrade took its place.")
-        db.commit()
+        mark_failed("regrade_exercise_run", run.id, f"Stopped: no progress for {REGRADE_STALE_AFTER.seconds // 60} "
+                    "minutes (the process running it went away). A new regrade took its place.")
         return None
     return run
 
@@ -268,7 +191,7 @@ def regrade_exercise_run(run_id: int) -> None:
     try:
         exercise = get_content().exercise(run.exercise_id)
     except KeyError:
-        _end_regrade(run, JobStatus.ERROR, f"The exercise '{run.exercise_id}' no longer exists.")
+        mark_failed("regrade_exercise_run", run_id, f"The exercise '{run.exercise_id}' no longer exists.")
         return
     entries = run.entries
     done = {entry["submission"] for entry in entries}
@@ -295,9 +218,10 @@ def regrade_exercise_run(run_id: int) -> None:
     except Exception as exc:  # noqa: BLE001 - e.g. the database went away; shown to the instructor
         log.exception("regrade run %s failed", run_id)
         db.rollback()  # the unwritten batch goes back: its submissions keep their old verdicts
-        _end_regrade(db.get(RegradeRun, run_id), JobStatus.ERROR, f"The regrade stopped ({type(exc).__name__}: {exc}).")
+        mark_failed("regrade_exercise_run", run_id, f"The regrade stopped ({type(exc).__name__}: {exc}).")
         return
-    _end_regrade(run, JobStatus.DONE)
+    run.status, run.finished_at = JobStatus.DONE, utcnow()
+    _write_progress(run, entries)
 
 
 def _regrade_submission(submission: Submission, exercise: Any) -> dict[str, Any]:
@@ -338,39 +262,83 @@ def _write_progress(run: RegradeRun, entries: list[dict[str, Any]]) -> None:
     get_session().commit()
 
 
-def _end_regrade(run: RegradeRun, status: JobStatus, error: str | None = None) -> None:
-    run.status, run.error_message = status, error
-    run.finished_at = run.updated_at = utcnow()
-    get_session().commit()
+@dataclass(frozen=True)
+class UnfinishedJob:
+    """A row some job has still to finish: its job kind (a key of JOBS), id, fair key and when it was made."""
+    kind: str
+    object_id: int
+    key: str
+    created_at: datetime
 
 
-def requeue_unfinished(app: Flask) -> int:
-    """Submissions left queued or running by a stopped process go back on the queue."""
-    with app.app_context():
-        db = get_session()
-        pending = db.scalars(select(Submission).where(Submission.status.in_(PENDING))).all()
-        for submission in pending:
-            submission.status = JobStatus.QUEUED
-        db.commit()
-        for submission in pending:
-            enqueue(submission.id, submission.fair_key or f"user-{submission.user_id}")
-        return len(pending)
+# The job kinds, by the name runners and the queue know them by.
+JOBS: dict[str, Callable[[int], None]] = {job.__name__: job for job in (
+    grade_submission, validate_exercise_run, regrade_exercise_run)}
+
+
+def unfinished() -> list[UnfinishedJob]:
+    """Every queued or running row, oldest first within each kind (in an app context; the read
+    transaction is ended before returning, so callers may take their time)."""
+    db = get_session()
+    rows = [UnfinishedJob("grade_submission", row_id, key or f"user-{user_id}", created)
+            for row_id, key, user_id, created in db.execute(
+                select(Submission.id, Submission.fair_key, Submission.user_id, Submission.created_at)
+                .where(Submission.status.in_(PENDING)).order_by(Submission.id))]
+    rows += [UnfinishedJob("validate_exercise_run", row_id, STAFF_KEY, created) for row_id, created in db.execute(
+        select(ValidationRun.id, ValidationRun.created_at).where(
+            ValidationRun.status.in_(PENDING)).order_by(ValidationRun.id))]
+    rows += [UnfinishedJob("regrade_exercise_run", row_id, STAFF_KEY, created) for row_id, created in db.execute(
+        select(RegradeRun.id, RegradeRun.created_at).where(
+            RegradeRun.status.in_(REGRADE_BUSY)).order_by(RegradeRun.id))]
+    db.rollback()
+    return rows
+
+
+def mark_failed(kind: str, object_id: int, message: str, result: dict[str, Any] | None = None) -> bool:
+    """End an unfinished row as the platform's failure ("error") with `message` for the learner or
+    instructor (in an app context), and a submission's infra-error `result` when the sandbox gave one.
+    False when the row is gone or had finished."""
+    db = get_session()
+    row: Any
+    if kind == "grade_submission":
+        row = db.get(Submission, object_id)
+        if row is None or row.status not in PENDING:
+            return False
+        row.status, row.error_message, row.passed = JobStatus.ERROR, message, False
+        row.result_json = json.dumps(result) if result is not None else None
+    elif kind == "regrade_exercise_run":
+        row = db.get(RegradeRun, object_id)
+        if row is None or not row.busy:
+            return False
+        row.status, row.error_message, row.updated_at = JobStatus.ERROR, message, utcnow()
+    elif kind == "validate_exercise_run":
+        row = db.get(ValidationRun, object_id)
+        if row is None or row.status not in PENDING:
+            return False
+        row.status, row.report = ValidationStatus.ERROR, message
+    else:
+        raise ValueError(f"unknown job kind {kind!r}")
+    row.finished_at = utcnow()
+    db.commit()
+    log.warning("%s %s finished as error: %s", kind, object_id, message)
+    return True
 
 
 class GradingSandbox:
     """This process's sandbox, made on first use and kept, with its warm pool of single-use grading
-    processes (DLA_WARM_POOL, default 2; 0 = a cold process per submission): a learner then waits a
-    fraction of a second for a verdict instead of a torch start-up. It is itself a sandbox for
-    `run_submission`: a sandbox that cannot be made is that submission's infra-error."""
+    processes (DLA_WARM_POOL, default 2; 0 = a cold process per submission; `warm` overrides it): a learner
+    then waits a fraction of a second for a verdict instead of a torch start-up. It is itself a sandbox
+    for `run_submission`: a sandbox that cannot be made is that submission's infra-error."""
 
-    def __init__(self, app: Flask):
+    def __init__(self, app: Flask, warm: int | None = None):
         self.app = app
+        self.warm = settings(app).warm_pool if warm is None else warm
         self._sandbox: Any = None
         self._lock = threading.Lock()
 
     @property
     def name(self) -> str:
-        return self._sandbox.name if self._sandbox is not None else self.app.config["SANDBOX"]
+        return self._sandbox.name if self._sandbox is not None else settings(self.app).sandbox
 
     def run(self, exercise: Any, request: Any) -> Any:
         return self.get().run(exercise, request)
@@ -380,8 +348,7 @@ class GradingSandbox:
 
         with self._lock:
             if self._sandbox is None:
-                name, hide, warm = self.app.config["SANDBOX"], [Path(self.app.instance_path)], \
-                    int(self.app.config["WARM_POOL"])
+                name, hide, warm = settings(self.app).sandbox, [Path(self.app.instance_path)], self.warm
                 if name in names() and name not in SERVICE_SANDBOXES:  # "unconfined": other people's code
                     raise SandboxError(f"DLA_SANDBOX={name!r} is never used by the web app or the worker: "
                                        f"they grade with one of {', '.join(SERVICE_SANDBOXES)}")
@@ -415,21 +382,10 @@ def grading_sandbox(app: Flask) -> GradingSandbox:
 
 def shutdown(app: Flask) -> None:
     """Finish this app's in-process jobs and stop its warm grading processes (tests, benchmarks)."""
-    runner = app.extensions["academy.jobs"]
-    if isinstance(runner, ThreadRunner):
-        runner.shutdown()
+    app.extensions["academy.jobs"].shutdown()
     grading_sandbox(app).close()
 
 
 def init_app(app: Flask) -> None:
-    """Jobs go to RQ when REDIS_URL is configured (academy/queue.py), else to an in-process thread pool.
-    Whoever runs the jobs grades with this app's `grading_sandbox`, made on first use."""
+    """This process's grading sandbox, made on first use (the runner is academy.runners.init_app's)."""
     app.extensions["academy.sandbox"] = GradingSandbox(app)
-    runner: JobRunner | None = None
-    if app.config.get("REDIS_URL") or os.environ.get("REDIS_URL"):
-        from academy.queue import init_queue  # imports rq and redis only when they are wanted
-
-        runner = init_queue(app)
-    if runner is None:
-        runner = ThreadRunner(app, app.config["GRADING_WORKERS"])
-    app.extensions["academy.jobs"] = runner

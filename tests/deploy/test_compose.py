@@ -26,7 +26,7 @@ class Stack:
         self.env = {**os.environ,
                     "POSTGRES_PASSWORD": secrets.token_urlsafe(16), "REDIS_PASSWORD": secrets.token_hex(16),
                     "DLA_HTTP_PORT": str(self.port),
-                    "DLA_POOL_SIZE": "1", "DLA_WEB_WORKERS": "2", "DLA_SUBMISSIONS_PER_MINUTE": "100",
+                    "DLA_WARM_POOL": "1", "DLA_WEB_WORKERS": "2", "DLA_SUBMISSIONS_PER_MINUTE": "100",
                     # Demand the docker sandbox: "auto" would quietly grade in the worker container instead.
                     "DLA_SANDBOX": "docker"}
         self.base = f"http://127.0.0.1:{self.port}"

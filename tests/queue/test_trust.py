@@ -31,7 +31,7 @@ def test_jobs_planted_in_redis_never_run(make_stack, tmp_path: Path) -> None:  #
     # ... and the same as JSON, naming another function, or ours with a foreign callback.
     as_json = Queue("grading", connection=plain, serializer=JSONSerializer)
     as_json.enqueue("os.system", f"touch {marker}-json")
-    as_json.enqueue("academy.queue.perform", "grade_submission", 999, "x", on_failure=Callback("os.system"))
+    as_json.enqueue("academy.runners.rq.perform", "grade_submission", 999, "x", on_failure=Callback("os.system"))
     submission_id = stack.submit()  # a real one behind them
     stack.start_worker()
     state = stack.wait(submission_id)
@@ -49,7 +49,7 @@ def test_jobs_are_json_on_redis(make_stack) -> None:  # noqa: ANN001
         raw = zlib.decompress(raw)
     except zlib.error:
         pass
-    assert json.loads(raw) == ["academy.queue.perform", None, ["grade_submission", submission_id, "user-1"], {}]
+    assert json.loads(raw) == ["academy.runners.rq.perform", None, ["grade_submission", submission_id, "user-1"], {}]
 
 
 def _finished(state: dict) -> datetime:

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from grader.course import default_root
 from grader.grading import run_submission
+from grader.settings import exercises_root
 from sandbox import SandboxError, get_sandbox
 from sandbox.docker import ContainerSpec
 from sandbox.docker import warm_pool as docker_pool
@@ -75,7 +75,7 @@ def test_pool_grows_under_a_burst_within_its_bound_and_shrinks_when_idle():
     from sandbox.process import PopenProcess
 
     def start(on_change):
-        return PopenProcess("cold", _harness_command(default_root(), []), _environment(), on_change)
+        return PopenProcess("cold", _harness_command(exercises_root(), []), _environment(), on_change)
 
     pool = WarmPool(start, size=1, max_size=3, idle_s=1.0)
     try:

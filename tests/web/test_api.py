@@ -22,6 +22,9 @@ class RecordingRunner:
             row = get_session().get(Submission, object_id)
             self.seen.append((job.__name__, object_id, row.status if row else None))
 
+    def shutdown(self) -> None:
+        pass
+
 
 
 def finish_all(app) -> None:  # noqa: ANN001

@@ -1,11 +1,12 @@
-"""The in-process runner's turns (academy.jobs.ThreadRunner, real threads): one running job per key, keys
+"""The in-process runner's turns (academy.runners.threads.ThreadRunner, real threads): one running job per key, keys
 in a line, instructors' jobs one key among the learners' (neither starving them nor starved)."""
 from __future__ import annotations
 
 import threading
 import time
 
-from academy.jobs import STAFF_KEY, ThreadRunner
+from academy.jobs import STAFF_KEY
+from academy.runners.threads import ThreadRunner
 
 
 class Log:

@@ -1,6 +1,6 @@
-"""Grading on RQ workers: when REDIS_URL is set, jobs go to Redis instead of the web process's threads.
+"""The RQ runner: when REDIS_URL is set, jobs go to Redis instead of the web process's threads.
 
-    REDIS_URL=redis://host:6379/0 python -m academy.queue worker     # one worker; start as many as you like
+    REDIS_URL=redis://host:6379/0 python -m academy worker     # one worker; start as many as you like
 
 A web request stores the submission as "queued", then `RQRunner.submit` enqueues `perform("grade_submission",
 id, fair_key)` under the job id "submission-ID", when it is that key's turn (see "Turns" below). Any number of
@@ -13,7 +13,7 @@ Nothing is lost, using RQ's own machinery:
 - a worker killed mid-job leaves its job in RQ's StartedJobRegistry; once the job's heartbeat expires the
   registry cleanup of any live worker retries it once (RQ `Retry`) and then fails it (same callback);
 - Redis restarted empty, or unreachable when the web app enqueued: every worker's maintenance pass
-  (`recover_lost_jobs`, on start and every DLA_QUEUE_SWEEP_S) re-enqueues stored rows that are still
+  (`RQRunner.recover`, on start and every DLA_QUEUE_SWEEP_S) re-enqueues stored rows that are still
   queued/running but have no live job. Job ids are unique (RQ `unique=True`), so enqueueing twice is harmless.
 
 Workers are RQ SimpleWorkers: the job runs in the worker process itself, so the Flask app and the warm
@@ -22,7 +22,7 @@ container pool are made once per worker process, not per job.
 Turns: each fair key (an account, the guests of one client address, the instructors' jobs) has at most one
 job on the RQ queue or running; its other jobs wait in a Redis list of their own, and when its job
 finishes the next one goes to the back of the queue. One client's flood then holds one worker at most
-and everyone else's next job is at most one turn away, as with the in-process runner (academy/jobs.py).
+and everyone else's next job is at most one turn away, as with the in-process runner (threads.py).
 
 Trust: Redis is reachable only by web and workers (with a password in the compose stack), and still the
 worker trusts nothing it reads there: jobs are JSON (RQ's JSONSerializer, never pickle, on both sides),
@@ -34,13 +34,11 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import sys
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Callable
 
 import click
-from flask import Flask, current_app
+from flask import Flask
 from redis import Redis
 from redis.exceptions import RedisError
 from rq import Callback, Queue, Retry, SimpleWorker
@@ -49,13 +47,17 @@ from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 from rq.timeouts import JobTimeoutException, UnixSignalDeathPenalty
 from rq.worker import WorkerStatus
-from sqlalchemy import select
+
+from academy import jobs
+from academy.models import utcnow
+from academy.settings import Settings, settings
 
 log = logging.getLogger(__name__)
 
-# Job kinds a queued job may name, and the prefix of their RQ job ids ("submission-12").
+# The prefix of each job kind's RQ job ids ("submission-12"); a queued job may name only these kinds.
 JOB_KINDS = {"grade_submission": "submission", "validate_exercise_run": "validation",
              "regrade_exercise_run": "regrade"}
+assert JOB_KINDS.keys() == jobs.JOBS.keys()
 LIVE_STATES = {JobStatus.QUEUED, JobStatus.STARTED, JobStatus.SCHEDULED, JobStatus.DEFERRED,
                JobStatus.CREATED, JobStatus.READY_TO_ENQUEUE}
 RECOVERY_LOCK = "academy:recovery-lock"
@@ -79,50 +81,17 @@ return false
 """
 
 
-@dataclass(frozen=True)
-class QueueSettings:
-    """Queue configuration: app.config first, then the environment, then these defaults."""
-    redis_url: str
-    queue_name: str = "grading"
-    job_timeout_s: int = 300  # one grade is seconds; cold containers and slow GPUs stay far below this
-    retries: int = 1  # a job whose worker died is run once more, then finished as "error"
-    sweep_s: int = 60  # how often an idle worker runs RQ's registry cleanup and `recover_lost_jobs`
-    heartbeat_grace_s: int = 60  # a started job counts as abandoned job_timeout + this after its start
-    recover_after_s: int = 10  # a queued row younger than this may still be on its way to Redis
-    pool_size: int = 2  # warm grading processes per worker (containers or local forks; 0 = cold ones)
-    regrade_timeout_s: int = 3600  # a regrade grades every finished submission of an exercise in one job
-
-    @classmethod
-    def from_app(cls, app: Flask) -> QueueSettings | None:
-        def get(key: str, env: str) -> str | None:
-            value = app.config.get(key)
-            return str(value) if value not in (None, "") else (os.environ.get(env) or None)
-
-        url = get("REDIS_URL", "REDIS_URL")
-        if not url:
-            return None
-        numbers = {field: int(value) for field, key in (
-            ("job_timeout_s", "JOB_TIMEOUT"), ("retries", "JOB_RETRIES"), ("sweep_s", "QUEUE_SWEEP_S"),
-            ("heartbeat_grace_s", "HEARTBEAT_GRACE_S"), ("recover_after_s", "RECOVER_AFTER_S"),
-            ("pool_size", "POOL_SIZE"), ("regrade_timeout_s", "REGRADE_TIMEOUT"))
-            if (value := get(f"DLA_{key}", f"DLA_{key}")) is not None}
-        return cls(redis_url=url, queue_name=get("DLA_QUEUE", "DLA_QUEUE") or "grading", **numbers)
-
-    def job_timeout(self, kind: str) -> int:
-        return self.regrade_timeout_s if kind == "regrade_exercise_run" else self.job_timeout_s
-
-    def connect(self) -> Redis:
-        # Short timeouts: a web request must not hang when Redis is away (the row is safe in the database).
-        return Redis.from_url(self.redis_url, socket_connect_timeout=3, socket_timeout=10,
-                              health_check_interval=30)
+def connect(url: str) -> Redis:
+    # Short timeouts: a web request must not hang when Redis is away (the row is safe in the database).
+    return Redis.from_url(url, socket_connect_timeout=3, socket_timeout=10, health_check_interval=30)
 
 
 def job_id(kind: str, object_id: int) -> str:
     return f"{JOB_KINDS[kind]}-{object_id}"
 
 
-PERFORM = "academy.queue.perform"
-FAILURE_CALLBACK = "academy.queue.on_job_failure"
+PERFORM = "academy.runners.rq.perform"
+FAILURE_CALLBACK = "academy.runners.rq.on_job_failure"
 
 
 class UntrustedJob(Exception):
@@ -191,20 +160,22 @@ def parse_member(value: str | bytes) -> tuple[str, int]:
 
 
 class RQRunner:
-    """The JobRunner of academy.jobs that puts jobs on an RQ queue instead of running them here."""
+    """The JobRunner that puts jobs on an RQ queue instead of running them here."""
 
-    def __init__(self, app: Flask, settings: QueueSettings):
+    runs_here = False
+
+    def __init__(self, app: Flask):
         self.app = app
-        self.settings = settings
-        self.connection = settings.connect()
-        self.queue = Queue(settings.queue_name, connection=self.connection, job_class=AcademyJob,
+        self.settings: Settings = settings(app)
+        self.connection = connect(self.settings.redis_url or "")
+        self.queue = Queue(self.settings.queue, connection=self.connection, job_class=AcademyJob,
                            serializer=JSONSerializer)
-        self.holders = f"academy:{settings.queue_name}:turns"
+        self.holders = f"academy:{self.settings.queue}:turns"
         self._admit = self.connection.register_script(_ADMIT)
         self._release = self.connection.register_script(_RELEASE)
 
     def waiting_list(self, key: str) -> str:
-        return f"academy:{self.settings.queue_name}:waiting:{key}"
+        return f"academy:{self.settings.queue}:waiting:{key}"
 
     def submit(self, job: Callable[[int], None], object_id: int, key: str = "unkeyed") -> None:
         """Enqueue `job(object_id)` in `key`'s turn, unless a live job for that object exists already.
@@ -249,9 +220,9 @@ class RQRunner:
             try:
                 self.queue.enqueue(
                     perform, kind, object_id, key, job_id=ident, unique=True,
-                    job_timeout=self.settings.job_timeout(kind),
-                    retry=Retry(max=self.settings.retries) if self.settings.retries > 0 else None,
-                    on_failure=Callback(on_job_failure), meta={"retries": self.settings.retries},
+                    job_timeout=self.settings.job_timeout_of(kind),
+                    retry=Retry(max=self.settings.job_retries) if self.settings.job_retries > 0 else None,
+                    on_failure=Callback(on_job_failure), meta={"retries": self.settings.job_retries},
                     result_ttl=0,  # the verdict lives in the database
                     failure_ttl=7 * 24 * 3600,  # failed jobs stay inspectable (`rq info`) for a week
                     description=f"{kind}({object_id})")
@@ -276,68 +247,73 @@ class RQRunner:
             return None
 
 
-def init_queue(app: Flask) -> RQRunner | None:
-    """An RQRunner when REDIS_URL is configured (app.config or environment), else None."""
-    settings = QueueSettings.from_app(app)
-    return RQRunner(app, settings) if settings else None
+    def shutdown(self) -> None:
+        self.connection.close()
+
+    def recover(self) -> dict[str, int]:
+        """Give every unfinished row a live job: re-enqueue the ones Redis lost, fail the ones RQ failed.
+
+        Rows younger than recover_after_s are skipped: their web request may be about to enqueue them.
+        """
+        counts = {"requeued": 0, "failed": 0}
+        cutoff = utcnow() - timedelta(seconds=self.settings.recover_after_s)
+        with self.app.app_context():
+            rows = jobs.unfinished()
+            for row in rows:
+                if row.created_at > cutoff:
+                    continue  # its web request may be about to enqueue it
+                kind, object_id, key = row.kind, row.object_id, row.key
+                status = self.job_status(kind, object_id)
+                if status in LIVE_STATES:
+                    continue
+                if status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
+                    # RQ gave up on it but the callback never stored that (e.g. it could not reach the database).
+                    if jobs.mark_failed(kind, object_id,
+                                        "Grading could not finish. Your code is saved: submit it again."):
+                        counts["failed"] += 1
+                    self.end_turn(key, kind, object_id)
+                elif self.holder(key) == member(kind, object_id):
+                    # It holds its key's turn but its job is gone (Redis lost it, or the turn was handed to it
+                    # and the enqueue failed): enqueue it in that turn.
+                    counts["requeued"] += int(self.enqueue(kind, object_id, key))
+                elif not self.is_waiting(key, kind, object_id):
+                    counts["requeued"] += int(self.take_turn(kind, object_id, key))
+        # Turns held by jobs that ended without handing them on (a worker died between the two).
+        unfinished = {member(row.kind, row.object_id) for row in rows}
+        for key, holder in self.connection.hgetall(self.holders).items():
+            kind, object_id = parse_member(holder)
+            if holder.decode() not in unfinished and self.job_status(kind, object_id) not in LIVE_STATES:
+                self.end_turn(key.decode(), kind, object_id)
+        if any(counts.values()):
+            log.warning("recovery: %(requeued)d unfinished job(s) re-enqueued, %(failed)d finished as error", counts)
+        return counts
 
 
 # -- the worker side -------------------------------------------------------------------------------
 
-_worker_app: Flask | None = None
-
-
-def create_queued_app(requeue: bool = True) -> Flask:
-    """`create_app()` grading on RQ: what gunicorn serves in the compose stack (`academy.queue:create_queued_app()`).
-
-    Unfinished submissions go (back) on the queue at start, as with the in-process runner; job ids are
-    unique, so several web processes starting together enqueue each of them once.
-    """
-    from academy import create_app, jobs
-
-    app = create_app({"REQUEUE_ON_START": False})
-    install_runner(app)
-    if requeue:
-        jobs.requeue_unfinished(app)
-    return app
+_worker_app: Flask | None = None  # the app of this worker process, set by run_worker before any job
 
 
 def worker_app() -> Flask:
-    """The Flask app of this worker process: made once, on first use, and reused by every job."""
-    global _worker_app
     if _worker_app is None:
-        # The worker recovers unfinished rows through its own maintenance pass (`recover_lost_jobs`).
-        _worker_app = create_queued_app(requeue=False)
+        raise RuntimeError("RQ jobs of this project run only in `python -m academy worker`")
     return _worker_app
 
 
-def install_runner(app: Flask) -> RQRunner:
-    """Make `app` enqueue on RQ (until academy.jobs.init_app does this itself through init_queue)."""
-    runner = app.extensions.get("academy.jobs")
-    if not isinstance(runner, RQRunner):
-        runner = init_queue(app)
-        if runner is None:
-            raise click.ClickException("Set REDIS_URL (e.g. redis://localhost:6379/0) to use the queue.")
-        app.extensions["academy.jobs"] = runner
-    return runner
-
-
 def perform(kind: str, object_id: int, key: str) -> None:
-    """The RQ job: run academy.jobs.<kind>(object_id) inside the worker's app context, then hand `key`'s
+    """The RQ job: run academy.jobs.JOBS[kind](object_id) inside the worker's app context, then hand `key`'s
     turn on (a job that raises is retried in the same turn; its failure callback ends the turn)."""
-    from academy import jobs
-
     if kind not in JOB_KINDS:
         raise ValueError(f"unknown job kind {kind!r}")
     app = worker_app()
     with app.app_context():
-        getattr(jobs, kind)(object_id)
+        jobs.JOBS[kind](object_id)
     _end_turn(app, key, kind, object_id)
 
 
 def _end_turn(app: Flask, key: str, kind: str, object_id: int) -> None:
     try:
-        install_runner(app).end_turn(key, kind, object_id)
+        runner_of(app).end_turn(key, kind, object_id)
     except RedisError:  # the recovery pass hands the turn on once Redis answers
         log.exception("could not hand on the turn of %s after %s %s", key, kind, object_id)
 
@@ -361,86 +337,15 @@ def on_job_failure(job: Job, connection: Redis, exc_type: Any, exc_value: Any, t
     kind, object_id, key = job.args
     app = worker_app()
     with app.app_context():
-        finish_as_error(kind, object_id, failure_message(exc_type, job))
+        jobs.mark_failed(kind, object_id, failure_message(exc_type, job))
     _end_turn(app, key, kind, object_id)
 
 
-def finish_as_error(kind: str, object_id: int, message: str) -> bool:
-    """Store `message` as the failure of an unfinished row (in an app context); False if it had finished."""
-    from academy.db import get_session
-    from academy.models import PENDING, JobStatus, RegradeRun, Submission, ValidationRun, ValidationStatus, utcnow
-
-    db = get_session()
-    if kind == "grade_submission":
-        submission = db.get(Submission, object_id)
-        if submission is None or submission.status not in PENDING:
-            return False
-        submission.status, submission.error_message, submission.finished_at = JobStatus.ERROR, message, utcnow()
-    elif kind == "regrade_exercise_run":
-        regrade = db.get(RegradeRun, object_id)
-        if regrade is None or not regrade.busy:
-            return False
-        regrade.status, regrade.error_message = JobStatus.ERROR, message
-        regrade.finished_at = regrade.updated_at = utcnow()
-    else:
-        run = db.get(ValidationRun, object_id)
-        if run is None or run.status not in PENDING:
-            return False
-        run.status, run.report, run.finished_at = ValidationStatus.ERROR, message, utcnow()
-    db.commit()
-    log.warning("%s %s finished as error: %s", kind, object_id, message)
-    return True
-
-
-def recover_lost_jobs(app: Flask, runner: RQRunner) -> dict[str, int]:
-    """Give every unfinished row a live job: re-enqueue the ones Redis lost, fail the ones RQ failed.
-
-    Rows younger than recover_after_s are skipped: their web request may be about to enqueue them.
-    """
-    from academy.db import get_session
-    from academy.jobs import STAFF_KEY
-    from academy.models import PENDING, REGRADE_BUSY, RegradeRun, Submission, ValidationRun, utcnow
-
-    counts = {"requeued": 0, "failed": 0}
-    cutoff = utcnow() - timedelta(seconds=runner.settings.recover_after_s)
-    with app.app_context():
-        db = get_session()
-        rows = [("grade_submission", row_id, key or f"user-{user_id}", created) for row_id, key, user_id, created
-                in db.execute(select(Submission.id, Submission.fair_key, Submission.user_id, Submission.created_at)
-                              .where(Submission.status.in_(PENDING)).order_by(Submission.id))]
-        rows += [("validate_exercise_run", row_id, STAFF_KEY, created) for row_id, created in db.execute(
-            select(ValidationRun.id, ValidationRun.created_at).where(
-                ValidationRun.status.in_(PENDING)).order_by(ValidationRun.id))]
-        rows += [("regrade_exercise_run", row_id, STAFF_KEY, created) for row_id, created in db.execute(
-            select(RegradeRun.id, RegradeRun.created_at).where(
-                RegradeRun.status.in_(REGRADE_BUSY)).order_by(RegradeRun.id))]
-        db.rollback()  # end the read transaction before the slow part
-        unfinished = {member(kind, object_id) for kind, object_id, _key, _created in rows}
-        for kind, object_id, key, created in rows:
-            if created > cutoff:
-                continue  # its web request may be about to enqueue it
-            status = runner.job_status(kind, object_id)
-            if status in LIVE_STATES:
-                continue
-            if status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
-                # RQ gave up on it but the callback never stored that (e.g. it could not reach the database).
-                if finish_as_error(kind, object_id, "Grading could not finish. Your code is saved: submit it again."):
-                    counts["failed"] += 1
-                runner.end_turn(key, kind, object_id)
-            elif runner.holder(key) == member(kind, object_id):
-                # It holds its key's turn but its job is gone (Redis lost it, or the turn was handed to it
-                # and the enqueue failed): enqueue it in that turn.
-                counts["requeued"] += int(runner.enqueue(kind, object_id, key))
-            elif not runner.is_waiting(key, kind, object_id):
-                counts["requeued"] += int(runner.take_turn(kind, object_id, key))
-        # Turns held by jobs that ended without handing them on (a worker died between the two).
-        for key, holder in runner.connection.hgetall(runner.holders).items():
-            kind, object_id = parse_member(holder)
-            if holder.decode() not in unfinished and runner.job_status(kind, object_id) not in LIVE_STATES:
-                runner.end_turn(key.decode(), kind, object_id)
-    if any(counts.values()):
-        log.warning("recovery: %(requeued)d unfinished job(s) re-enqueued, %(failed)d finished as error", counts)
-    return counts
+def runner_of(app: Flask) -> RQRunner:
+    runner = app.extensions["academy.jobs"]
+    if not isinstance(runner, RQRunner):
+        raise click.ClickException("Set REDIS_URL (e.g. redis://localhost:6379/0) to use the queue.")
+    return runner
 
 
 class GradingTimeout(BaseException):
@@ -483,9 +388,9 @@ class GradingWorker(SimpleWorker):
     def run_maintenance_tasks(self) -> None:
         super().run_maintenance_tasks()  # RQ: abandoned jobs are retried or failed here
         # One worker at a time; the lock expires before the next pass of any worker.
-        if self.connection.set(RECOVERY_LOCK, self.name, nx=True, ex=max(1, self.runner.settings.sweep_s - 1)):
+        if self.connection.set(RECOVERY_LOCK, self.name, nx=True, ex=max(1, self.runner.settings.queue_sweep_s - 1)):
             try:
-                recover_lost_jobs(self.app, self.runner)
+                self.runner.recover()
             except Exception:  # noqa: BLE001 - a database hiccup must not stop the worker; next pass retries
                 log.exception("recovery pass failed")
 
@@ -493,15 +398,15 @@ class GradingWorker(SimpleWorker):
 def run_worker(app: Flask, *, burst: bool = False, name: str | None = None, pool_size: int | None = None) -> None:
     """Consume the grading queue until stopped (SIGTERM/Ctrl-C finish the current job first)."""
     global _worker_app
-    from academy.jobs import grading_sandbox
     from sandbox import SandboxError
     from sandbox.docker import host_has_gpu
 
-    runner = install_runner(app)
+    runner = runner_of(app)
     _worker_app = app
-    settings = runner.settings
-    app.config["WARM_POOL"] = settings.pool_size if pool_size is None else pool_size
-    sandbox = grading_sandbox(app)
+    queue_settings = runner.settings
+    if pool_size is not None:
+        app.extensions["academy.sandbox"] = jobs.GradingSandbox(app, warm=pool_size)
+    sandbox = jobs.grading_sandbox(app)
     try:
         where = sandbox.describe()  # refuse before taking a job when nothing here can grade it
     except SandboxError as exc:
@@ -510,13 +415,14 @@ def run_worker(app: Flask, *, burst: bool = False, name: str | None = None, pool
         worker = GradingWorker(
             [runner.queue], connection=runner.connection, name=name or f"{socket.gethostname()}.{os.getpid()}",
             job_class=AcademyJob, serializer=JSONSerializer,
-            maintenance_interval=settings.sweep_s,
+            maintenance_interval=queue_settings.queue_sweep_s,
             # An idle worker wakes from its blocking dequeue every worker_ttl - 15 s: once per sweep.
-            worker_ttl=settings.sweep_s + 15)
+            worker_ttl=queue_settings.queue_sweep_s + 15)
         worker.runner, worker.app = runner, app
-        click.echo(f"worker {worker.name}: queue '{settings.queue_name}' on {redacted(settings.redis_url)}, "
+        where_from = redacted(queue_settings.redis_url or "")
+        click.echo(f"worker {worker.name}: queue '{queue_settings.queue}' on {where_from}, "
                    f"{where} sandbox, {'GPU host' if host_has_gpu() else 'no GPU'}", err=True)
-        worker.work(burst=burst, logging_level=os.environ.get("DLA_WORKER_LOG", "INFO"))
+        worker.work(burst=burst, logging_level=queue_settings.worker_log)
     finally:
         sandbox.close()
 
@@ -529,34 +435,3 @@ def redacted(url: str) -> str:
     if parts.password:
         return url.replace(f":{parts.password}@", ":***@")
     return url
-
-
-@click.command("worker")
-@click.option("--burst", is_flag=True, help="Quit when the queue is empty (for scripts and tests).")
-@click.option("--name", help="Worker name shown by `rq info` (default HOST.PID).")
-@click.option("--pool", "pool_size", type=int, help="Warm grading processes (default DLA_POOL_SIZE or 2; 0 = cold).")
-def worker_command(burst: bool, name: str | None, pool_size: int | None) -> None:
-    """Grade queued submissions from Redis (REDIS_URL) with the best sandbox of this host."""
-    run_worker(current_app._get_current_object(), burst=burst, name=name, pool_size=pool_size)  # type: ignore[attr-defined]
-
-
-@click.group()
-def main() -> None:
-    """python -m academy.queue worker: an RQ grading worker (configured by the environment, like the app)."""
-
-
-@main.command("worker")
-@click.option("--burst", is_flag=True, help="Quit when the queue is empty (for scripts and tests).")
-@click.option("--name", help="Worker name shown by `rq info` (default HOST.PID).")
-@click.option("--pool", "pool_size", type=int, help="Warm grading processes (default DLA_POOL_SIZE or 2; 0 = cold).")
-def standalone_worker(burst: bool, name: str | None, pool_size: int | None) -> None:
-    """Grade queued submissions from Redis (REDIS_URL) with the best sandbox of this host."""
-    run_worker(worker_app(), burst=burst, name=name, pool_size=pool_size)
-
-
-if __name__ == "__main__":
-    # Run the importable copy of this module: RQ names jobs and callbacks as academy.queue.*, and the
-    # worker's app must live in that module, not in __main__.
-    from academy import queue as academy_queue
-
-    sys.exit(academy_queue.main())

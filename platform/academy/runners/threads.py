@@ -1,0 +1,106 @@
+"""Jobs on threads inside the web process (the embedded default), taken in turns."""
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from typing import Callable
+
+from flask import Flask
+
+from academy import jobs
+from academy.models import JobStatus, Submission
+
+log = logging.getLogger(__name__)
+
+
+class ThreadRunner:
+    """Jobs on threads inside the web process (the embedded default), taken in turns.
+
+    Each key (an account, the guests of one client address, the instructors' jobs) has at most one job
+    running; keys with waiting jobs take turns in a line, and a key whose job finished goes to the back
+    of the line. One client flooding the queue then waits behind its own jobs and holds at most one
+    grader, while everyone else's next job starts within one turn.
+    """
+
+    runs_here = True
+
+    def __init__(self, app: Flask, workers: int):
+        self.app = app
+        self.workers = workers
+        self._cond = threading.Condition()
+        self._waiting: dict[str, deque[tuple[Callable[[int], None], int]]] = {}
+        self._line: deque[str] = deque()  # keys with a waiting job and none running, in turn order
+        self._running: set[str] = set()
+        self._threads: list[threading.Thread] = []  # started on first use: the factory starts nothing
+        self._busy = 0
+        self._stopping = False
+
+    def submit(self, job: Callable[[int], None], object_id: int, key: str = jobs.UNKEYED) -> None:
+        with self._cond:
+            if self._stopping:
+                raise RuntimeError("the job runner is shut down")
+            self._waiting.setdefault(key, deque()).append((job, object_id))
+            if key not in self._running and key not in self._line:
+                self._line.append(key)
+            if not self._threads:
+                for number in range(self.workers):
+                    thread = threading.Thread(target=self._work, name=f"academy-job-{number}", daemon=True)
+                    thread.start()
+                    self._threads.append(thread)
+            self._cond.notify()
+
+    def _next(self) -> tuple[str, Callable[[int], None], int] | None:
+        with self._cond:
+            while not self._line:
+                if self._stopping and not self._busy:
+                    self._cond.notify_all()
+                    return None
+                self._cond.wait()
+            key = self._line.popleft()
+            job, object_id = self._waiting[key].popleft()
+            self._running.add(key)
+            self._busy += 1
+            return key, job, object_id
+
+    def _done(self, key: str) -> None:
+        with self._cond:
+            self._running.discard(key)
+            self._busy -= 1
+            if self._waiting.get(key):
+                self._line.append(key)  # its next job goes to the back of the line
+            else:
+                self._waiting.pop(key, None)
+            self._cond.notify_all()
+
+    def _work(self) -> None:
+        while (picked := self._next()) is not None:
+            key, job, object_id = picked
+            try:
+                with self.app.app_context():
+                    job(object_id)
+            except Exception:  # the job records its own failure; this only keeps the worker thread alive
+                log.exception("background job %s(%s) failed", job.__name__, object_id)
+            finally:
+                self._done(key)
+
+    def shutdown(self) -> None:
+        """Run every job submitted so far, then stop the threads."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        for thread in self._threads:
+            thread.join()
+
+    def recover(self) -> dict[str, int]:
+        """Every unfinished row was left by a stopped process (this one grades them all): run them again."""
+        with self.app.app_context():
+            lost = jobs.unfinished()
+            db = jobs.get_session()
+            for job in lost:
+                if job.kind == "grade_submission":  # graded from the start again: it is queued
+                    db.get(Submission, job.object_id).status = JobStatus.QUEUED
+            db.commit()
+        for job in lost:
+            self.submit(jobs.JOBS[job.kind], job.object_id, job.key)
+        return {"requeued": len(lost)}

@@ -1,0 +1,203 @@
+"""Every setting of the web app and its grading workers, in one place (in the spirit of RQ's defaults.py).
+
+A field of `Settings` is one setting: its name in upper case is its key in `app.config`, in the instance
+folder's `config.py` and in `create_app(test_config)`; its metadata names its environment variable and says
+what it does. `load` reads them once, when the app is made, in this order (later wins): the default, the
+environment, the instance's `config.py`, `test_config`. The app keeps the result, frozen, as
+`app.extensions["academy.settings"]` (`settings()` in a request or job) and copies it into `app.config`
+for Flask and its extensions. The grader's own variables (the course folder, the docker image, ...) are in
+grader/settings.py. docs/web.md's table is printed by `python -m academy.settings` and tested against it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from flask import Config, Flask, current_app
+
+from grader.settings import GRADER_SETTINGS, Setting, SettingError, exercises_root, flag
+
+log = logging.getLogger(__name__)
+
+
+def setting(env: str | None, default: Any, description: str, parse: Callable[[str], Any] = str,
+            shown_default: str = "", old_env: str | None = None) -> Any:
+    """A field of `Settings`: read from `env` (None: only from config.py / test_config)."""
+    return field(default=default, metadata={
+        "setting": Setting(env or "", default, description, parse, shown_default), "old_env": old_env})
+
+
+def per_minute(value: str) -> tuple[int, int]:
+    return int(value), 60
+
+
+@dataclass(frozen=True)
+class Settings:
+    # -- where things are
+    instance_path: str | None = setting(
+        "DLA_INSTANCE", None, "the instance folder: database, `secret_key`, optional `config.py`; hidden from "
+        "learner code", shown_default="`./instance` with `scripts/run`; else Flask's default")
+    database_url: str | None = setting(
+        "DATABASE_URL", None, "any SQLAlchemy URL (PostgreSQL: `postgresql+psycopg://...`); migrations "
+        "(Alembic, `platform/academy/migrations`) run at start and by `init-db`",
+        shown_default="`sqlite:///<instance>/academy.sqlite`")
+    exercises_dir: str | None = setting(
+        None, None, "the course folder (set it with the grader's `DLA_EXERCISES`, below)",
+        shown_default="`DLA_EXERCISES`")
+    secret_key: str | None = setting(
+        "SECRET_KEY", None, "signs the session cookie", shown_default="random, kept in `<instance>/secret_key`")
+
+    # -- grading
+    sandbox: str = setting(
+        "DLA_SANDBOX", "auto", "`auto`, `local` or `docker`: where submissions run; never `unconfined`, and a "
+        "`local` that cannot confine on this host is refused ([sandbox.md](sandbox.md))")
+    grading_workers: int = setting(
+        "DLA_GRADING_WORKERS", 2, "grading threads in the web process (without `REDIS_URL`)", int)
+    warm_pool: int = setting(
+        "DLA_WARM_POOL", 2, "warm single-use grading processes kept by each process that grades (the web "
+        "process, or each RQ worker): containers with docker, fork-server children with local; `0` = a cold "
+        "process per submission", int, old_env="DLA_POOL_SIZE")
+    submission_rate: tuple[int, int] = setting(
+        "DLA_SUBMISSIONS_PER_MINUTE", (10, 60), "per-account submission limit; above it `429` with "
+        "`Retry-After` (the other limits: [Limits](#limits))", per_minute, shown_default="`10`")
+    requeue_on_start: bool = setting(
+        None, True, "recover unfinished jobs when the app is made (tests turn it off)", flag)
+
+    # -- the job queue (RQ), used when REDIS_URL is set
+    redis_url: str | None = setting(
+        "REDIS_URL", None, "when set, grading jobs go to RQ workers (`python -m academy worker`) and rate-limit "
+        "counters to Redis; without it keep gunicorn at one worker process, as `scripts/run` does",
+        shown_default="unset: in-process grading")
+    queue: str = setting("DLA_QUEUE", "grading", "queue name (one per course deployment sharing a Redis)")
+    job_timeout: int = setting(
+        "DLA_JOB_TIMEOUT", 300, "seconds a grading job may run before RQ stops it and the row ends as `error`", int)
+    regrade_timeout: int = setting(
+        "DLA_REGRADE_TIMEOUT", 3600, "seconds a regrade job (all finished submissions of one exercise) may run; "
+        "it occupies one worker meanwhile", int)
+    job_retries: int = setting(
+        "DLA_JOB_RETRIES", 1, "how often a job whose worker died is run again before it ends as `error`", int)
+    queue_sweep_s: int = setting(
+        "DLA_QUEUE_SWEEP_S", 60, "how often workers clean RQ's registries and run the recovery pass", int)
+    heartbeat_grace_s: int = setting(
+        "DLA_HEARTBEAT_GRACE_S", 60, "a started job counts as abandoned `DLA_JOB_TIMEOUT` + this after its "
+        "start", int)
+    recover_after_s: int = setting(
+        "DLA_RECOVER_AFTER_S", 10, "a queued row younger than this is left to the request that is enqueueing it",
+        int)
+    worker_log: str = setting("DLA_WORKER_LOG", "INFO", "the RQ worker's log level")
+
+    # -- people and requests
+    trusted_proxies: int = setting(
+        "DLA_TRUSTED_PROXIES", 0, "how many reverse proxies in front of the app append to `X-Forwarded-For`; "
+        "the client address (rate limits, guests' grading turn) is then taken from them (Werkzeug's "
+        "`ProxyFix`). `0`: the TCP peer. Never more than you run: one extra lets clients pick their own address",
+        int)
+    guest_idle_days: int = setting(
+        "DLA_GUEST_IDLE_DAYS", 30, "`flask --app academy remove-idle-guests` deletes guests with no request for "
+        "longer", int)
+    content_reload: bool = setting(
+        "DLA_CONTENT_RELOAD", True, "the instructor page's \"Reload content\" button (set `0` in production)",
+        flag, shown_default="`1`")
+    insecure_cookies: bool = setting(
+        "DLA_INSECURE_COOKIES", False, "session cookies are `Secure; HttpOnly; SameSite=Lax`. Browsers accept "
+        "Secure cookies from `http://localhost`/`127.0.0.1`; to reach a development server over plain http by "
+        "another name, set `1`", flag, shown_default="unset")
+
+    # -- rate limits (Flask-Limiter strings: "10 per minute"; several separated by ";"), academy/limits.py
+    limit_guests_per_address: str = setting(
+        "DLA_LIMIT_GUESTS_PER_ADDRESS", "60 per 10 minutes;300 per day", "new guests from one client address")
+    limit_signups_per_address: str = setting(
+        "DLA_LIMIT_SIGNUPS_PER_ADDRESS", "60 per hour", "sign-ups from one client address")
+    limit_signins_per_address: str = setting(
+        "DLA_LIMIT_SIGNINS_PER_ADDRESS", "300 per hour", "sign-in attempts from one client address")
+    limit_signin_failures: str = setting(
+        "DLA_LIMIT_SIGNIN_FAILURES", "5 per 5 minutes",
+        "wrong passwords for one account from one client address (then a back-off)")
+    limit_submissions_per_address: str = setting(
+        "DLA_LIMIT_SUBMISSIONS_PER_ADDRESS", "200 per minute", "submissions from one client address")
+    limit_drafts_per_account: str = setting(
+        "DLA_LIMIT_DRAFTS_PER_ACCOUNT", "120 per minute",
+        "draft saves of one account (the editor saves 0.7 s after typing stops)")
+    limit_drafts_per_address: str = setting(
+        "DLA_LIMIT_DRAFTS_PER_ADDRESS", "2400 per minute", "draft saves from one client address")
+
+    def job_timeout_of(self, kind: str) -> int:
+        return self.regrade_timeout if kind == "regrade_exercise_run" else self.job_timeout
+
+
+def fields() -> list[tuple[dataclasses.Field, Setting]]:
+    return [(f, f.metadata["setting"]) for f in dataclasses.fields(Settings)]
+
+
+def from_environment(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The settings the environment sets, as config keys with typed values (old variable names warn)."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for f, spec in fields():
+        old_env = f.metadata["old_env"]
+        if spec.env and spec.is_set(environ):
+            values[f.name.upper()] = spec.get(environ)
+        elif old_env and environ.get(old_env):
+            log.warning("%s is the old name of %s: rename it (it still works for now)", old_env, spec.env)
+            values[f.name.upper()] = dataclasses.replace(spec, env=old_env).get(environ)
+    return values
+
+
+def load(instance_path: Path, config_file: Mapping[str, Any], test_config: Mapping[str, Any]) -> Settings:
+    """The settings of one app: defaults < environment < the instance's config.py < test_config."""
+    values = {**from_environment(), **{k: v for k, v in {**config_file, **test_config}.items() if k.isupper()}}
+    known = {f.name.upper(): f.name for f, _spec in fields()}
+    settings = Settings(**{known[key]: value for key, value in values.items() if key in known})
+    return dataclasses.replace(
+        settings, instance_path=str(instance_path),
+        database_url=settings.database_url or f"sqlite:///{instance_path / 'academy.sqlite'}",
+        exercises_dir=str(settings.exercises_dir or exercises_root()))
+
+
+def instance_folder(test_config: Mapping[str, Any]) -> str | None:
+    """The instance folder, needed before anything else (config.py lives in it): INSTANCE_PATH, else $DLA_INSTANCE."""
+    value = test_config.get("INSTANCE_PATH") or Settings.__dataclass_fields__["instance_path"] \
+        .metadata["setting"].get()
+    return str(Path(value).resolve()) if value else None
+
+
+def read_config_file(app: Flask) -> dict[str, Any]:
+    """The instance's config.py (optional), as Flask reads it: its upper-case names."""
+    config = Config(app.instance_path)
+    config.from_pyfile("config.py", silent=True)
+    return dict(config)
+
+
+def settings(app: Flask | None = None) -> Settings:
+    """The settings of `app`, else of the current app (in a request, a CLI command or a job)."""
+    return (app or current_app).extensions["academy.settings"]
+
+
+def markdown_table() -> str:
+    """docs/web.md's configuration table: every variable of the app and of the grader."""
+    rows = ["| Variable | Default | Meaning |", "|---|---|---|"]
+    for f, spec in fields():
+        if spec.env:
+            rows.append(_row(spec, f.metadata["old_env"]))
+    rows += [_row(spec) for spec in GRADER_SETTINGS]
+    return "\n".join(rows)
+
+
+def _row(spec: Setting, old_env: str | None = None) -> str:
+    default = spec.shown_default or f"`{spec.default}`"
+    meaning = spec.description + (f" (formerly `{old_env}`, still read)" if old_env else "")
+    return f"| `{spec.env}` | {default} | {meaning} |"
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] not in ([], ["--markdown"]):
+        sys.exit("usage: python -m academy.settings [--markdown]   (prints docs/web.md's configuration table)")
+    print(markdown_table())
+
+
+__all__ = ["Settings", "SettingError", "from_environment", "load", "markdown_table", "settings"]
