@@ -13,6 +13,7 @@ Nothing here imports torch: the web app and the CLI load the course cheaply.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -27,6 +28,7 @@ SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 CHECK_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 EVIDENCE = ("outside", "learner")
 EXPECT_LINE = re.compile(r"^#\s*expect-fail:\s*(.*)$", re.MULTILINE)
+ORDER_PREFIX = re.compile(r"^\d+[a-z]?[-_]")  # "04-" (or "04b-") in 04-meet-autocast.md: order, not identity
 EXPECT_SKIP_LINE = re.compile(r"^#\s*expect-skip:\s*(.*)$", re.MULTILINE)
 
 
@@ -107,8 +109,9 @@ class Exercise:
 @dataclass(frozen=True)
 class Progress:
     """What one learner has done in one lesson, as the steps read it to say whether they are done (the web
-    app fills it from its tables)."""
-    furthest: int  # the furthest step number visited
+    app fills it from its tables). Keyed by ids, never by position: inserting or moving a step changes
+    nothing a learner has done."""
+    seen: set[str]  # ids of the steps whose page the learner opened
     passed: set[str]  # exercise ids with a passing submission
     correct: set[str]  # quiz question ids answered correctly
 
@@ -118,17 +121,23 @@ class Card:
     title: str
     markdown: str
     kind: str = "card"
+    id: str = ""  # the step id (load_lesson sets it)
 
     @classmethod
     def load(cls, lesson_dir: Path, ref: str, meta_path: Path) -> Card:
         return _load_card(lesson_dir / "cards" / ref)
 
+    @staticmethod
+    def default_id(ref: str) -> str:
+        """The file name without its order prefix and suffix: 04-meet-autocast.md -> meet-autocast."""
+        return ORDER_PREFIX.sub("", Path(ref).stem)
+
     def page_markdown(self) -> str | None:
         return self.markdown
 
-    def done(self, number: int, progress: Progress) -> bool:
+    def done(self, progress: Progress) -> bool:
         """A card is done once seen."""
-        return number <= progress.furthest
+        return self.id in progress.seen
 
 
 @dataclass(frozen=True)
@@ -154,15 +163,20 @@ class Quiz:
     title: str
     questions: tuple[QuizQuestion, ...]
     kind: str = "quiz"
+    id: str = ""
 
     @classmethod
     def load(cls, lesson_dir: Path, ref: str, meta_path: Path) -> Quiz:
         return _load_quiz(lesson_dir / ref)
 
+    @staticmethod
+    def default_id(ref: str) -> str:
+        return ORDER_PREFIX.sub("", Path(ref).stem)
+
     def page_markdown(self) -> str | None:
         return None  # the page lays out the questions itself
 
-    def done(self, number: int, progress: Progress) -> bool:
+    def done(self, progress: Progress) -> bool:
         return all(q.id in progress.correct for q in self.questions)
 
 
@@ -170,6 +184,7 @@ class Quiz:
 class ExerciseStep:
     exercise: Exercise
     kind: str = "exercise"
+    id: str = ""
 
     @property
     def title(self) -> str:
@@ -181,15 +196,19 @@ class ExerciseStep:
             raise CourseError(f"{meta_path}: exercise folder '{ref}' must be lower-case-with-dashes")
         return cls(load_exercise(lesson_dir / ref, f"{lesson_dir.name}/{ref}"))
 
+    @staticmethod
+    def default_id(ref: str) -> str:
+        return str(ref)  # the folder's name, which is also the exercise's id in its lesson
+
     def page_markdown(self) -> str | None:
         return self.exercise.prompt
 
-    def done(self, number: int, progress: Progress) -> bool:
+    def done(self, progress: Progress) -> bool:
         return self.exercise.id in progress.passed
 
 
 Step = Card | Quiz | ExerciseStep
-# The kinds of step a lesson.yaml may list (`- card: FILE`), each the class that loads it.
+# The kinds of step a lesson.yaml may list (`- card: FILE`), each the class that loads it and names it.
 STEP_KINDS: dict[str, type[Card] | type[Quiz] | type[ExerciseStep]] = {
     "card": Card, "exercise": ExerciseStep, "quiz": Quiz,
 }
@@ -210,6 +229,23 @@ class Lesson:
     @property
     def quiz(self) -> Quiz | None:
         return next((s for s in self.steps if isinstance(s, Quiz)), None)
+
+    def step(self, step_id: str) -> Step:
+        """The step with this id; KeyError when there is none."""
+        for step in self.steps:
+            if step.id == step_id:
+                return step
+        raise KeyError(step_id)
+
+    def index(self, step_id: str) -> int:
+        """The 0-based position of a step; KeyError when there is none."""
+        if step_id not in self.step_ids:
+            raise KeyError(step_id)
+        return self.step_ids.index(step_id)
+
+    @property
+    def step_ids(self) -> tuple[str, ...]:
+        return tuple(s.id for s in self.steps)
 
 
 @dataclass
@@ -343,13 +379,21 @@ def load_lesson(path: Path, number: int) -> Lesson:
     meta = _read_yaml(meta_path)
     steps: list[Step] = []
     for raw in _require(meta, "steps", meta_path, list):
-        if not isinstance(raw, dict) or len(raw) != 1:
-            raise CourseError(f"{meta_path}: each step is one of 'card: FILE', 'exercise: FOLDER', 'quiz: FILE'")
-        (kind, ref), = raw.items()
+        kinds = [key for key in raw if key != "id"] if isinstance(raw, dict) else []
+        if len(kinds) != 1 or len(raw) - len(kinds) > 1:
+            raise CourseError(f"{meta_path}: each step is one of 'card: FILE', 'exercise: FOLDER', 'quiz: FILE', "
+                              "optionally with 'id: STEP-ID'")
+        kind, ref = kinds[0], raw[kinds[0]]
         step_kind = STEP_KINDS.get(kind)
         if step_kind is None:
             raise CourseError(f"{meta_path}: unknown step kind '{kind}'")
-        steps.append(step_kind.load(path, ref, meta_path))
+        step_id = str(raw.get("id") or step_kind.default_id(str(ref)))
+        if not SLUG.match(step_id) or step_id.isdigit():
+            raise CourseError(f"{meta_path}: step id '{step_id}' (of {kind} {ref}) must be lower-case-with-dashes "
+                              "and not only digits: set 'id:' on the step")
+        if step_id in {s.id for s in steps}:
+            raise CourseError(f"{meta_path}: two steps have the id '{step_id}': give one an 'id:' of its own")
+        steps.append(dataclasses.replace(step_kind.load(path, ref, meta_path), id=step_id))
     return Lesson(path.name, number, _require(meta, "title", meta_path), str(meta.get("summary", "")),
                   tuple(steps))
 

@@ -61,6 +61,7 @@ def upgrade(app: Flask) -> None:
     config = alembic_config(settings(app).database_url)
     with app.extensions["academy.engine"].begin() as connection:
         config.attributes["connection"] = connection
+        config.attributes["course_root"] = settings(app).exercises_dir  # 0004 maps step numbers to ids
         command.upgrade(config, "head")
 
 

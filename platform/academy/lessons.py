@@ -34,19 +34,30 @@ def _lesson_or_404(lesson_id: str) -> Lesson:
 @login_required
 def resume(lesson_id: str) -> ResponseReturnValue:
     lesson = _lesson_or_404(lesson_id)
-    row = progress.get_position(g.user, lesson.id)
-    number = min(row.position, len(lesson.steps)) if row else 1
-    return redirect(url_for("lessons.step", lesson_id=lesson.id, number=number))
+    number = progress.resume_number(g.user, lesson)
+    return redirect(url_for("lessons.step", lesson_id=lesson.id, step_id=lesson.steps[number - 1].id))
 
 
 @bp.route("/<lesson_id>/<int:number>")
-@login_required
-def step(lesson_id: str, number: int) -> ResponseReturnValue:
-    content = get_content()
+def numbered_step(lesson_id: str, number: int) -> ResponseReturnValue:
+    """Step URLs by number (before step ids): the step at that position today."""
     lesson = _lesson_or_404(lesson_id)
     if not 1 <= number <= len(lesson.steps):
         abort(404, description=f"Lesson '{lesson.id}' has steps 1 to {len(lesson.steps)}.")
-    progress.record_visit(g.user, lesson.id, number)
+    target = url_for("lessons.step", lesson_id=lesson.id, step_id=lesson.steps[number - 1].id)
+    return redirect(f"{target}?{request.query_string.decode()}" if request.query_string else target, code=301)
+
+
+@bp.route("/<lesson_id>/<step_id>")
+@login_required
+def step(lesson_id: str, step_id: str) -> ResponseReturnValue:
+    content = get_content()
+    lesson = _lesson_or_404(lesson_id)
+    try:
+        number = lesson.index(step_id) + 1
+    except KeyError:
+        abort(404, description=f"Lesson '{lesson.id}' has no step '{step_id}'.")
+    progress.record_visit(g.user, lesson.id, step_id)
     current = lesson.steps[number - 1]
     context = {"lesson": lesson, "number": number, "step": current, "html": content.step_html(current),
                "status": progress.lesson_status(g.user, lesson)}
@@ -102,5 +113,4 @@ def answer(lesson_id: str, question_id: str) -> ResponseReturnValue:
     db.add(QuizAnswer(user_id=g.user.id, lesson_id=lesson.id, question_id=question.id, choice=choice,
                       correct=choice == question.answer))
     db.commit()
-    number = next(i for i, s in enumerate(lesson.steps, 1) if s is quiz)
-    return redirect(url_for("lessons.step", lesson_id=lesson.id, number=number, _anchor=f"q-{question.id}"))
+    return redirect(url_for("lessons.step", lesson_id=lesson.id, step_id=quiz.id, _anchor=f"q-{question.id}"))

@@ -130,16 +130,28 @@ class Draft(Base):
 
 
 class LessonProgress(Base):
-    """Where the learner is in a lesson (the resume point) and how far they have read."""
+    """Where the learner is in a lesson: the step to resume at, by its id (grader.course: stable when steps
+    are inserted, removed or reordered)."""
     __tablename__ = "lesson_progress"
     __table_args__ = (UniqueConstraint("user_id", "lesson_id"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     lesson_id: Mapped[str] = mapped_column(String(100))
-    position: Mapped[int] = mapped_column(Integer, default=1)  # 1-based step number
-    furthest: Mapped[int] = mapped_column(Integer, default=1)
+    step_id: Mapped[str] = mapped_column(String(100))
     updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
+
+
+class StepVisit(Base):
+    """A step whose page the learner opened (a card is done once seen), by step id."""
+    __tablename__ = "step_visits"
+    __table_args__ = (UniqueConstraint("user_id", "lesson_id", "step_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    lesson_id: Mapped[str] = mapped_column(String(100))
+    step_id: Mapped[str] = mapped_column(String(100))
+    seen_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
 class QuizAnswer(Base):

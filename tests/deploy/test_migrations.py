@@ -46,3 +46,38 @@ def test_migration_0003_on_sqlite(tmp_path: Path) -> None:
 
 def test_migration_0003_on_postgresql(postgres: PostgresServer) -> None:
     _round_trip(postgres.url())
+
+
+def _step_ids_round_trip(url: str) -> None:
+    """0004: positions (step 6, read up to 7) become step ids and visits, and back down again."""
+    config = alembic_config(url)
+    command.upgrade(config, "0003")
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(text("INSERT INTO users (id, role, is_guest, created_at, session_version) "
+                                "VALUES (1, 'learner', true, CURRENT_TIMESTAMP, 0)"))
+        connection.execute(text("INSERT INTO lesson_progress (user_id, lesson_id, position, furthest, updated_at) "
+                                "VALUES (1, 'mixed-precision', 6, 7, CURRENT_TIMESTAMP), "
+                                "(1, 'a-removed-lesson', 3, 3, CURRENT_TIMESTAMP)"))
+    command.upgrade(config, "head")
+    with engine.begin() as connection:
+        resume = dict(connection.execute(text("SELECT lesson_id, step_id FROM lesson_progress")).all())
+        assert resume == {"mixed-precision": "meet-gradscaler", "a-removed-lesson": ""}
+        seen = connection.execute(text("SELECT step_id FROM step_visits ORDER BY id")).scalars().all()
+        assert seen == ["what-mixed-precision-means", "why-half-precision-is-faster", "the-catch-with-16-bit",
+                        "meet-autocast", "what-autocast-wraps", "meet-gradscaler", "scale-the-loss"]
+    command.downgrade(config, "0003")
+    with engine.begin() as connection:
+        rows = connection.execute(text("SELECT lesson_id, position, furthest FROM lesson_progress "
+                                       "ORDER BY lesson_id")).all()
+        assert [tuple(r) for r in rows] == [("a-removed-lesson", 1, 1), ("mixed-precision", 6, 7)]
+    command.upgrade(config, "head")
+    engine.dispose()
+
+
+def test_migration_0004_on_sqlite(tmp_path: Path) -> None:
+    _step_ids_round_trip(f"sqlite:///{tmp_path / 'academy.sqlite'}")
+
+
+def test_migration_0004_on_postgresql(postgres: PostgresServer) -> None:
+    _step_ids_round_trip(postgres.url())

@@ -37,7 +37,7 @@ def test_signup_errors_are_plain_and_keep_the_email(web) -> None:  # noqa: ANN00
 
 def test_guest_becomes_an_account_and_keeps_progress(web, app) -> None:  # noqa: ANN001
     web.guest()
-    web.client.get(f"/lessons/{LESSON}/5")
+    web.client.get(f"/lessons/{LESSON}/what-autocast-wraps")
     web.post(f"/lessons/{LESSON}/quiz/vanishing-gradients", data={"choice": "0"})
     with app.app_context():
         guest_id = get_session().scalar(select(User.id).where(User.is_guest.is_(True)))
@@ -46,13 +46,14 @@ def test_guest_becomes_an_account_and_keeps_progress(web, app) -> None:  # noqa:
         db = get_session()
         user = db.get(User, guest_id)
         assert user.email == "grace@example.org" and not user.is_guest
-        assert db.scalar(select(LessonProgress.position).where(LessonProgress.user_id == guest_id)) == 5
+        assert db.scalar(select(LessonProgress.step_id).where(LessonProgress.user_id == guest_id)) == \
+            "what-autocast-wraps"
         assert db.scalar(select(QuizAnswer.correct).where(QuizAnswer.user_id == guest_id)) is True
         assert db.scalar(select(User.id).where(User.is_guest.is_(True))) is None
     # Signing in again later reaches the same progress.
     web.post("/auth/signout")
     web.signin("grace@example.org")
-    assert web.client.get(f"/lessons/{LESSON}").location.endswith(f"/lessons/{LESSON}/5")
+    assert web.client.get(f"/lessons/{LESSON}").location.endswith(f"/lessons/{LESSON}/what-autocast-wraps")
 
 
 def test_forms_without_csrf_token_are_refused(web, app) -> None:  # noqa: ANN001

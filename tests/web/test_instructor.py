@@ -77,14 +77,15 @@ def test_content_reload_picks_up_edits_and_survives_broken_files(make_app, exerc
     teacher = make_instructor(app)
     card = exercises_copy / LESSON / "cards" / "04-meet-autocast.md"
     card.write_text(card.read_text().replace("# Meet autocast", "# Meet autocast, revised"))
-    assert "revised" not in teacher.client.get(f"/lessons/{LESSON}/4").get_data(as_text=True)
+    assert "revised" not in teacher.client.get(f"/lessons/{LESSON}/meet-autocast").get_data(as_text=True)
     done = teacher.post("/instructor/reload", follow_redirects=True).get_data(as_text=True)
     assert "Reloaded" in done
-    assert "<h1>Meet autocast, revised</h1>" in teacher.client.get(f"/lessons/{LESSON}/4").get_data(as_text=True)
+    page = teacher.client.get(f"/lessons/{LESSON}/meet-autocast").get_data(as_text=True)
+    assert "<h1>Meet autocast, revised</h1>" in page
     (exercises_copy / LESSON / "lesson.yaml").write_text("steps: [")
     broken = teacher.post("/instructor/reload", follow_redirects=True).get_data(as_text=True)
     assert "The course files have a problem" in broken and "lesson.yaml" in broken
-    assert "revised" in teacher.client.get(f"/lessons/{LESSON}/4").get_data(as_text=True)
+    assert "revised" in teacher.client.get(f"/lessons/{LESSON}/meet-autocast").get_data(as_text=True)
 
 
 def test_content_reload_can_be_switched_off(make_app) -> None:  # noqa: ANN001

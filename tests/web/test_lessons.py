@@ -4,8 +4,10 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from academy.content import render_markdown
-from tests.helpers import EXERCISE, LESSON, new_session
+from tests.helpers import EXERCISE, LESSON, WebSession, new_session
 
 
 def test_course_page_lists_lessons_for_anyone(web) -> None:  # noqa: ANN001
@@ -15,39 +17,48 @@ def test_course_page_lists_lessons_for_anyone(web) -> None:  # noqa: ANN001
 
 
 def test_lesson_pages_need_a_user(web) -> None:  # noqa: ANN001
-    response = web.client.get(f"/lessons/{LESSON}/3")
+    response = web.client.get(f"/lessons/{LESSON}/the-catch-with-16-bit")
     assert response.status_code == 302 and "/auth/signin?next=" in response.location
 
 
 def test_one_step_at_a_time_with_back_next_and_progress(web) -> None:  # noqa: ANN001
     web.guest()
-    page = web.client.get(f"/lessons/{LESSON}/4").get_data(as_text=True)
+    page = web.client.get(f"/lessons/{LESSON}/meet-autocast").get_data(as_text=True)
     assert "<h1>Meet autocast</h1>" in page and "Step 4 of 15" in page
-    assert f'href="/lessons/{LESSON}/3"' in page and f'href="/lessons/{LESSON}/5"' in page
+    assert f'href="/lessons/{LESSON}/the-catch-with-16-bit"' in page
+    assert f'href="/lessons/{LESSON}/what-autocast-wraps"' in page
     assert page.count('class="seg ') == 15 and page.count(" current") == 1
     assert '<pre class="highlight"><code><span class="k">with</span>' in page  # Pygments, not escaped twice
     assert web.client.get(f"/lessons/{LESSON}/16").status_code == 404
     assert web.client.get(f"/lessons/{LESSON}/0").status_code == 404
     assert web.client.get("/lessons/no-such-lesson/1").status_code == 404
+    assert web.client.get(f"/lessons/{LESSON}/no-such-step").status_code == 404
+
+
+def test_numbered_step_urls_redirect_to_step_ids(web) -> None:  # noqa: ANN001
+    web.guest()
+    old = web.client.get(f"/lessons/{LESSON}/4?from=bookmark")
+    assert old.status_code == 301 and old.location == f"/lessons/{LESSON}/meet-autocast?from=bookmark"
 
 
 def test_resume_point_and_course_progress(web) -> None:  # noqa: ANN001
     web.guest()
-    assert web.client.get(f"/lessons/{LESSON}").location.endswith(f"/lessons/{LESSON}/1")
+    assert web.client.get(f"/lessons/{LESSON}").location.endswith(f"/lessons/{LESSON}/what-mixed-precision-means")
     for number in (1, 2, 3, 7):
-        web.client.get(f"/lessons/{LESSON}/{number}")
-    web.client.get(f"/lessons/{LESSON}/6")  # going back moves the resume point, not the furthest read
-    assert web.client.get(f"/lessons/{LESSON}").location.endswith(f"/lessons/{LESSON}/6")
+        web.client.get(f"/lessons/{LESSON}/{number}", follow_redirects=True)
+    web.client.get(f"/lessons/{LESSON}/6", follow_redirects=True)  # going back moves the resume point
+    assert web.client.get(f"/lessons/{LESSON}").location.endswith(f"/lessons/{LESSON}/meet-gradscaler")
     course = web.client.get("/").get_data(as_text=True)
-    assert "7 of 15 steps done" in course
+    assert "5 of 15 steps done" in course  # the five cards opened; 4 and 5 were skipped, so not read
     progress = web.api("GET", "/api/progress").json
     lesson = next(item for item in progress["lessons"] if item["lesson"] == LESSON)
-    assert lesson["steps_done"] == 7 and lesson["resume_step"] == 6
+    assert lesson["steps_done"] == 5 and lesson["resume_step"] == 6
+    assert lesson["resume_step_id"] == "meet-gradscaler"
 
 
 def test_quiz_answer_is_graded_on_the_server(web) -> None:  # noqa: ANN001
     web.guest()
-    url = f"/lessons/{LESSON}/14"
+    url = f"/lessons/{LESSON}/quiz"
     page = web.client.get(url).get_data(as_text=True)
     assert "A GradScaler" in page and "Right. GradScaler" not in page and "correct" not in page.lower()
     wrong = web.post(f"/lessons/{LESSON}/quiz/vanishing-gradients", data={"choice": "3"})
@@ -71,19 +82,19 @@ def test_exercise_step_holds_starter_then_draft(web) -> None:  # noqa: ANN001
     web.guest()
 
     def editor_state() -> dict:
-        page = web.client.get(f"/lessons/{LESSON}/11").get_data(as_text=True)
+        page = web.client.get(f"/lessons/{LESSON}/amp-step").get_data(as_text=True)
         return json.loads(re.search(r'<script type="application/json" id="exercise-data">(.*?)</script>',
                                     page, re.S).group(1))
     state = editor_state()
     assert state["exercise"] == EXERCISE and state["code"] == state["starter"] and state["latest"] is None
     hostile = 'x = "</script><script>alert(1)</script>"\n'
     assert web.api("PUT", f"/api/drafts/{EXERCISE}", {"code": hostile}).status_code == 204
-    page = web.client.get(f"/lessons/{LESSON}/11").get_data(as_text=True)
+    page = web.client.get(f"/lessons/{LESSON}/amp-step").get_data(as_text=True)
     assert "<script>alert(1)" not in page  # tojson escapes < and > inside the data block
     assert editor_state()["code"] == hostile
     other = new_session(web.client.application).guest()  # drafts are private
     assert editor_state()["code"] == hostile
-    page = other.client.get(f"/lessons/{LESSON}/11").get_data(as_text=True)
+    page = other.client.get(f"/lessons/{LESSON}/amp-step").get_data(as_text=True)
     assert "alert(1)" not in page
 
 
@@ -99,3 +110,62 @@ def test_markdown_is_highlighted_and_sanitised() -> None:
                            "<img src=x onerror=alert(1)>")
     assert html.startswith('<pre class="highlight"><code><span class="n">x</span>')
     assert "<script" not in html and "<img" not in html and "href=\"javascript" not in html
+
+
+def test_inserting_removing_and_reordering_steps_keeps_progress_by_step_id(make_app, exercises_copy) -> None:  # noqa: ANN001
+    """An instructor inserts a card at step 2, removes one, swaps two, and reloads: a learner who had read the
+    whole lesson finds the new card unread, every card they read still read, and their resume point kept."""
+    from academy.content import reload_content
+
+    app = make_app(EXERCISES_DIR=str(exercises_copy))
+    web = WebSession(app.test_client())
+    web.guest()
+    lesson_yaml = exercises_copy / LESSON / "lesson.yaml"
+    cards = [line.split(": ", 1)[1] for line in lesson_yaml.read_text().splitlines() if "- card:" in line]
+    for card in cards:
+        stem = card.removesuffix(".md").split("-", 1)[1]
+        assert web.client.get(f"/lessons/{LESSON}/{stem}").status_code == 200
+    web.client.get(f"/lessons/{LESSON}/meet-gradscaler")  # the resume point
+    before = web.api("GET", "/api/progress").json["lessons"][0]
+    assert before["steps_done"] == len(cards) and before["resume_step_id"] == "meet-gradscaler"
+
+    (exercises_copy / LESSON / "cards" / "01b-a-new-card.md").write_text("# A new card\n\nNew.\n")
+    text = lesson_yaml.read_text()
+    text = text.replace("  - card: 02-why-half-precision-is-faster.md\n",
+                        "  - card: 01b-a-new-card.md\n  - card: 02-why-half-precision-is-faster.md\n")
+    text = text.replace("  - card: 03-the-catch-with-16-bit.md\n", "")  # removed
+    text = text.replace("  - card: 04-meet-autocast.md\n  - card: 05-what-autocast-wraps.md\n",
+                        "  - card: 05-what-autocast-wraps.md\n  - card: 04-meet-autocast.md\n")  # swapped
+    lesson_yaml.write_text(text)
+    reload_content(app)
+
+    after = web.api("GET", "/api/progress").json["lessons"][0]
+    done = dict(zip(after["step_ids"], after["done"]))
+    assert done["a-new-card"] is False  # inserted: not read
+    assert "the-catch-with-16-bit" not in done
+    assert done["meet-autocast"] and done["what-autocast-wraps"] and done["recap"]  # moved or not: still read
+    assert after["steps_done"] == len(cards) - 1  # every read card but the removed one
+    assert after["resume_step_id"] == "meet-gradscaler" and after["step_ids"][after["resume_step"] - 1] == \
+        "meet-gradscaler"
+    page = web.client.get(f"/lessons/{LESSON}/a-new-card").get_data(as_text=True)
+    assert "Step 2 of" in page
+    assert web.client.get(f"/lessons/{LESSON}/the-catch-with-16-bit").status_code == 404
+
+
+def test_step_ids_come_from_file_names_or_an_explicit_id(exercises_copy) -> None:  # noqa: ANN001
+    from grader.course import CourseError, load_course
+
+    lesson_yaml = exercises_copy / LESSON / "lesson.yaml"
+    original = lesson_yaml.read_text()
+    lesson_yaml.write_text(original.replace("  - card: 04-meet-autocast.md\n",
+                                            "  - card: 04-meet-autocast.md\n    id: autocast-intro\n"))
+    steps = load_course(exercises_copy).lesson(LESSON).step_ids
+    assert steps[:4] == ("what-mixed-precision-means", "why-half-precision-is-faster", "the-catch-with-16-bit",
+                         "autocast-intro")
+    assert "amp-step" in steps and "quiz" in steps
+    lesson_yaml.write_text(original.replace("  - card: 12-recap.md\n", "  - card: 12-recap.md\n    id: quiz\n"))
+    with pytest.raises(CourseError, match="two steps have the id 'quiz'"):
+        load_course(exercises_copy)
+    lesson_yaml.write_text(original.replace("  - card: 12-recap.md\n", "  - card: 12-recap.md\n    id: '12'\n"))
+    with pytest.raises(CourseError, match="not only digits"):
+        load_course(exercises_copy)
