@@ -64,6 +64,19 @@ def image_labels(image: str) -> dict[str, str] | None:
         return {}
 
 
+STALE_IMAGE_FIX = "run sandbox/build-images, then restart the app and its workers"
+
+
+def stale_image(image: str | None = None) -> str | None:
+    """The grader image when an engine has it but it was built from other grader or course files than
+    these (learners would be graded with its copy, or not with docker at all); else None."""
+    image = image or GRADER_IMAGE.get() or CPU_IMAGE
+    if docker_binary() is None:
+        return None
+    labels = image_labels(image)
+    return image if labels is not None and labels.get(CONTENT_LABEL) != content_fingerprint() else None
+
+
 def image_ready(image: str) -> tuple[bool, str]:
     """(can grade with `image`?, why not): an engine answers, has it, and it holds these files."""
     if docker_binary() is None:
@@ -73,7 +86,7 @@ def image_ready(image: str) -> tuple[bool, str]:
         return False, f"no Docker Engine answers or it has no image {image} (run sandbox/build-images)"
     if labels.get(CONTENT_LABEL) != content_fingerprint():
         return False, (f"the image {image} was built from other grader or exercise files than these "
-                       f"(run sandbox/build-images)")
+                       f"({STALE_IMAGE_FIX})")
     return True, ""
 
 

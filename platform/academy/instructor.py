@@ -6,11 +6,11 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 
-from flask import Blueprint, abort, current_app, flash, redirect, render_template, url_for
+from flask import Blueprint, Response, abort, current_app, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from sqlalchemy import func, select
 
-from academy import jobs
+from academy import gradebook, jobs
 from academy.content import get_content, reload_content
 from academy.db import get_session
 from academy.models import PENDING, JobStatus, RegradeRun, Submission, User, ValidationRun
@@ -21,7 +21,15 @@ from grader.result import upgrade_result
 
 bp = Blueprint("instructor", __name__, url_prefix="/instructor")
 
-RECENT = 20
+PER_PAGE = 20
+
+
+@dataclass(frozen=True)
+class CheckCounts:
+    id: str
+    title: str
+    failed: int  # judged and failed
+    explained: int  # failed too, but reported skipped: a check it names in `after` failed first
 
 
 @dataclass(frozen=True)
@@ -29,33 +37,67 @@ class ExerciseStats:
     attempts: int
     learners: int
     passed_learners: int
-    failing_checks: list[tuple[str, str, int]]  # (check id, title, times failed), most frequent first
-    recent: list[Submission]
+    checks: list[CheckCounts]  # every check that failed at least once, most failures first
+    not_loaded: int  # graded submissions no check judged: the code did not load, ran out of time, crashed
+    platform_errors: int  # submissions the platform could not grade (status "error")
+    page: Page  # of the submissions, newest first
 
     @property
     def pass_rate(self) -> float:
         return self.passed_learners / self.learners if self.learners else 0.0
 
 
-def exercise_stats(exercise_id: str) -> ExerciseStats:
+@dataclass(frozen=True)
+class Page:
+    items: list
+    number: int
+    total: int
+    per_page: int = PER_PAGE
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // self.per_page))
+
+
+def page_number() -> int:
+    try:
+        return max(1, int(request.args.get("page", "1")))
+    except ValueError:
+        abort(400, description="page must be a whole number.")
+
+
+def exercise_stats(exercise_id: str, page: int = 1) -> ExerciseStats:
     db = get_session()
     where = Submission.exercise_id == exercise_id
     attempts = db.scalar(select(func.count()).select_from(Submission).where(where)) or 0
     learners = db.scalar(select(func.count(Submission.user_id.distinct())).where(where)) or 0
     passed = db.scalar(select(func.count(Submission.user_id.distinct())).where(where, Submission.passed.is_(True)))
-    failing: Counter[str] = Counter()
+    errors = db.scalar(select(func.count()).select_from(Submission).where(where, Submission.status == JobStatus.ERROR))
+    failed: Counter[str] = Counter()
+    explained: Counter[str] = Counter()
     titles: dict[str, str] = {}
+    not_loaded = 0
     for (result_json,) in db.execute(select(Submission.result_json).where(where, Submission.status == JobStatus.DONE)):
-        # Only checks that really failed: not those skipped because the code did not load or another
-        # check's failure explains them (a syntax error is no failure of every check).
-        for check in upgrade_result(json.loads(result_json or "{}")).get("checks", []):
+        # Failures of judged checks only. Checks skipped because the code did not load are no failure of
+        # every check (a syntax error would otherwise count against "gradients cleared" too); those
+        # submissions are counted once, apart.
+        checks = upgrade_result(json.loads(result_json or "{}")).get("checks", [])
+        if checks and all(c["status"] == "skipped" and c["because"] == "load" for c in checks):
+            not_loaded += 1
+            continue
+        for check in checks:
             titles[check["id"]] = check["title"]
             if check["status"] == "failed":
-                failing[check["id"]] += 1
+                failed[check["id"]] += 1
+            elif check["status"] == "skipped" and check["because"] not in (None, "load"):
+                explained[check["id"]] += 1
+    counts = [CheckCounts(cid, titles[cid], failed[cid], explained[cid]) for cid in titles
+              if failed[cid] or explained[cid]]
+    counts.sort(key=lambda c: (-c.failed, -c.explained, c.id))
     recent = db.scalars(select(Submission).where(where).join(User).order_by(Submission.id.desc())
-                        .limit(RECENT)).all()
-    return ExerciseStats(attempts, learners, passed or 0,
-                         [(cid, titles[cid], n) for cid, n in failing.most_common()], list(recent))
+                        .offset((page - 1) * PER_PAGE).limit(PER_PAGE)).all()
+    return ExerciseStats(attempts, learners, passed or 0, counts, not_loaded, errors or 0,
+                         Page(list(recent), page, attempts))
 
 
 def _latest_runs() -> dict[str, ValidationRun]:
@@ -69,7 +111,8 @@ def overview() -> ResponseReturnValue:
     runs = _latest_runs()
     busy = any(r.status in PENDING for r in runs.values())
     return render_template("instructor/overview.html", course=get_content().course, runs=runs, busy=busy,
-                           can_reload=settings().content_reload)
+                           can_reload=settings().content_reload,
+                           image_note=jobs.grading_sandbox(current_app).stale_image_note())
 
 
 @bp.post("/validate/<path:exercise_id>")
@@ -130,5 +173,36 @@ def dashboard(exercise_id: str) -> ResponseReturnValue:
         exercise = get_content().exercise(exercise_id)
     except KeyError:
         abort(404, description=f"There is no exercise '{exercise_id}'.")
-    return render_template("instructor/dashboard.html", exercise=exercise, stats=exercise_stats(exercise.id),
-                           regrade=latest_regrade(exercise.id))
+    return render_template("instructor/dashboard.html", exercise=exercise,
+                           stats=exercise_stats(exercise.id, page_number()), regrade=latest_regrade(exercise.id))
+
+
+@bp.route("/learners/")
+@instructor_required
+def learners() -> ResponseReturnValue:
+    course = get_content().course
+    page = page_number()
+    ids, total = gradebook.learner_ids(page, PER_PAGE)
+    return render_template("instructor/learners.html", course=course, records=gradebook.records(course, ids),
+                           page=Page([], page, total), formats=list(gradebook.FORMATS))
+
+
+@bp.route("/learners/<int:user_id>")
+@instructor_required
+def learner(user_id: int) -> ResponseReturnValue:
+    course = get_content().course
+    found = gradebook.records(course, [user_id])
+    if not found:
+        abort(404, description="There is no such learner.")
+    return render_template("instructor/learner.html", course=course, record=found[0])
+
+
+@bp.route("/gradebook.csv")
+@instructor_required
+def gradebook_csv() -> ResponseReturnValue:
+    shape = request.args.get("format", "plain")
+    if shape not in gradebook.FORMATS:
+        abort(400, description=f"format must be one of {', '.join(gradebook.FORMATS)}.")
+    body = gradebook.gradebook_csv(get_content().course, shape)
+    return Response(body, mimetype="text/csv", headers={
+        "Content-Disposition": f'attachment; filename="gradebook-{shape}.csv"', "Cache-Control": "no-store"})

@@ -364,6 +364,23 @@ class GradingSandbox:
                 self._sandbox = sandbox
             return self._sandbox
 
+    def stale_image_note(self) -> str | None:
+        """What an instructor must know when the course on disk no longer matches the grader image."""
+        from sandbox.docker import STALE_IMAGE_FIX, stale_image
+
+        if settings(self.app).sandbox not in ("auto", "docker"):
+            return None
+        image = stale_image()
+        if image is None:
+            return None
+        if self._sandbox is not None and self._sandbox.name == "docker":
+            return (f"The course or grader files changed since the grader image {image} was built: learners are "
+                    f"still graded with the image's copy of the checks, and Validate runs that copy too. To grade "
+                    f"with the files on disk, {STALE_IMAGE_FIX}.")
+        return (f"The course or grader files changed since the grader image {image} was built, so Docker is not "
+                f"used: learners are graded by the local sandbox, which takes seconds longer per verdict. "
+                f"To use Docker again, {STALE_IMAGE_FIX}.")
+
     def describe(self) -> str:
         sandbox = self.get()
         pool = getattr(sandbox, "pool", None)

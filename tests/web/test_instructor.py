@@ -117,3 +117,158 @@ def test_validate_runs_in_the_background(make_app, exercises_copy) -> None:  # n
     page = teacher.client.get("/instructor/").get_data(as_text=True)
     assert '<span class="badge ok">ok</span>' in page
     assert teacher.post("/instructor/validate/nope/none").status_code == 404
+
+
+def result_with(statuses: dict[str, tuple[str, str | None]]) -> str:
+    """A stored result whose checks have these (status, because)."""
+    checks = [{"id": cid, "title": cid.title(), "status": status, "because": because,
+               "passed": {"passed": True, "failed": False}.get(status), "message": "", "hint": "", "line": None}
+              for cid, (status, because) in statuses.items()]
+    passed = all(status == "passed" for status, _ in statuses.values())
+    return json.dumps({"schema_version": 2, "status": "passed" if passed else "failed", "passed": passed,
+                       "score": sum(s == "passed" for s, _ in statuses.values()) / len(statuses),
+                       "checks": checks, "error": None, "notes": [], "grader_notes": []})
+
+
+def test_dashboard_counts_judged_failures_and_shows_skipped_and_not_loaded_apart(app) -> None:  # noqa: ANN001
+    """A syntax error (every check skipped because the code did not load) is no failure of "grads-cleared";
+    a check skipped because an earlier failure explains it is counted in its own column."""
+    not_loaded = result_with({"runs": ("skipped", "load"), "grads-cleared": ("skipped", "load")})
+    explained = result_with({"runs": ("failed", None), "grads-cleared": ("skipped", "runs")})
+    with app.app_context():
+        db = get_session()
+        db.add(User(email="a@example.org"))
+        db.flush()
+        for result in (not_loaded, not_loaded, not_loaded, explained):
+            db.add(Submission(user_id=1, exercise_id=EXERCISE, code="x", status="done", result_json=result))
+        db.add(Submission(user_id=1, exercise_id=EXERCISE, code="x", status="error", error_message="grader died"))
+        db.commit()
+    page = make_instructor(app).client.get(f"/instructor/exercises/{EXERCISE}").get_data(as_text=True)
+    failing = page.split('id="failing-checks"')[1].split("</table>")[0]
+    runs = failing.split('data-check="runs"')[1].split("</tr>")[0]
+    cleared = failing.split('data-check="grads-cleared"')[1].split("</tr>")[0]
+    assert "<td>1</td>" in runs and '<td class="explained">0</td>' in runs
+    assert "<td>0</td>" in cleared and '<td class="explained">1</td>' in cleared
+    assert '<span id="stat-not-loaded">3</span>' in page and '<span id="stat-platform-errors">1</span>' in page
+
+
+def test_dashboard_pages_through_submissions(app) -> None:  # noqa: ANN001
+    with app.app_context():
+        db = get_session()
+        db.add(User(email="a@example.org"))
+        db.flush()
+        for n in range(45):
+            db.add(Submission(user_id=1, exercise_id=EXERCISE, code=f"attempt_{n} = 1", status="done",
+                              result_json=result_with({"runs": ("passed", None)})))
+        db.commit()
+    teacher = make_instructor(app)
+    first = teacher.client.get(f"/instructor/exercises/{EXERCISE}").get_data(as_text=True)
+    assert "attempt_44 = 1" in first and "attempt_25 = 1" in first and "attempt_24 = 1" not in first
+    assert "Page 1 of 3 (45 in all)" in first and "?page=2" in first
+    last = teacher.client.get(f"/instructor/exercises/{EXERCISE}?page=3").get_data(as_text=True)
+    assert "attempt_0 = 1" in last and "attempt_4 = 1" in last and "attempt_5 = 1" not in last
+    assert teacher.client.get(f"/instructor/exercises/{EXERCISE}?page=x").status_code == 400
+
+
+def _class_with_answers(app) -> None:  # noqa: ANN001
+    """Two accounts and a guest: scores on amp-step, first tries on lesson 1's quiz, cards opened."""
+    from academy.models import QuizAnswer, StepVisit
+
+    with app.app_context():
+        db = get_session()
+        ada, bob, guest = User(email="ada@example.org"), User(email="=HYPERLINK(1)@example.org"), User(is_guest=True)
+        db.add_all([ada, bob, guest])
+        db.flush()
+        db.add_all([
+            Submission(user_id=ada.id, exercise_id=EXERCISE, code="a", status="done", passed=False,
+                       result_json=result_with({"runs": ("passed", None), "grads": ("failed", None)})),
+            Submission(user_id=ada.id, exercise_id=EXERCISE, code="b", status="done", passed=True,
+                       result_json=result_with({"runs": ("passed", None), "grads": ("passed", None)})),
+            Submission(user_id=bob.id, exercise_id=EXERCISE, code="c", status="done", passed=False,
+                       result_json=result_with({"runs": ("passed", None), "grads": ("failed", None)})),
+            Submission(user_id=guest.id, exercise_id=EXERCISE, code="d", status="queued"),
+            # Ada: wrong first, then right (counts as wrong); Bob: right at once.
+            QuizAnswer(user_id=ada.id, lesson_id=LESSON, question_id="vanishing-gradients", choice=1, correct=False),
+            QuizAnswer(user_id=ada.id, lesson_id=LESSON, question_id="vanishing-gradients", choice=0, correct=True),
+            QuizAnswer(user_id=bob.id, lesson_id=LESSON, question_id="vanishing-gradients", choice=0, correct=True),
+            StepVisit(user_id=ada.id, lesson_id=LESSON, step_id="meet-autocast"),
+            StepVisit(user_id=ada.id, lesson_id=LESSON, step_id="a-step-since-removed"),
+        ])
+        db.commit()
+
+
+def test_gradebook_csv_in_three_shapes(app) -> None:  # noqa: ANN001
+    import csv
+    import io
+
+    from academy.content import get_content
+
+    _class_with_answers(app)
+    teacher = make_instructor(app)
+    with app.app_context():
+        course = get_content().course
+        questions = len(course.lesson(LESSON).quiz.questions)
+        exercises = [ex.id for lesson in course.lessons for ex in lesson.exercises]
+        quizzes = [lesson.id for lesson in course.lessons if lesson.quiz]
+
+    def table(shape: str) -> list[list[str]]:
+        response = teacher.client.get(f"/instructor/gradebook.csv?format={shape}")
+        assert response.status_code == 200 and response.mimetype == "text/csv"
+        assert f'filename="gradebook-{shape}.csv"' in response.headers["Content-Disposition"]
+        return list(csv.reader(io.StringIO(response.get_data(as_text=True))))
+
+    plain = table("plain")
+    header = plain[0]
+    assert header[:3] == ["learner_id", "email", "guest"] and len(header) == 3 + len(exercises) + len(quizzes)
+    amp = header.index(f"Write one AMP training step [{EXERCISE}]")
+    quiz = header.index(f"Quiz: {course.lesson(LESSON).title} [{LESSON}/quiz]")
+    rows = {row[1]: row for row in plain[1:]}
+    assert set(rows) == {"ada@example.org", "'=HYPERLINK(1)@example.org", ""}  # no formula reaches a sheet
+    assert rows["ada@example.org"][amp] == "100" and rows["'=HYPERLINK(1)@example.org"][amp] == "50"
+    assert rows[""][2] == "yes" and rows[""][amp] == "0"
+    assert rows["ada@example.org"][quiz] == "0"  # wrong at the first try
+    assert float(rows["'=HYPERLINK(1)@example.org"][quiz]) == round(100 / questions, 1)  # right at once
+
+    canvas = table("canvas")
+    assert canvas[0][:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+    assert canvas[1][0] == "Points Possible" and set(canvas[1][5:]) == {"100"}
+    assert len(canvas) == 4  # header, points, the two accounts (a guest has nothing Canvas can match)
+    moodle = table("moodle")
+    assert moodle[0][0] == "Email address" and len(moodle) == 3
+    assert teacher.client.get("/instructor/gradebook.csv?format=excel").status_code == 400
+
+
+def test_learner_view_and_list(app) -> None:  # noqa: ANN001
+    _class_with_answers(app)
+    teacher = make_instructor(app)
+    listing = teacher.client.get("/instructor/learners/").get_data(as_text=True).split('id="learners"')[1]
+    assert "ada@example.org" in listing and "guest #3" in listing and "teacher@example.org" not in listing
+    assert "1 of 15" in listing  # ada opened one step that still exists (the removed one does not count)
+    page = teacher.client.get("/instructor/learners/1").get_data(as_text=True)
+    row = page.split(f'data-exercise="{EXERCISE}"')[1].split("</tr>")[0]
+    assert '<td class="attempts">2</td>' in row and '<td class="best">100%</td>' in row and "passed" in row
+    assert "wrong at the first try" in page.split('data-question="vanishing-gradients"')[1].split("</li>")[0]
+    assert teacher.client.get("/instructor/learners/999").status_code == 404
+
+
+def test_overview_says_when_the_course_no_longer_matches_the_grader_image(make_app, exercises_copy,
+                                                                         monkeypatch) -> None:  # noqa: ANN001
+    """The instructor edited the course after the image was built: the page says Docker is not used and
+    names the command that fixes it (a real image and the real fingerprint of the edited files)."""
+    from sandbox.docker import image_labels
+    from sandbox.image import CPU_IMAGE
+
+    if image_labels(CPU_IMAGE) is None:
+        pytest.skip("no Docker Engine with the grader image here (sandbox/build-images)")
+    card = exercises_copy / LESSON / "cards" / "04-meet-autocast.md"
+    card.write_text(card.read_text() + "\nOne more sentence.\n")
+    monkeypatch.setenv("DLA_EXERCISES", str(exercises_copy))
+    teacher = make_instructor(make_app(EXERCISES_DIR=str(exercises_copy), SANDBOX="auto"))
+    page = teacher.client.get("/instructor/").get_data(as_text=True)
+    note = page.split('id="stale-image"')[1].split("</p>")[0]
+    assert "so Docker is not used" in note and "run sandbox/build-images, then restart" in note
+    monkeypatch.delenv("DLA_EXERCISES")
+    from sandbox.docker import stale_image
+
+    if stale_image() is None:  # the files the image was built from (scripts/test builds it first): nothing to say
+        assert 'id="stale-image"' not in teacher.client.get("/instructor/").get_data(as_text=True)

@@ -1,0 +1,167 @@
+"""What each learner has done, for instructors: a per-learner record and the gradebook as CSV.
+
+Grades are 0-100: an exercise's is the best score of the learner's graded submissions; a lesson quiz's is the
+share of its questions whose *first* answer was right (later tries teach, they do not count). The CSV comes
+in three shapes (`FORMATS`): plain (every learner, guests included), Canvas's gradebook import (its own
+leading columns) and Moodle's "Import grades from CSV" (an email column to map users by). The Canvas and
+Moodle shapes follow the vendors' documentation (docs/web.md, "Gradebook") and were not tried against a
+live Canvas or Moodle.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Callable
+
+from sqlalchemy import func, select
+
+from academy.db import get_session
+from academy.models import JobStatus, LessonProgress, QuizAnswer, StepVisit, Submission, User
+from grader.course import Course
+
+
+@dataclass
+class LearnerRecord:
+    """One learner across the course."""
+    user: User
+    steps_seen: dict[str, int] = field(default_factory=dict)  # lesson id -> steps opened that still exist
+    attempts: dict[str, int] = field(default_factory=dict)  # exercise id -> submissions
+    best: dict[str, float] = field(default_factory=dict)  # exercise id -> best score, 0-100
+    last: dict[str, Submission] = field(default_factory=dict)  # exercise id -> latest submission
+    passed: set[str] = field(default_factory=set)  # exercise ids with a passing submission
+    first_try: dict[tuple[str, str], bool] = field(default_factory=dict)  # (lesson, question) -> first right?
+    resume: dict[str, str] = field(default_factory=dict)  # lesson id -> step id last opened
+
+    def quiz_grade(self, course: Course, lesson_id: str) -> float:
+        quiz = course.lesson(lesson_id).quiz
+        if quiz is None or not quiz.questions:
+            return 0.0
+        right = sum(self.first_try.get((lesson_id, q.id), False) for q in quiz.questions)
+        return round(100 * right / len(quiz.questions), 1)
+
+
+def learner_ids(page: int, per_page: int) -> tuple[list[int], int]:
+    """One page of learners (not instructors) with any activity, newest first, and how many there are."""
+    db = get_session()
+    active = select(Submission.user_id).union(select(QuizAnswer.user_id), select(LessonProgress.user_id))
+    where = (User.role != "instructor") & User.id.in_(active)
+    total = db.scalar(select(func.count()).select_from(User).where(where)) or 0
+    ids = db.scalars(select(User.id).where(where).order_by(User.id.desc())
+                     .offset((page - 1) * per_page).limit(per_page)).all()
+    return list(ids), total
+
+
+def records(course: Course, user_ids: list[int]) -> list[LearnerRecord]:
+    """The records of these learners, in the order given (a few queries for the whole list)."""
+    if not user_ids:
+        return []
+    db = get_session()
+    users = {u.id: u for u in db.scalars(select(User).where(User.id.in_(user_ids)))}
+    found = {uid: LearnerRecord(users[uid]) for uid in user_ids if uid in users}
+    steps = {lesson.id: set(lesson.step_ids) for lesson in course.lessons}
+    seen: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for uid, lesson_id, step_id in db.execute(select(StepVisit.user_id, StepVisit.lesson_id, StepVisit.step_id)
+                                              .where(StepVisit.user_id.in_(found))):
+        if step_id in steps.get(lesson_id, ()):
+            seen[uid][lesson_id] += 1
+    for uid, per_lesson in seen.items():
+        found[uid].steps_seen = dict(per_lesson)
+    for row in db.scalars(select(LessonProgress).where(LessonProgress.user_id.in_(found))):
+        found[row.user_id].resume[row.lesson_id] = row.step_id
+    for sub in db.scalars(select(Submission).where(Submission.user_id.in_(found)).order_by(Submission.id)):
+        record = found[sub.user_id]
+        record.attempts[sub.exercise_id] = record.attempts.get(sub.exercise_id, 0) + 1
+        record.last[sub.exercise_id] = sub
+        if sub.passed:
+            record.passed.add(sub.exercise_id)
+        if sub.status == JobStatus.DONE and sub.result_json:
+            score = round(100 * float(json.loads(sub.result_json).get("score", 0.0)), 1)
+            record.best[sub.exercise_id] = max(record.best.get(sub.exercise_id, 0.0), score)
+    for uid, lesson_id, question_id, correct in db.execute(
+            select(QuizAnswer.user_id, QuizAnswer.lesson_id, QuizAnswer.question_id, QuizAnswer.correct)
+            .where(QuizAnswer.user_id.in_(found)).order_by(QuizAnswer.id)):
+        found[uid].first_try.setdefault((lesson_id, question_id), bool(correct))
+    return [found[uid] for uid in user_ids if uid in found]
+
+
+def all_records(course: Course) -> list[LearnerRecord]:
+    ids, total = learner_ids(1, 10**9)
+    return records(course, ids)
+
+
+# -- CSV -----------------------------------------------------------------------------------------------
+
+def _columns(course: Course) -> list[tuple[str, Callable[[LearnerRecord], float]]]:
+    """(column title, grade of a record) for every exercise and every lesson quiz, in course order."""
+    columns: list[tuple[str, Callable[[LearnerRecord], float]]] = []
+    for lesson in course.lessons:
+        for exercise in lesson.exercises:
+            columns.append((f"{exercise.title} [{exercise.id}]",
+                            lambda r, ex=exercise.id: r.best.get(ex, 0.0)))
+        if lesson.quiz is not None:
+            columns.append((f"Quiz: {lesson.title} [{lesson.id}/quiz]",
+                            lambda r, lid=lesson.id: r.quiz_grade(course, lid)))
+    return columns
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+def _text(value: str) -> str:
+    """A learner-chosen text cell: one a spreadsheet would read as a formula ("=HYPERLINK(...)" in an email's
+    local part) gets a leading apostrophe (OWASP's CSV injection advice)."""
+    return f"'{value}" if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+
+def plain_csv(course: Course, rows: list[LearnerRecord]) -> list[list[str]]:
+    columns = _columns(course)
+    table = [["learner_id", "email", "guest"] + [title for title, _ in columns]]
+    for record in rows:
+        table.append([str(record.user.id), _text(record.user.email or ""), "yes" if record.user.is_guest else "no"]
+                     + [_number(grade(record)) for _, grade in columns])
+    return table
+
+
+def canvas_csv(course: Course, rows: list[LearnerRecord]) -> list[list[str]]:
+    """Canvas's gradebook import: Student, ID, SIS User ID, SIS Login ID, Section, then one column per
+    assignment (a name Canvas does not know becomes a new assignment), and a "Points Possible" row.
+    Our accounts know only an email: it goes in SIS Login ID, which matches where the institution's
+    Canvas logins are email addresses; otherwise fill in Canvas's ID from its own export."""
+    columns = _columns(course)
+    table = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] + [title for title, _ in columns],
+             ["Points Possible", "", "", "", ""] + ["100"] * len(columns)]
+    for record in rows:
+        if record.user.email is None:
+            continue  # a guest has nothing Canvas could match
+        table.append([_text(record.user.email), "", "", _text(record.user.email), ""]
+                     + [_number(grade(record)) for _, grade in columns])
+    return table
+
+
+def moodle_csv(course: Course, rows: list[LearnerRecord]) -> list[list[str]]:
+    """Moodle's "Import grades from CSV": map "Email address" to the user field "Email address" under
+    "Identify user by", and each grade column to a grade item (or "New grade item")."""
+    columns = _columns(course)
+    table = [["Email address"] + [title for title, _ in columns]]
+    for record in rows:
+        if record.user.email is None:
+            continue
+        table.append([_text(record.user.email)] + [_number(grade(record)) for _, grade in columns])
+    return table
+
+
+FORMATS: dict[str, Callable[[Course, list[LearnerRecord]], list[list[str]]]] = {
+    "plain": plain_csv, "canvas": canvas_csv, "moodle": moodle_csv,
+}
+
+
+def gradebook_csv(course: Course, shape: str) -> str:
+    """The whole gradebook in one of FORMATS, as CSV text (KeyError for an unknown shape)."""
+    table = FORMATS[shape](course, all_records(course))
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\r\n").writerows(table)
+    return out.getvalue()
