@@ -5,8 +5,9 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
-from grader.checks.events import EVENTS, fields_of
+from grader.checks.events import EVENTS, fields_of, table
 
 RECORD_EVERY_KIND = """
     import json
@@ -65,3 +66,7 @@ def test_every_recorded_event_is_documented_with_its_fields():
         seen.add(kind)
     assert seen == set(EVENTS), f"documented but never recorded here: {sorted(set(EVENTS) - seen)}"
 
+
+def test_the_authoring_guide_shows_the_current_table():
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "authoring.md").read_text()
+    assert table() in guide, "docs/authoring.md: paste grader.checks.events.table() between its markers"
