@@ -54,6 +54,22 @@ class Case:
             return False
         return self.failed == self.expected_fail
 
+    def summary(self) -> str:
+        """What this case's checks did next to what its file declares: "passes every check", or e.g.
+        "failed scaled-backward (declared: scaled-backward); skipped runs (declared: runs)"."""
+        if not (self.failed or self.skipped or self.expected_fail or self.expected_skip):
+            return "passes every check"
+        text = f"failed {_ids(self.failed)} (declared: {_ids(self.expected_fail)})"
+        if self.expected_skip is not None and (self.skipped or self.expected_skip):
+            text += f"; skipped {_ids(self.skipped)} (declared: {_ids(self.expected_skip)})"
+        elif self.skipped:
+            text += f"; skipped {_ids(self.skipped)}"
+        return text
+
+    def report(self) -> str:
+        """The summary, and what is wrong when the case is not ok (the report's line for this file)."""
+        return self.summary() if self.ok else f"{self.summary()}; {self.explain()}"
+
     def explain(self) -> str:
         if self.result["status"] == "infra-error":
             return f"grader failed: {self.result['error']['message']}"
@@ -75,6 +91,10 @@ class Case:
             messages = [f"{c['id']} ({c['message']})" for c in self.result["checks"] if c["id"] in extra]
             parts.append(f"failed unexpectedly: {'; '.join(messages)}")
         return "; ".join(parts)
+
+
+def _ids(ids: frozenset[str]) -> str:
+    return ", ".join(sorted(ids)) or "nothing"
 
 
 def validate_exercise(exercise: Exercise, sandbox: str = "auto", jobs: int = 2) -> list[Case]:

@@ -28,6 +28,17 @@ def verdict(passed_ids: set[str], failed_ids: list[str]) -> str:
                        "score": len(passed_ids) / len(checks), "checks": checks, "error": None})
 
 
+def finished_validation(app, timeout: float) -> ValidationRun:  # noqa: ANN001
+    """The first validation run, once it is no longer queued or running (or the timeout passed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with app.app_context():
+            run = get_session().get(ValidationRun, 1)
+            if run.status not in ("queued", "running") or time.monotonic() > deadline:
+                return run
+        time.sleep(0.2)
+
+
 def test_learners_and_strangers_are_kept_out(web, app) -> None:  # noqa: ANN001
     anonymous = app.test_client()
     assert anonymous.get("/instructor/").status_code == 302
@@ -105,15 +116,12 @@ def test_validate_runs_in_the_background(make_app, exercises_copy) -> None:  # n
     response = teacher.post(f"/instructor/validate/{EXERCISE}")
     assert response.status_code == 302 and time.monotonic() - started < 2  # returns at once
     assert 'http-equiv="refresh"' in teacher.client.get("/instructor/").get_data(as_text=True)
-    deadline = time.monotonic() + 120
-    while True:
-        with app.app_context():
-            run = get_session().get(ValidationRun, 1)
-            if run.status not in ("queued", "running") or time.monotonic() > deadline:
-                break
-        time.sleep(0.3)
+    run = finished_validation(app, timeout=120)
     assert run.status == "ok", run.report
-    assert run.report.splitlines() == ["ok   solution.py", "ok   raw_backward.py"]
+    assert run.report.splitlines() == [
+        "ok   solution.py: passes every check",
+        "ok   raw_backward.py: failed scaled-backward (declared: scaled-backward); skipped matches-reference, runs, "
+        "step-update-order (declared: matches-reference, runs, step-update-order)"]
     page = teacher.client.get("/instructor/").get_data(as_text=True)
     assert '<span class="badge ok">ok</span>' in page
     assert teacher.post("/instructor/validate/nope/none").status_code == 404
@@ -272,3 +280,29 @@ def test_overview_says_when_the_course_no_longer_matches_the_grader_image(make_a
 
     if stale_image() is None:  # the files the image was built from (scripts/test builds it first): nothing to say
         assert 'id="stale-image"' not in teacher.client.get("/instructor/").get_data(as_text=True)
+
+
+def test_validate_report_names_failed_and_declared_checks(make_app, monkeypatch) -> None:  # noqa: ANN001
+    """Per file: the checks it failed next to those it declares, and what is wrong when they differ."""
+    from pathlib import Path
+
+    import grader.validate
+    from grader.validate import Case
+
+    def result(failed: list[str]) -> dict:
+        return {"status": "failed" if failed else "passed", "error": None,
+                "checks": [{"id": c, "status": "failed", "because": None, "message": f"{c} message"} for c in failed]}
+
+    cases = [Case(EXERCISE, Path("solution.py"), frozenset(), result([]), (), frozenset()),
+             Case(EXERCISE, Path("mistakes/forgot-scaler.py"), frozenset({"scaled-backward"}),
+                  result(["scaled-backward"])),
+             Case(EXERCISE, Path("mistakes/not-caught.py"), frozenset({"grads-cleared"}), result([]))]
+    monkeypatch.setattr(grader.validate, "validate_exercise", lambda *args, **kwargs: cases)
+    app = make_app()
+    assert make_instructor(app).post(f"/instructor/validate/{EXERCISE}").status_code == 302
+    run = finished_validation(app, timeout=30)
+    assert run.status == "failed"
+    assert run.report.splitlines() == [
+        "ok   solution.py: passes every check",
+        "ok   forgot-scaler.py: failed scaled-backward (declared: scaled-backward)",
+        "FAIL not-caught.py: failed nothing (declared: grads-cleared); expected to fail but passed: grads-cleared"]

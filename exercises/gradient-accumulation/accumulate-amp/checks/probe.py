@@ -2,11 +2,18 @@
 import torch
 
 import scenario
-from grader.harness import accumulation, amp
+from grader.checks.probing import (
+    RECORDER,
+    install_accumulation_spies,
+    watch_loss,
+    watch_model,
+    watch_optimizer,
+    watch_step_gradients,
+)
 
 
 def prepare():
-    accumulation.install()
+    install_accumulation_spies()
 
 
 def _final(model):
@@ -14,23 +21,23 @@ def _final(model):
 
 
 def _watched(model, optimizer):
-    amp.watch_model(model)
-    amp.watch_optimizer(optimizer)
-    accumulation.watch_step_gradients(optimizer, model)
+    watch_model(model)
+    watch_optimizer(optimizer)
+    watch_step_gradients(optimizer, model)
 
 
 def probe(api):
     model, optimizer, loss_fn, micro_batches = scenario.build(api.seed, api.device)
     _watched(model, optimizer)
-    amp.RECORDER.mark("call")
-    api.call(model, optimizer, torch.amp.GradScaler(api.device), amp.watch_loss(loss_fn), micro_batches,
+    RECORDER.mark("call")
+    api.call(model, optimizer, torch.amp.GradScaler(api.device), watch_loss(loss_fn), micro_batches,
              scenario.ACCUM_STEPS)
     # The whole run's outcome: the grading side compares it with a correct run of its own. Then a second
     # run whose outcome only a scaled, cleared loop gets right (scenario.build_signature_run).
     final = _final(model)
     model, optimizer, loss_fn, micro_batches = scenario.build_signature_run(api.seed, api.device)
     _watched(model, optimizer)
-    amp.RECORDER.mark("call")
-    _, error = api.try_call(model, optimizer, torch.amp.GradScaler(api.device), amp.watch_loss(loss_fn),
+    RECORDER.mark("call")
+    _, error = api.try_call(model, optimizer, torch.amp.GradScaler(api.device), watch_loss(loss_fn),
                             micro_batches, scenario.ACCUM_STEPS)
     return {"final_params": final, "signature_final_params": _final(model), "signature_error": error}

@@ -3,8 +3,17 @@ import pytest
 import torch
 
 import scenario
-from grader.harness import accumulation, ampchecks
-from grader.harness.checking import check, fail
+from grader.checks.judging import (
+    at,
+    backward_divisor,
+    calls,
+    check,
+    check_autocast_scope,
+    check_step_then_update,
+    fail,
+    fail_if_clipped_scaled_gradients,
+    of_kind,
+)
 
 # Both sides run under fp16 autocast; they differ only in rounding. Measured over 40 seeds: worst
 # difference 8.4e-4 of a gradient's largest entry. A wrong divisor is off by 33% or more.
@@ -16,17 +25,13 @@ SCALE = 2.0 ** 16  # GradScaler's initial scale: keeps the reference's fp16 grad
 def events(observed):
     """The first call's events: the calls' spies judge the ordinary run; the second run (scenario.py)
     is judged by its outcome alone."""
-    spans = ampchecks.calls(observed["events"])
+    spans = calls(observed["events"])
     return spans[0] if spans else []
-
-
-def _at(event):
-    return f" (line {event['line']})" if event.get("line") else ""
 
 
 @pytest.fixture(scope="module")
 def backwards(events):
-    events = ampchecks.of_kind(events, "backward")
+    events = of_kind(events, "backward")
     if len(events) != scenario.MICRO_BATCHES:
         fail(f"backward() ran {len(events)} times for {scenario.MICRO_BATCHES} micro-batches; run it once "
              "per micro-batch.", events[0].get("line") if events else None)
@@ -39,22 +44,22 @@ def _window_of(i):
 
 @check("autocast-scope")
 def test_autocast_covers_forward_and_loss_only(events):
-    ampchecks.check_autocast_scope(events)
+    check_autocast_scope(events)
 
 
 @check("scaled-backward")
 def test_every_backward_is_scaled(events):
-    events = ampchecks.of_kind(events, "backward")
+    events = of_kind(events, "backward")
     if not events:
         fail("backward() was never called.")
     for i, event in enumerate(events):
-        kind, _, ratio = accumulation.divisor(event)
+        kind, _, ratio = backward_divisor(event)
         if kind == "raw":
-            fail(f"Micro-batch {i + 1}: backward(){_at(event)} ran on the loss itself, not on "
+            fail(f"Micro-batch {i + 1}: backward(){at(event)} ran on the loss itself, not on "
                  "scaler.scale(loss): small fp16 gradients can underflow to zero.", event.get("line"))
         if kind != "scaled":
             detail = f" ({ratio:.4g} times the loss)" if ratio else ""
-            fail(f"Micro-batch {i + 1}: backward(){_at(event)} ran on a tensor that is neither "
+            fail(f"Micro-batch {i + 1}: backward(){at(event)} ran on a tensor that is neither "
                  f"scaler.scale(loss) nor a whole fraction of it{detail}.", event.get("line"))
 
 
@@ -63,9 +68,9 @@ def updates(events, run):
     """Each real update: (its event, the micro-batches backpropagated before it, the first parameter whose
     gradient differs from the large-batch gradient of the window it closes as (name, got, want), or None).
     Computed once for the two checks that judge it."""
-    backward_indices = [e["index"] for e in ampchecks.of_kind(events, "backward")]
+    backward_indices = [e["index"] for e in of_kind(events, "backward")]
     found = []
-    for event in ampchecks.of_kind(events, "optimizer.grads"):
+    for event in of_kind(events, "optimizer.grads"):
         done = sum(1 for index in backward_indices if index < event["index"])
         gap = None
         if 0 < done <= scenario.MICRO_BATCHES:
@@ -87,28 +92,28 @@ def test_loss_divided_by_window_size(backwards, events, updates):
     if len(updates) == len(scenario.windows()) and all(0 < done <= scenario.MICRO_BATCHES and gap is None
                                                        for _, done, gap in updates):
         return  # divided after the window instead of before backward: the same update (docs/course.md)
-    losses = ampchecks.of_kind(events, "loss")
+    losses = of_kind(events, "loss")
     for i, event in enumerate(backwards):
-        kind, k, ratio = accumulation.divisor(event)
+        kind, k, ratio = backward_divisor(event)
         # Mark the cause, the line that computes (and should divide) this micro-batch's loss, not the
         # backward call where its effect shows.
         loss = next((e for e in reversed(losses) if e["index"] < event["index"]), event)
         line = loss.get("line") or event.get("line")
         want = len(_window_of(i))
         if k is None:
-            fail(f"Micro-batch {i + 1}: backward(){_at(event)} ran on {ratio:.4g} times the loss, which is not "
+            fail(f"Micro-batch {i + 1}: backward(){at(event)} ran on {ratio:.4g} times the loss, which is not "
                  f"the loss divided by a whole number of micro-batches.", line)
         if k == want:
             continue
         if k == 1:
-            fail(f"Micro-batch {i + 1}: the loss was not divided before backward(){_at(event)}, so the "
+            fail(f"Micro-batch {i + 1}: the loss was not divided before backward(){at(event)}, so the "
                  f"window's gradient is the sum of {want} micro-batch gradients, {want}x the large-batch "
                  "gradient.", line)
         if want < scenario.ACCUM_STEPS:
             fail(f"Micro-batch {i + 1} is in the last window, which holds only {want} micro-batch"
                  f"{'es' if want > 1 else ''}; its loss was divided by {k}, so that update is {want}/{k} of "
                  f"the window's mean gradient. Divide by the window's real size.", line)
-        fail(f"Micro-batch {i + 1}: the loss was divided by {k} before backward(){_at(event)}; a window of "
+        fail(f"Micro-batch {i + 1}: the loss was divided by {k} before backward(){at(event)}; a window of "
              f"{want} micro-batches needs a division by {want}.", line)
 
 
@@ -117,12 +122,12 @@ def test_gradients_cleared_once_per_window(backwards):
     for i, event in enumerate(backwards):
         first = i == _window_of(i)[0]
         if first and not event["grads_clear"]:
-            fail(f"Micro-batch {i + 1} starts a new window, but when its backward(){_at(event)} ran the "
+            fail(f"Micro-batch {i + 1} starts a new window, but when its backward(){at(event)} ran the "
                  "gradients still held the previous window's values. Call optimizer.zero_grad() after each "
                  "optimizer step.", event.get("line"))
         if not first and event["grads_clear"]:
             fail(f"Micro-batch {i + 1} is in the middle of a window, but the gradients were cleared before "
-                 f"its backward(){_at(event)}: the window's earlier micro-batches were thrown away. Clear "
+                 f"its backward(){at(event)}: the window's earlier micro-batches were thrown away. Clear "
                  "them only once per window.", event.get("line"))
 
 
@@ -140,29 +145,29 @@ def _between_backwards(events):
 
 @check("step-at-boundaries")
 def test_steps_only_at_window_boundaries(events, backwards):
-    direct = [e for e in ampchecks.of_kind(events, "optimizer.step") if not e["via_scaler"]]
+    direct = [e for e in of_kind(events, "optimizer.step") if not e["via_scaler"]]
     if direct:
-        fail(f"optimizer.step(){_at(direct[0])} was called directly. Call scaler.step(optimizer): it unscales "
+        fail(f"optimizer.step(){at(direct[0])} was called directly. Call scaler.step(optimizer): it unscales "
              "the accumulated gradients and skips a step whose gradients hold inf or NaN.", direct[0].get("line"))
     first_backward = backwards[0]["index"]
     early = [e for e in events if e["event"] in ("scaler.step", "scaler.update") and e["index"] < first_backward]
     if early:
-        fail(f"{early[0]['event']}(){_at(early[0])} ran before the first micro-batch's backward.", early[0].get("line"))
+        fail(f"{early[0]['event']}(){at(early[0])} ran before the first micro-batch's backward.", early[0].get("line"))
     boundaries = {w[-1] for w in scenario.windows()}
     for i, span in enumerate(_between_backwards(events)):
-        steps = ampchecks.of_kind(span, "scaler.step")
-        updates = ampchecks.of_kind(span, "scaler.update")
+        steps = of_kind(span, "scaler.step")
+        updates = of_kind(span, "scaler.update")
         if i not in boundaries:
             if steps or updates:
                 event = (steps or updates)[0]
-                fail(f"{event['event']}(){_at(event)} ran after micro-batch {i + 1}, in the middle of a window "
+                fail(f"{event['event']}(){at(event)} ran after micro-batch {i + 1}, in the middle of a window "
                      f"of {scenario.ACCUM_STEPS}: step only after a window's last micro-batch.", event.get("line"))
             continue
         last = " (the last, partial window: step on it too)" if i == scenario.MICRO_BATCHES - 1 else ""
         if not steps:
             fail(f"Micro-batch {i + 1} ends a window{last}, but scaler.step(optimizer) did not run after it.",
                  backwards[i].get("line"))
-        ampchecks.check_step_then_update(span, f"the window ending at micro-batch {i + 1}")
+        check_step_then_update(span, f"the window ending at micro-batch {i + 1}")
 
 
 def _large_batch_gradient(run, params, window):
@@ -185,20 +190,20 @@ def test_each_update_uses_the_large_batch_gradient(events, updates):
     for j, (event, done, gap) in enumerate(updates):
         # The window this update closes: the one holding the last micro-batch backpropagated before it.
         if done == 0:
-            fail(f"Update {j + 1}{_at(event)} ran before any backward().", event.get("line"))
+            fail(f"Update {j + 1}{at(event)} ran before any backward().", event.get("line"))
         if done > scenario.MICRO_BATCHES:
             fail(f"backward() ran {done} times for {scenario.MICRO_BATCHES} micro-batches before update {j + 1}"
-                 f"{_at(event)}; run it once per micro-batch.", event.get("line"))
+                 f"{at(event)}; run it once per micro-batch.", event.get("line"))
         if gap is None:
             continue
         name, got, w = gap
         if got is None:
-            fail(f"Update {j + 1}{_at(event)} saw no gradient for '{name}'.", event.get("line"))
+            fail(f"Update {j + 1}{at(event)} saw no gradient for '{name}'.", event.get("line"))
         window = _window_of(done - 1)
         size = f"{len(window)} micro-batch{'es' if len(window) > 1 else ''}"
         scale = float(w.abs().max())
         diff = float((got - w).abs().max())
-        ampchecks.fail_if_clipped_scaled_gradients(events)
+        fail_if_clipped_scaled_gradients(events)
         ratio = float(got.norm() / w.norm()) if float(w.norm()) else float("nan")
         where = f", line {event['line']}" if event.get("line") else ""
         fail(f"Update {j + 1} (window of {size}{where}) used a gradient that differs from the "

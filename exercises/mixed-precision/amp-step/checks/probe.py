@@ -4,11 +4,11 @@ import math
 import torch
 
 import scenario
-from grader.harness import amp
+from grader.checks.probing import RECORDER, install_amp_spies, watch_loss, watch_model, watch_optimizer
 
 
 def prepare():
-    amp.install()
+    install_amp_spies()
 
 
 def _as_number(value):
@@ -24,16 +24,16 @@ def probe(api):
     # Gradients left over from "a previous step": a step that forgets zero_grad adds to them.
     for p, g in zip(model.parameters(), stale):
         p.grad = g.clone()
-    amp.watch_model(model)
-    amp.watch_optimizer(optimizer)
+    watch_model(model)
+    watch_optimizer(optimizer)
     scaler = torch.amp.GradScaler(api.device)
-    watched_loss = amp.watch_loss(loss_fn)
+    watched_loss = watch_loss(loss_fn)
     returns, returned_types, params_after, scale_after, errors = [], [], [], [], []
-    calls = [(x, y, watched_loss) for x, y in batches] + [(*batches[0], amp.watch_loss(scenario.tiny(loss_fn)))]
+    calls = [(x, y, watched_loss) for x, y in batches] + [(*batches[0], watch_loss(scenario.tiny(loss_fn)))]
     for i, (x, y, loss) in enumerate(calls):
         if i == scenario.UNDERFLOW_CALL:
             scenario.start_underflow_call(optimizer)
-        amp.RECORDER.mark("call")
+        RECORDER.mark("call")
         # A call that raises (e.g. scaler.step after a raw backward) is itself what the checks judge:
         # record it and go on, so every check can say what happened.
         value, error = api.try_call(model, optimizer, scaler, loss, x, y)

@@ -5,8 +5,19 @@ import pytest
 import torch
 
 import scenario
-from grader.harness import ampchecks
-from grader.harness.checking import check, explained_by, fail
+from grader.checks.judging import (
+    at,
+    calls,
+    check,
+    check_autocast_scope,
+    check_grads_cleared,
+    check_scaled_backward,
+    check_step_then_update,
+    explained_by,
+    fail,
+    fail_if_clipped_scaled_gradients,
+    of_kind,
+)
 
 
 @pytest.fixture(scope="module")
@@ -63,31 +74,31 @@ def test_returns_the_loss(observed, reference):
 
 @check("autocast-scope")
 def test_autocast_covers_forward_and_loss_only(observed):
-    ampchecks.check_autocast_scope(observed["events"])
+    check_autocast_scope(observed["events"])
 
 
 @check("scaled-backward")
 def test_backward_on_scaled_loss(observed):
-    ampchecks.check_scaled_backward(observed["events"])
+    check_scaled_backward(observed["events"])
 
 
 @check("step-update-order")
 def test_one_step_then_one_update_per_call(observed):
-    for i, span in enumerate(ampchecks.calls(observed["events"])):
-        created = ampchecks.of_kind(span, "scaler.init")
+    for i, span in enumerate(calls(observed["events"])):
+        created = of_kind(span, "scaler.init")
         if created:
-            fail(f"Call {i + 1} of train_step created a GradScaler of its own{ampchecks.at(created[0])} instead of "
+            fail(f"Call {i + 1} of train_step created a GradScaler of its own{at(created[0])} instead of "
                  "using the scaler it was given. A new scaler starts at its initial scale every call, so it "
                  "never backs off after an overflow or grows after a quiet stretch.", created[0].get("line"),
                  hint="Use the `scaler` argument: `scaler.scale(loss).backward()`, `scaler.step(optimizer)`, "
                       "`scaler.update()`.")
-    for i, span in enumerate(ampchecks.calls(observed["events"])):
-        ampchecks.check_step_then_update(span, f"call {i + 1} of train_step")
+    for i, span in enumerate(calls(observed["events"])):
+        check_step_then_update(span, f"call {i + 1} of train_step")
 
 
 @check("grads-cleared")
 def test_gradients_cleared_before_backward(observed):
-    ampchecks.check_grads_cleared(observed["events"])
+    check_grads_cleared(observed["events"])
 
 
 def _weight_tolerance(want):
@@ -116,7 +127,7 @@ def test_updates_match_a_correct_amp_step(observed, reference):
         got, want = observed["params_after"][i], reference["params_after"][i]
         name, diff = _largest_difference(got, want)
         if diff > _weight_tolerance(want):
-            ampchecks.fail_if_clipped_scaled_gradients(observed["events"])
+            fail_if_clipped_scaled_gradients(observed["events"])
             fail(f"After call {i + 1} the weights differ from a correct AMP step by up to {diff:.3g} "
                  f"(in '{name}'). A correct step zeroes the gradients, backpropagates the scaled loss and "
                  "lets scaler.step unscale them before the update.")
@@ -156,7 +167,7 @@ def test_small_gradients_survive_the_step(observed, reference):
         if not worst <= tolerance and (name is None or worst - tolerance > diff - allowed):
             name, diff, allowed = key, worst, tolerance
     if name is not None:
-        ampchecks.fail_if_clipped_scaled_gradients(observed["events"])
+        fail_if_clipped_scaled_gradients(observed["events"])
         fail(f"Call {i + 1} used a loss a millionth of the usual size, whose float16 gradients underflow to zero "
              f"unless the loss is scaled before backward. Your step's update differs from a correct AMP step's by "
              f"up to {diff:.3g} in '{name}' (allowed {allowed:.3g}). A correct step clears the old gradients, "

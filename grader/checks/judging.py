@@ -1,0 +1,45 @@
+"""What an exercise's `checks/test_*.py` imports. Checks run in the grading process, after the learner's
+code ran, with pytest; each test belongs to one check of exercise.yaml:
+
+    from grader.checks.judging import check, fail
+
+    @check("scaled-backward")
+    def test_backward_on_scaled_loss(observed):
+        for event in of_kind(observed["events"], "backward"):
+            if event["on"] != "scaled":
+                fail("backward ran on the raw loss", line=event["line"])
+
+Fixtures: `observed` (what probe() returned, with `events`, the grading side's copy of the recorded
+stream: grader.checks.events), `run` (seed, device 'cuda' or 'cpu', emulated, entry), `outside` (what the
+exercise's referee measured, checks/referee.py). Build references with `scenario.build(run["seed"], ...)`.
+
+A check id may be shared by several tests; the check passes when all pass, with the first failure's
+message. `fail(message, line=, hint=)` fails with the submission line to mark and, optionally, another
+hint than exercise.yaml's; `explained_by(check_id, message, line)` fails saying another check's failure
+explains this one (reported "skipped"). Plain `assert` works too.
+"""
+from __future__ import annotations
+
+from grader.checks.events import EVENTS, EventKind
+from grader.harness.accumulation import divisor as backward_divisor
+from grader.harness.ampchecks import (
+    Event,
+    at,
+    calls,
+    check_autocast_scope,
+    check_grads_cleared,
+    check_scaled_backward,
+    check_step_then_update,
+    fail_if_clipped_scaled_gradients,
+    iterations,
+    of_kind,
+)
+from grader.harness.checking import CheckFailed, check, explained_by, fail
+from grader.harness.profiling import speedup
+
+__all__ = [
+    "check", "fail", "explained_by", "CheckFailed",
+    "EVENTS", "EventKind", "Event", "of_kind", "calls", "iterations", "at",
+    "check_autocast_scope", "check_scaled_backward", "check_step_then_update", "check_grads_cleared",
+    "fail_if_clipped_scaled_gradients", "backward_divisor", "speedup",
+]
