@@ -268,8 +268,8 @@ def test_overview_says_when_the_course_no_longer_matches_the_grader_image(make_a
 
     if image_labels(CPU_IMAGE) is None:
         pytest.skip("no Docker Engine with the grader image here (sandbox/build-images)")
-    card = exercises_copy / LESSON / "cards" / "04-meet-autocast.md"
-    card.write_text(card.read_text() + "\nOne more sentence.\n")
+    checks = exercises_copy / EXERCISE / "checks" / "test_amp_step.py"  # the image holds checks, not cards
+    checks.write_text(checks.read_text() + "\n# an instructor's edit\n")
     monkeypatch.setenv("DLA_EXERCISES", str(exercises_copy))
     teacher = make_instructor(make_app(EXERCISES_DIR=str(exercises_copy), SANDBOX="auto"))
     page = teacher.client.get("/instructor/").get_data(as_text=True)
