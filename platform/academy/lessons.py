@@ -39,6 +39,7 @@ def resume(lesson_id: str) -> ResponseReturnValue:
 
 
 @bp.route("/<lesson_id>/<int:number>")
+@login_required
 def numbered_step(lesson_id: str, number: int) -> ResponseReturnValue:
     """Step URLs by number (before step ids): the step at that position today."""
     lesson = _lesson_or_404(lesson_id)

@@ -161,7 +161,8 @@ def test_openapi_file_documents_every_api_route(app) -> None:  # noqa: ANN001
 
 PUBLIC = {"index", "static", "auth.signup", "auth.signin", "auth.guest", "auth.signout", "api.list_exercises"}
 SAMPLE_ARGS = {"lesson_id": "mixed-precision", "number": 1, "question_id": "vanishing-gradients",
-               "submission_id": 1, "exercise_id": EXERCISE, "token_id": 1}
+               "submission_id": 1, "exercise_id": EXERCISE, "token_id": 1, "step_id": "meet-autocast",
+               "user_id": 1}
 
 
 def test_every_route_checks_who_is_asking(web, app) -> None:  # noqa: ANN001
