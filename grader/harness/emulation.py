@@ -14,6 +14,12 @@ from typing import Any
 import torch
 
 EMULATED_DEVICE = "cpu (cuda emulated)"
+# PyTorch's own FutureWarnings for the legacy names (torch/cuda/amp/*.py, deprecated since 2.4): the
+# emulated names give them too, so the learner sees the deprecation on a CPU as on a GPU.
+LEGACY_SCALER_WARNING = ("`torch.cuda.amp.GradScaler(args...)` is deprecated. "
+                         "Please use `torch.amp.GradScaler('cuda', args...)` instead.")
+LEGACY_AUTOCAST_WARNING = ("`torch.cuda.amp.autocast(args...)` is deprecated. "
+                           "Please use `torch.amp.autocast('cuda', args...)` instead.")
 
 
 def cuda_available() -> bool:
@@ -65,6 +71,7 @@ def install_cuda_emulation(scaler_class: type | None = None) -> None:
 
     def cuda_autocast(enabled: bool = True, dtype: torch.dtype = torch.float16,
                       cache_enabled: bool = True) -> autocast:
+        warnings.warn(LEGACY_AUTOCAST_WARNING, FutureWarning, stacklevel=2)
         return autocast("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
     class GradScaler(base_scaler):
@@ -109,13 +116,13 @@ def install_cuda_emulation(scaler_class: type | None = None) -> None:
 
 
 def _legacy_scaler(scaler_class: type, device: str) -> type:
-    """`torch.cuda.amp.GradScaler(...)`: same object, without the device argument."""
+    """`torch.cuda.amp.GradScaler(...)`: same object, without the device argument, and with PyTorch's own
+    deprecation warning, emulated or not: the learner should learn the current name."""
 
     class LegacyGradScaler(scaler_class):
         def __init__(self, *args: Any, **kwargs: Any):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", FutureWarning)
-                super().__init__(device, *args, **kwargs)
+            warnings.warn(LEGACY_SCALER_WARNING, FutureWarning, stacklevel=2)
+            super().__init__(device, *args, **kwargs)
 
     LegacyGradScaler.__name__ = "GradScaler"
     return LegacyGradScaler

@@ -3,8 +3,11 @@
 `install()` (from a probe's `prepare()`, before the submission is loaded) puts recording subclasses
 behind `torch.profiler.profile` and `record_function`, so the probe learns whether a profiler session
 ran, which regions the learner labelled inside it, and which labels were open when a given function
-ran. `speedup` compares the grading side's timings (fix-the-bottleneck's checks/referee.py) round by
-round, so a noisy shared machine slows both sides alike.
+ran. `swap_in` runs the grader's copy of a function in the learner's place, inside the labels the
+learner's own function opens (a `record_function` decorator or a `with` block in its body), and
+`slow_forward` puts known slow work into a model's forward. `speedup` compares the grading side's
+timings (fix-the-bottleneck's checks/referee.py) round by round, so a noisy shared machine slows both
+sides alike.
 """
 from __future__ import annotations
 
@@ -25,9 +28,11 @@ _DECORATOR_FILES = ("contextlib.py", "_contextlib.py")
 
 
 def _called_by_submission() -> bool:
-    """Whether the learner's own code opened this region (torch.optim opens regions of its own)."""
+    """Whether the learner's own code opened this region (torch.optim opens regions of its own). A
+    decorated learner function may be called through this module's wrappers (swap_in)."""
     frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.endswith(_DECORATOR_FILES):
+    while frame is not None and (frame.f_code.co_filename.endswith(_DECORATOR_FILES)
+                                 or frame.f_code.co_filename == __file__):
         frame = frame.f_back
     return frame is not None and frame.f_code.co_filename == SUBMISSION_FILENAME
 
@@ -40,10 +45,12 @@ class ProfilerLog:
         self.open_labels: list[tuple[int, str]] = []  # (id of the record_function, its label)
         self.active_profilers = 0
         self.recording = True
+        self.run: int | None = None  # which of the probe's profiled runs the events belong to
+        self.swap: _Swap | None = None  # the swap_in call in progress
 
     def add(self, event: str, **data: Any) -> None:
         if self.recording:
-            data.update(event=event, line=submission_line(), profiling=self.active_profilers > 0)
+            data.update(event=event, line=submission_line(), profiling=self.active_profilers > 0, run=self.run)
             self.events.append(data)
             channel.emit(data)  # the grading side's copy is the one its checks read
 
@@ -85,9 +92,14 @@ def _make_record_function(base: type) -> type:
             if _called_by_submission():
                 LOG.add("label.enter", label=str(self.name), depth=len(LOG.open_labels))
                 LOG.open_labels.append((id(self), str(self.name)))
+                if LOG.swap is not None and LOG.swap.label is None:
+                    LOG.swap.label = id(self)  # the first region the learner's function opens
             return super().__enter__()
 
         def __exit__(self, *exc: Any):
+            swap = LOG.swap
+            if swap is not None and swap.label == id(self) and not swap.done and exc[0] is None:
+                swap.run()  # the grader's copy, inside the learner's own region
             for i in range(len(LOG.open_labels) - 1, -1, -1):
                 if LOG.open_labels[i][0] == id(self):
                     del LOG.open_labels[i]
@@ -118,6 +130,65 @@ def watch_calls(function: Callable[..., Any], name: str) -> Callable[..., Any]:
                     seconds=time.perf_counter() - started)
 
     return watched
+
+
+class _Swap:
+    """One call of a swapped-in function: the grader's copy runs once, in the first region the learner's
+    function opens, or where the call was made if it opens none."""
+
+    def __init__(self, original: Callable[..., Any], name: str, args: tuple, kwargs: dict) -> None:
+        self.call = watch_calls(original, name)
+        self.args, self.kwargs = args, kwargs
+        self.label: int | None = None
+        self.done = False
+        self.result: Any = None
+
+    def run(self) -> None:
+        self.done = True
+        self.result = self.call(*self.args, **self.kwargs)
+
+
+def swap_in(learner_function: Callable[..., Any], original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """Call `learner_function`, for its labels only, and return what `original` returns.
+
+    The grader profiles the original step with its own copy of a function (`original`), but the learner
+    may have put the label inside their version of it (`@record_function("preprocess")`, or a `with`
+    block in its body): replacing the function would take the label away with it. So the learner's
+    function runs, and `original` runs inside the first region it opens (or after it, where the call
+    was made, if it opens none). The learner's function gets only the first rows of each tensor
+    argument and its result is discarded: it is there for its labels, and a slow version of it would
+    only add operators for the profiler to record and parse.
+    """
+
+    def swapped(*args: Any, **kwargs: Any) -> Any:
+        swap, outer = _Swap(original, name, args, kwargs), LOG.swap
+        LOG.swap = swap
+        try:
+            learner_function(*(_first_rows(a) for a in args), **kwargs)
+        finally:
+            LOG.swap = outer
+        if not swap.done:
+            swap.run()
+        return swap.result
+
+    return swapped
+
+
+def _first_rows(value: Any, rows: int = 2) -> Any:
+    return value[:rows] if isinstance(value, torch.Tensor) and value.dim() > 0 else value
+
+
+def slow_forward(model: torch.nn.Module, work: Callable[[torch.Tensor], Any], name: str) -> None:
+    """Make `model`'s forward slow: `work` runs on its input first (under no_grad, result discarded),
+    logged like watch_calls with the labels open around it."""
+    forward, watched = model.forward, watch_calls(work, name)
+
+    def slowed(x: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        with torch.no_grad():
+            watched(x.detach())
+        return forward(x, *args, **kwargs)
+
+    model.forward = slowed
 
 
 def speedup(slow: list[float], fast: list[float]) -> float:

@@ -101,6 +101,74 @@ def test_profiler_spies_record_learner_labels_only():
     assert found[0]["activities"] == ["CPU"] and found[0]["line"] == 3
 
 
+@pytest.mark.parametrize("style, want", [
+    ("decorator", ["step", "preprocess"]),   # @record_function("preprocess") on the function
+    ("with-inside", ["step", "preprocess"]),  # with record_function("preprocess"): in its body
+    ("unlabelled", ["step"]),                 # no label of its own: the original runs where it was called
+])
+def test_swap_in_runs_the_original_inside_the_learners_own_label(style, want):
+    """Issue 19: a label on or inside the learner's preprocess must survive the grader's swap."""
+    found = run_python(f'''
+        import json, torch
+        from grader.harness import profiling
+        profiling.install()
+        bodies = {{
+            "decorator": "@record_function('preprocess')\\ndef preprocess(x):\\n    return x + 1\\n",
+            "with-inside": "def preprocess(x):\\n    with record_function('preprocess'):\\n        return x + 1\\n",
+            "unlabelled": "def preprocess(x):\\n    return x + 1\\n",
+        }}
+        learner = compile(
+            "from torch.profiler import profile, record_function, ProfilerActivity\\n"
+            + bodies["{style}"] +
+            "def run():\\n"
+            "    with profile(activities=[ProfilerActivity.CPU]) as prof:\\n"
+            "        with record_function('step'):\\n"
+            "            out = preprocess(torch.zeros(2))\\n"
+            "    return out, {{e.key: e.cpu_time_total for e in prof.key_averages()}}\\n",
+            "submission.py", "exec")
+        scope = {{"torch": torch}}
+        exec(learner, scope)
+        def original(x):
+            import time
+            time.sleep(0.05)
+            return x - 1
+        scope["preprocess"] = profiling.swap_in(scope["preprocess"], original, "preprocess")
+        out, totals = scope["run"]()
+        calls = [e for e in profiling.LOG.events if e["event"] == "call"]
+        print(json.dumps({{"out": out.tolist(), "calls": calls, "totals": totals}}))
+    ''')
+    assert found["out"] == [-1.0, -1.0]  # the original's result, not the learner's
+    [call] = found["calls"]
+    assert call["labels"] == want and call["seconds"] >= 0.05
+    # The learner's own profile puts the original's time under the innermost label around it.
+    assert found["totals"][want[-1]] >= 50_000  # microseconds
+
+
+def test_slow_forward_is_logged_with_the_labels_around_the_model_call():
+    found = run_python('''
+        import json, torch
+        from grader.harness import profiling
+        profiling.install()
+        learner = compile(
+            "from torch.profiler import record_function\\n"
+            "def step(model, x):\\n"
+            "    with record_function('forward'):\\n"
+            "        return model(x)\\n",
+            "submission.py", "exec")
+        scope = {}
+        exec(learner, scope)
+        model = torch.nn.Linear(2, 2)
+        seen = []
+        profiling.slow_forward(model, lambda x: seen.append(x.requires_grad), "forward")
+        out = scope["step"](model, torch.ones(1, 2, requires_grad=True))
+        calls = [e for e in profiling.LOG.events if e["event"] == "call"]
+        print(json.dumps({"calls": calls, "seen": seen, "grad": out.requires_grad}))
+    ''')
+    [call] = found["calls"]
+    assert call["name"] == "forward" and call["labels"] == ["forward"]
+    assert found["seen"] == [False] and found["grad"]  # the slow work stays out of the graph
+
+
 # --- accumulation ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("value, loss, scale, want", [

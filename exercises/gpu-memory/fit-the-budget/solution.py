@@ -16,5 +16,6 @@ def train_step(model, optimizer, loss_fn, x, y):
 
 def evaluate(model, x):
     """The model's outputs for x, for evaluation."""
+    model.eval()  # evaluation behaviour for dropout and batch norm (this model has neither)
     with torch.inference_mode():
         return model(x)

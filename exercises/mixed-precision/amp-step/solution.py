@@ -10,4 +10,4 @@ def train_step(model, optimizer, scaler, loss_fn, x, y):
     scaler.scale(loss).backward()
     scaler.step(optimizer)
     scaler.update()
-    return loss
+    return loss.detach()

@@ -10,10 +10,10 @@ def preprocess(x):
 
 
 def train_step(model, optimizer, loss_fn, x, y):
+    optimizer.zero_grad()
     with record_function("preprocess"):
         x = preprocess(x)
     with record_function("forward"):
-        optimizer.zero_grad()
         loss = loss_fn(model(x), y)
     with record_function("backward"):
         loss.backward()

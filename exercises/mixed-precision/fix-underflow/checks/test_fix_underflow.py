@@ -7,7 +7,7 @@ import torch
 
 import scenario
 from grader.harness import ampchecks
-from grader.harness.checking import check, fail
+from grader.harness.checking import check, explained_by, fail
 
 MAX_ZERO_FRACTION = 0.05  # median over the last 50 steps; measured without a scaler: ~0.85
 MAX_LOSS_RATIO = 1.25  # final loss vs the fp32 run; measured without a scaler: ~1.8, with one: 1.00
@@ -41,14 +41,33 @@ def test_returns_a_loss_per_step(observed):
         fail("Some entries of the returned list are not numbers; append loss.item() each step.")
 
 
+BF16_DECISION = (
+    "bfloat16 keeps float32's exponent range, so its gradients do not underflow and it needs no GradScaler: "
+    "on hardware that has it (NVIDIA Ampere and newer, CPUs with AMX) that is a legitimate fix in real "
+    "training, and often the simpler one. This exercise is about float16 and its GradScaler, though: keep "
+    "dtype=torch.float16 (CUDA autocast's default) and fix the underflow with the scaler.")
+
+
+def _bf16_forward(events):
+    return next((e for e in ampchecks.of_kind(events, "forward") if e.get("autocast_dtype") == "bfloat16"), None)
+
+
 @check("autocast-scope")
 def test_autocast_covers_forward_and_loss_only(observed):
+    bf16 = _bf16_forward(observed["events"])
+    if bf16 is not None:
+        fail(f"The forward pass{ampchecks.at(bf16)} ran under bfloat16 autocast. {BF16_DECISION}", bf16.get("line"),
+             hint="Use `torch.autocast(device_type='cuda', dtype=torch.float16)` with a GradScaler.")
     ampchecks.check_autocast_scope(observed["events"])
 
 
 @check("scaled-backward")
 def test_backward_on_scaled_loss(observed):
-    ampchecks.check_scaled_backward(observed["events"])
+    events = observed["events"]
+    if _bf16_forward(events) is not None and not ampchecks.of_kind(events, "scaler.init"):
+        explained_by("autocast-scope", "No GradScaler was used: the forward ran under bfloat16 autocast, which "
+                     "needs none; this exercise keeps float16, whose gradients underflow without one.")
+    ampchecks.check_scaled_backward(events)
 
 
 @check("step-update-order")

@@ -3,6 +3,8 @@
 Built identically in the learner's process (probe) and the grader's (checks). `slow_preprocess` and
 `slow_train_step` are the starter's code: the grader's copy of the original, bottleneck included.
 """
+import time
+
 import torch
 from torch import nn
 
@@ -27,6 +29,28 @@ def slow_preprocess(x):
     for row in x:
         rows.append((row - row.mean()) / (row.std() + EPS))
     return torch.stack(rows)
+
+
+# The two profiled runs of find_bottleneck, in an order chosen per seed: the original step (the slow
+# preprocess swapped back in), and the step with a vectorized preprocess and the time moved into the
+# model's forward, a wait of SLOW_FORWARD_S per call (a wait records no operators, so it adds nothing
+# for the profiler to parse; the rest of that step takes ~1 ms). A fixed answer fails one of them.
+SLOW_SPOTS = ("preprocess", "forward")
+SLOW_FORWARD_S = 0.05
+
+
+def profiled_runs(seed: int) -> tuple[str, ...]:
+    return SLOW_SPOTS if seed % 2 == 0 else SLOW_SPOTS[::-1]
+
+
+def fast_preprocess(x):
+    """The same standardization, vectorized."""
+    return (x - x.mean(dim=1, keepdim=True)) / (x.std(dim=1, keepdim=True) + EPS)
+
+
+def slow_forward_work(x):
+    """What the grader's slowed forward does before the model's own."""
+    time.sleep(SLOW_FORWARD_S)
 
 
 def slow_train_step(model, optimizer, loss_fn, x, y):

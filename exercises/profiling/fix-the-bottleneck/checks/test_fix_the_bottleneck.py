@@ -45,27 +45,51 @@ def test_step_profiled_with_labels(observed):
              "table shows where the time goes.")
 
 
+# Where the time went in each of the two profiled runs (scenario.profiled_runs), in the messages' words.
+SPOTS = {
+    "preprocess": {"call": "the original preprocess (swapped back in)",
+                   "unlabelled": "preprocess, where the original step spends its time, ran outside every "
+                                 "labelled region: put it in a `with record_function(...)` block of its own.",
+                   "situation": "the original step spends its time ({ms} in {n} calls) in preprocess"},
+    "forward": {"call": "the model",
+                "unlabelled": "In the grader's profiled run with a slow model forward, the time went into the "
+                              "model, which ran outside every labelled region: put the model call in a "
+                              "`with record_function(...)` block of its own.",
+                "situation": "in the grader's profiled run with a slow model forward (a wait of "
+                             f"{scenario.SLOW_FORWARD_S * 1000:.0f} ms per call), the time went into the model "
+                             "({ms} in {n} calls)"},
+}
+
+
 @check("names-bottleneck")
-def test_names_the_real_bottleneck(observed):
-    named = observed["named"]
+def test_names_the_real_bottleneck(observed, run):
+    plan = scenario.profiled_runs(run["seed"])
+    for spot in scenario.SLOW_SPOTS:  # the original step's bottleneck is judged first
+        _judge_profiled_run(observed, plan.index(spot), spot)
+
+
+def _judge_profiled_run(observed, index, spot):
+    words = SPOTS[spot]
+    named = observed["named"][index]
     if named is None:
-        fail(f"find_bottleneck returned {observed['named_type']}; return the label of the slowest region "
+        fail(f"find_bottleneck returned {observed['named_type'][index]}; return the label of the slowest region "
              "(a string).")
-    calls = _of(observed, "call")
+    calls = [c for c in _of(observed, "call") if c.get("run") == index and c["name"] == spot]
     if not calls:
-        fail("train_step never called preprocess, so the grader could not see where its time went.")
-    share = sum(c["seconds"] for c in calls)
+        fail(f"train_step never called {words['call']}, so the grader could not see where its time went.")
     where = {tuple(c["labels"]) for c in calls}
     innermost = {labels[-1] if labels else None for labels in where}
     if innermost == {None}:
-        fail("preprocess, where the original step spends its time, ran outside every labelled region: "
-             "put it in a `with record_function(...)` block of its own.")
+        fail(words["unlabelled"])
     if named not in innermost:
         enclosing = sorted({label for labels in where for label in labels[:-1]})
         hint = (f" '{named}' encloses it, along with everything else in that region; name the innermost one."
                 if named in enclosing else "")
-        fail(f"You named '{named}', but the original step spends its time ({share * 1000:.0f} ms over "
-             f"{len(calls)} calls) in preprocess, which ran in the region "
+        if spot == "forward":
+            hint += (" find_bottleneck must read the answer from the profile (the largest total among your "
+                     "labels), not return a fixed one.")
+        situation = words["situation"].format(ms=f"{sum(c['seconds'] for c in calls) * 1000:.0f} ms", n=len(calls))
+        fail(f"You named '{named}', but {situation}, which ran in the region "
              f"'{sorted(x for x in innermost if x)[0]}'.{hint}")
 
 
