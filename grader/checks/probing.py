@@ -23,7 +23,7 @@ from grader.harness.channel import ask
 from grader.harness.emulation import install_cuda_emulation
 from grader.harness.learner import LearnerError, ProbeAPI, describe_exception
 from grader.harness.memory import SavedTensorMeter, cuda_peak, measure_step, return_freed_memory
-from grader.harness.profiling import watch_calls
+from grader.harness.profiling import slow_forward, swap_in, watch_calls
 
 PROFILER_LOG = profiling.LOG  # the profiler spies' log; `PROFILER_LOG.recording = False` stops recording
 
@@ -31,6 +31,7 @@ __all__ = [
     "ProbeAPI", "LearnerError", "describe_exception",
     "install_amp_spies", "install_accumulation_spies", "install_profiler_spies", "install_cuda_emulation",
     "RECORDER", "watch_model", "watch_optimizer", "watch_loss", "watch_step_gradients", "watch_calls",
+    "swap_in", "slow_forward",
     "PROFILER_LOG", "ask",
     "SavedTensorMeter", "measure_step", "cuda_peak", "return_freed_memory", "memory_measure",
 ]

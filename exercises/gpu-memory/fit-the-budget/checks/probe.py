@@ -4,9 +4,8 @@ import sys
 import torch
 
 import scenario
-from grader.harness import memory
-from grader.harness.emulation import install_cuda_emulation
-from grader.harness.learner import LearnerError, describe_exception
+from grader.checks import probing
+from grader.checks.probing import LearnerError, describe_exception, install_cuda_emulation
 
 
 def prepare():
@@ -48,23 +47,23 @@ def probe(api):
     if device == "cuda":
         scenario.original_train_step(*scenario.build(api.seed, device))
         model, optimizer, loss_fn, x, y = scenario.build(api.seed, device)
-        _, original_bytes, _ = memory.measure_step(
+        _, original_bytes, _ = probing.measure_step(
             lambda: scenario.original_train_step(model, optimizer, loss_fn, x, y), device, model.parameters())
 
     model, optimizer, loss_fn, x, y = scenario.build(api.seed, device)
     seen = []
     _record_step_gradients(model, optimizer, seen)
-    loss, learner_bytes, saved_count = memory.measure_step(lambda: api.call(model, optimizer, loss_fn, x, y),
+    loss, learner_bytes, saved_count = probing.measure_step(lambda: api.call(model, optimizer, loss_fn, x, y),
                                                            device, model.parameters())
     loss_value = float(loss) if isinstance(loss, (int, float)) or (
         isinstance(loss, torch.Tensor) and loss.numel() == 1) else None
 
     eval_model, _, _, x, _ = scenario.build(api.seed, device)
-    with memory.SavedTensorMeter(exclude=eval_model.parameters()) as meter:
+    with probing.SavedTensorMeter(exclude=eval_model.parameters()) as meter:
         out = evaluate(eval_model, x)
     is_tensor = isinstance(out, torch.Tensor)
     return {
-        "measure": memory.describe(device),
+        "measure": probing.memory_measure(device),
         "original_bytes": original_bytes, "learner_bytes": learner_bytes, "saved_count": saved_count,
         "loss": loss_value, "loss_type": type(loss).__name__, "step_grads": seen,
         "eval": {"type": type(out).__name__, "saved_count": meter.count,
@@ -76,7 +75,7 @@ def probe(api):
 
 def measure(api, name):
     """One thing on the measurement batch, in a process of its own whose peak the grading side reads."""
-    memory.return_freed_memory()
+    probing.return_freed_memory()
     model, optimizer, loss_fn, x, y = scenario.build(api.seed, api.device, batch=scenario.MEASURE_BATCH[api.device])
     if name == "original":
         scenario.original_train_step(model, optimizer, loss_fn, x, y)

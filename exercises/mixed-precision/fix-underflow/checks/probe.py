@@ -2,21 +2,21 @@
 import torch
 
 import scenario
-from grader.harness import amp
+from grader.checks import probing
 
 
 def prepare():
-    amp.install()
+    probing.install_amp_spies()
 
 
 def probe(api):
     model, optimizer, loss_fn, x, y = scenario.build(api.seed, api.device)
-    amp.watch_model(model)
-    amp.watch_optimizer(optimizer, measure_zero_grads=True)
-    losses = api.call(model, optimizer, amp.watch_loss(loss_fn), x, y, scenario.STEPS)
+    probing.watch_model(model)
+    probing.watch_optimizer(optimizer, measure_zero_grads=True)
+    losses = api.call(model, optimizer, probing.watch_loss(loss_fn), x, y, scenario.STEPS)
     returned = None
     if isinstance(losses, (list, tuple)):
         returned = [float(v) if isinstance(v, (int, float)) or (isinstance(v, torch.Tensor) and v.numel() == 1)
                     else None for v in losses]
-    return {"events": amp.RECORDER.events, "returned": returned, "returned_type": type(losses).__name__,
+    return {"events": probing.RECORDER.events, "returned": returned, "returned_type": type(losses).__name__,
             "final_state": {k: v.detach().float().cpu() for k, v in model.state_dict().items()}}

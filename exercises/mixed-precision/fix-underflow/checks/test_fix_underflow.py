@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import scenario
-from grader.harness import ampchecks
-from grader.harness.checking import check, explained_by, fail
+from grader.checks import judging
+from grader.checks.judging import check, explained_by, fail
 
 MAX_ZERO_FRACTION = 0.05  # median over the last 50 steps; measured without a scaler: ~0.85
 MAX_LOSS_RATIO = 1.25  # final loss vs the fp32 run; measured without a scaler: ~1.8, with one: 1.00
@@ -49,45 +49,45 @@ BF16_DECISION = (
 
 
 def _bf16_forward(events):
-    return next((e for e in ampchecks.of_kind(events, "forward") if e.get("autocast_dtype") == "bfloat16"), None)
+    return next((e for e in judging.of_kind(events, "forward") if e.get("autocast_dtype") == "bfloat16"), None)
 
 
 @check("autocast-scope")
 def test_autocast_covers_forward_and_loss_only(observed):
     bf16 = _bf16_forward(observed["events"])
     if bf16 is not None:
-        fail(f"The forward pass{ampchecks.at(bf16)} ran under bfloat16 autocast. {BF16_DECISION}", bf16.get("line"),
+        fail(f"The forward pass{judging.at(bf16)} ran under bfloat16 autocast. {BF16_DECISION}", bf16.get("line"),
              hint="Use `torch.autocast(device_type='cuda', dtype=torch.float16)` with a GradScaler.")
-    ampchecks.check_autocast_scope(observed["events"])
+    judging.check_autocast_scope(observed["events"])
 
 
 @check("scaled-backward")
 def test_backward_on_scaled_loss(observed):
     events = observed["events"]
-    if _bf16_forward(events) is not None and not ampchecks.of_kind(events, "scaler.init"):
+    if _bf16_forward(events) is not None and not judging.of_kind(events, "scaler.init"):
         explained_by("autocast-scope", "No GradScaler was used: the forward ran under bfloat16 autocast, which "
                      "needs none; this exercise keeps float16, whose gradients underflow without one.")
-    ampchecks.check_scaled_backward(events)
+    judging.check_scaled_backward(events)
 
 
 @check("step-update-order")
 def test_one_step_then_one_update_per_iteration(observed):
-    created = ampchecks.of_kind(observed["events"], "scaler.init")
+    created = judging.of_kind(observed["events"], "scaler.init")
     if len(created) > 1:
-        fail(f"A new GradScaler was created {len(created)} times{ampchecks.at(created[1])} in one training run. "
+        fail(f"A new GradScaler was created {len(created)} times{judging.at(created[1])} in one training run. "
              "Each starts again at its initial scale and forgets what update() learned (backing off after "
              "an overflow, growing after a quiet stretch), so the scale never adapts to the model.",
              created[1].get("line"), hint="Create the GradScaler once, before the loop, and reuse it every step.")
-    spans = ampchecks.iterations(observed["events"])
+    spans = judging.iterations(observed["events"])
     if len(spans) != scenario.STEPS:
         fail(f"backward() ran {len(spans)} times in {scenario.STEPS} steps; run it once per step.")
     for i, span in enumerate(spans):
-        ampchecks.check_step_then_update(span, f"training step {i + 1}")
+        judging.check_step_then_update(span, f"training step {i + 1}")
 
 
 @check("underflow-fixed")
 def test_gradients_alive_and_loss_falls_like_fp32(observed, fp32_reference, learner_final_loss):
-    fractions = [e["zero_grad_fraction"] for e in ampchecks.of_kind(observed["events"], "optimizer.step")
+    fractions = [e["zero_grad_fraction"] for e in judging.of_kind(observed["events"], "optimizer.step")
                  if e.get("zero_grad_fraction") is not None]
     if not fractions:
         fail("The optimizer never stepped, so the model did not learn.")
@@ -99,7 +99,7 @@ def test_gradients_alive_and_loss_falls_like_fp32(observed, fp32_reference, lear
              f"zero: they underflowed in float16 (the final loss, {learner_final_loss:.3g}, {fell} fp32's "
              f"{fp32_reference:.3g}, but those weights learned nothing in those steps).")
     if not math.isfinite(ratio) or ratio > MAX_LOSS_RATIO:
-        ampchecks.fail_if_clipped_scaled_gradients(observed["events"])
+        judging.fail_if_clipped_scaled_gradients(observed["events"])
         # The gradients did not underflow (checked above), so the underflow hint would not apply.
         fail(f"The loss did not fall like fp32: final loss {learner_final_loss:.3g}, {ratio:.2f}x the fp32 "
              f"run's {fp32_reference:.3g} (allowed: {MAX_LOSS_RATIO}x), although few gradient values were zero. "

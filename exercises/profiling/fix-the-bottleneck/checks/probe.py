@@ -6,14 +6,13 @@ import torch
 
 import referee
 import scenario
-from grader.harness import channel, profiling
-from grader.harness.emulation import install_cuda_emulation
-from grader.harness.learner import LearnerError, describe_exception
+from grader.checks import probing
+from grader.checks.probing import LearnerError, describe_exception, install_cuda_emulation
 
 
 def prepare():
     install_cuda_emulation()  # torch.cuda.synchronize() and .to('cuda') work on a CPU-only host
-    profiling.install()
+    probing.install_profiler_spies()
 
 
 def _learner_function(module, name, api):
@@ -40,16 +39,16 @@ def probe(api):
     #    preprocess and the time moved into the model's forward.
     named = []
     for index, spot in enumerate(scenario.profiled_runs(api.seed)):
-        profiling.LOG.run = index
+        probing.PROFILER_LOG.run = index
         model, optimizer, loss_fn, batches = scenario.build(api.seed, api.device)
         if spot == "preprocess":
-            module.preprocess = profiling.swap_in(learner_preprocess, scenario.slow_preprocess, "preprocess")
+            module.preprocess = probing.swap_in(learner_preprocess, scenario.slow_preprocess, "preprocess")
         else:
-            module.preprocess = profiling.swap_in(learner_preprocess, scenario.fast_preprocess, "preprocess")
-            profiling.slow_forward(model, scenario.slow_forward_work, "forward")
+            module.preprocess = probing.swap_in(learner_preprocess, scenario.fast_preprocess, "preprocess")
+            probing.slow_forward(model, scenario.slow_forward_work, "forward")
         named.append(api.call(model, optimizer, loss_fn, batches))
     module.preprocess = learner_preprocess
-    profiling.LOG.recording = False
+    probing.PROFILER_LOG.recording = False
 
     # 2. The fixed step, replayed on a fresh copy of the same model and data.
     model, optimizer, loss_fn, batches = scenario.build(api.seed, api.device)
@@ -59,11 +58,11 @@ def probe(api):
     # 3. The grader's timing, on its own clock (referee.py): each round's data is chosen by the grading
     #    side when the round starts, and the losses of the timed steps go back to it to be checked.
     for index in range(referee.ROUNDS + 1):
-        seed = channel.ask({"op": "start", "index": index})["seed"]
+        seed = probing.ask({"op": "start", "index": index})["seed"]
         model, optimizer, loss_fn, batches = scenario.build(seed, api.device)
         timed = [_loss_value(train_step(model, optimizer, loss_fn, x, y)) for x, y in batches]
         referee.synchronize(api.device)
-        channel.ask({"op": "finish", "index": index, "losses": timed})
+        probing.ask({"op": "finish", "index": index, "losses": timed})
     return {"named": [n if isinstance(n, str) else None for n in named],
             "named_type": [type(n).__name__ for n in named], "losses": losses, "params_after": params_after}
 

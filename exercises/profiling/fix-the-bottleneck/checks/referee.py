@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 import scenario
-from grader.harness import channel
+from grader.checks import outside
 
 ROUNDS = 11  # timed rounds per side; round 0 is a warm-up for both and is not counted
 
@@ -26,7 +26,7 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
-class Referee(channel.Referee):
+class Referee(outside.Referee):
     def __init__(self, seed: int, device: str) -> None:
         super().__init__(seed, device)
         rng = random.Random(seed)
@@ -35,10 +35,10 @@ class Referee(channel.Referee):
         self.learner_s: dict[int, float] = {}
         self.original_losses: dict[int, list[float]] = {}
         self.learner_losses: dict[int, list[float | None]] = {}
-        self.clock = channel.Stopwatch()
+        self.clock = outside.Stopwatch()
         self.open: int | None = None
 
-    def _time_original(self, index: int, learner: channel.Learner) -> None:
+    def _time_original(self, index: int, learner: outside.Learner) -> None:
         learner.pause()
         try:
             synchronize(self.device)
@@ -51,11 +51,11 @@ class Referee(channel.Referee):
         finally:
             learner.resume()
 
-    def answer(self, request: dict[str, Any], learner: channel.Learner) -> dict[str, Any]:
+    def answer(self, request: dict[str, Any], learner: outside.Learner) -> dict[str, Any]:
         op, index = request.get("op"), request.get("index")
         expected = len(self.learner_s) if self.open is None else self.open
         if not isinstance(index, int) or index != expected or index > ROUNDS:
-            raise channel.ChannelError(f"timing round {index!r} asked out of turn (expected {expected})")
+            raise outside.ChannelError(f"timing round {index!r} asked out of turn (expected {expected})")
         if op == "start" and self.open is None:
             if index % 2 == 0:  # alternate which side goes first: a burst of load hits both alike
                 self._time_original(index, learner)
@@ -71,7 +71,7 @@ class Referee(channel.Referee):
             if index % 2 == 1:
                 self._time_original(index, learner)
             return {}
-        raise channel.ChannelError(f"timing: {op!r} for round {index} out of turn")
+        raise outside.ChannelError(f"timing: {op!r} for round {index} out of turn")
 
     def outside(self) -> dict[str, Any]:
         rounds = [i for i in range(1, ROUNDS + 1) if i in self.learner_s and i in self.original_s]

@@ -4,10 +4,9 @@ import math
 import pytest
 
 import scenario
-from grader.harness import profiling
-from grader.harness.checking import check, fail
+from grader.checks.judging import check, fail, speedup
 
-# Original step over the learner's, the median of per-round ratios (see profiling.speedup). Measured on a
+# Original step over the learner's, the median of per-round ratios (see speedup). Measured on a
 # loaded 2-core CPU (load average 12): vectorized fix 4.7-6.0x, unchanged step 1.00-1.20x.
 MIN_SPEEDUP = {"cpu": 2.0, "cuda": 2.0}
 
@@ -129,7 +128,7 @@ def test_fixed_step_is_faster(outside, run):
     if len(rounds) < wanted:
         fail(f"The grader timed {len(rounds)} of its {wanted} rounds of your step: the run ended before the "
              "rest (see the other checks' messages).")
-    ratio = profiling.speedup([r["original_s"] for r in rounds], [r["learner_s"] for r in rounds])
+    ratio = speedup([r["original_s"] for r in rounds], [r["learner_s"] for r in rounds])
     need = MIN_SPEEDUP[run["device"]]
     if not ratio >= need:
         fail(f"In the grader's own timing (median of {len(rounds)} alternating rounds, each on fresh data), the "

@@ -1,0 +1,18 @@
+"""Exercises are written against the authoring API (grader.checks), never against the harness's internals:
+the harness may change under them as long as the API stays."""
+from __future__ import annotations
+
+import ast
+
+from tests.helpers import EXERCISES
+
+
+def test_no_exercise_imports_the_harness() -> None:
+    offenders = []
+    for path in sorted(EXERCISES.rglob("checks/*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            offenders += [f"{path.relative_to(EXERCISES)}: {name}" for name in names
+                          if name == "grader.harness" or name.startswith("grader.harness.")]
+    assert offenders == []
