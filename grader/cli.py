@@ -60,6 +60,11 @@ def _print_report(result: dict) -> None:
     if skipped and not error:
         summary += f"; {skipped} not judged because of an earlier failure"
     click.echo(click.style(summary, fg="green" if result["passed"] else "red", bold=True))
+    if result.get("trace") or result.get("figures"):
+        from grader.display import as_text
+
+        click.echo()
+        click.echo(as_text(result.get("trace"), result.get("figures") or []))
     # The grader's own notes (the sandbox) too, here where the person grading is the one who ran it;
     # the emulation note is left out where the exercise's own note for CPU grading already says it.
     grader_notes = [n for n in result.get("grader_notes", []) if not (result.get("notes") and n.startswith("No GPU"))]

@@ -125,6 +125,8 @@ class RawVerdict:
     output_truncated: bool = False
     seed: int | None = None
     problems: list[str] = field(default_factory=list)  # for the exercise's author, never the learner
+    trace: dict[str, Any] | None = None  # grader/display.py: what the learner's code did, call by call
+    figures: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -147,7 +149,8 @@ class RawVerdict:
         return cls(status=Status(data["status"]), error=ErrorInfo(**error) if error else None,
                    checks=data.get("checks") or {}, device=data.get("device"), notes=list(data.get("notes") or []),
                    output=data.get("output", ""), output_truncated=bool(data.get("output_truncated", False)),
-                   seed=data.get("seed"), problems=list(data.get("problems") or []))
+                   seed=data.get("seed"), problems=list(data.get("problems") or []),
+                   trace=data.get("trace"), figures=list(data.get("figures") or []))
 
 
 @cache

@@ -95,7 +95,8 @@ def build_result(exercise: Exercise, raw: RawVerdict, sandbox: str, duration_s: 
         elif got is None or not got["passed"]:
             got = got or {"message": "This check did not run.", "line": None}
             check.update(status="failed", passed=False, message=got.get("message") or "", line=got.get("line"),
-                         hint=got["hint"] if isinstance(got.get("hint"), str) else spec.hint)
+                         hint=got["hint"] if isinstance(got.get("hint"), str) else spec.hint,
+                         event=got.get("event") if isinstance(got.get("event"), int) else None)
             causes[spec.id] = [got["explained_by"]] if got.get("explained_by") else list(spec.after)
         checks.append(check)
     _explain(checks, causes)
@@ -122,6 +123,31 @@ def build_result(exercise: Exercise, raw: RawVerdict, sandbox: str, duration_s: 
         "grader_notes": list(raw.notes),  # the sandbox and the emulation: the instructor view and the JSON
         "seed": raw.seed,
     }
-    if raw.problems:
-        result["problems"] = list(raw.problems)
+    trace, figures, problems = _display(raw)
+    result.update(trace=trace, figures=figures)
+    problems = list(raw.problems) + problems
+    if problems:
+        result["problems"] = problems
     return result
+
+
+def _display(raw: RawVerdict) -> tuple[dict[str, Any] | None, list[dict[str, Any]], list[str]]:
+    """The raw verdict's trace and figures, each checked against result.json (one that does not fit is
+    left out, said for the author) and together within grader.display.DISPLAY_CAP."""
+    from grader.display import capped
+
+    defs = _schema("result")["$defs"]
+    problems: list[str] = []
+
+    def valid(part: Any, name: str) -> bool:
+        try:
+            jsonschema.validate(part, {**defs[name], "$defs": defs})
+        except jsonschema.ValidationError as exc:
+            problems.append(f"{name} left out of the verdict: {exc.message}")
+            return False
+        return True
+
+    trace = raw.trace if raw.trace is not None and valid(raw.trace, "trace") else None
+    figures = [figure for figure in raw.figures if valid(figure, "figure")]
+    trace, figures, notes = capped(trace, figures)
+    return trace, figures, problems + notes

@@ -99,7 +99,10 @@ EVENTS: dict[str, EventKind] = {
         {"activities": "sorted activity names ('CPU', 'CUDA')", "schedule": "whether a schedule was given (bool)"},
         profiler=True),
     "profile.exit": EventKind("install_profiler_spies()", "a profiler session ended", profiler=True),
-    "profile.key_averages": EventKind("install_profiler_spies()", "prof.key_averages() was called", profiler=True),
+    "profile.key_averages": EventKind(
+        "install_profiler_spies()", "prof.key_averages() was called",
+        {"rows": "the learner's own regions in the table it returned, slowest first: [label, total CPU ms, calls] "
+                 "(for the verdict's table; nothing is judged on it)"}, profiler=True),
     "label.enter": EventKind(
         "install_profiler_spies()", "the learner's own record_function(label) region opened",
         {"label": "the region's name (str)", "depth": "how many of the learner's regions were already open (int)"},

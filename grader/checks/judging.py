@@ -16,11 +16,18 @@ exercise's referee measured, checks/referee.py). Build references with `scenario
 A check id may be shared by several tests; the check passes when all pass, with the first failure's
 message. `fail(message, line=, hint=)` fails with the submission line to mark and, optionally, another
 hint than exercise.yaml's; `explained_by(check_id, message, line)` fails saying another check's failure
-explains this one (reported "skipped"). Plain `assert` works too.
+explains this one (reported "skipped"). Plain `assert` works too. `fail(..., event=e)` names the recorded
+event the failure is about: its line is marked, and its row in the verdict's timeline.
+
+Pictures in the verdict (grader/display.py): a test marked `@figure` (no check of its own; if it raises,
+the verdict goes on without its picture) calls `show(trace=timeline(...))` or `show(figure=...)` with a
+`line_figure`, `bar_figure` or `table_figure`. Every figure has a title, axis labels with units, a
+one-line caption saying what to look for and a text alternative.
 """
 from __future__ import annotations
 
 from grader.checks.events import EVENTS, EventKind
+from grader.display import bar_figure, line_figure, table_figure, timeline
 from grader.harness.accumulation import divisor as backward_divisor
 from grader.harness.ampchecks import (
     Event,
@@ -34,7 +41,7 @@ from grader.harness.ampchecks import (
     iterations,
     of_kind,
 )
-from grader.harness.checking import CheckFailed, check, explained_by, fail
+from grader.harness.checking import CheckFailed, check, explained_by, fail, figure, show
 from grader.harness.profiling import speedup
 
 __all__ = [
@@ -42,4 +49,5 @@ __all__ = [
     "EVENTS", "EventKind", "Event", "of_kind", "calls", "iterations", "at",
     "check_autocast_scope", "check_scaled_backward", "check_step_then_update", "check_grads_cleared",
     "fail_if_clipped_scaled_gradients", "backward_divisor", "speedup",
+    "figure", "show", "timeline", "line_figure", "bar_figure", "table_figure",
 ]

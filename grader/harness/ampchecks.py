@@ -50,10 +50,10 @@ def check_autocast_scope(events: list[Event]) -> None:
     for event in forwards:
         if not event["autocast"]:
             fail(f"The forward pass{at(event)} ran without autocast, in float32. Wrap model(x) in "
-                 "torch.autocast(device_type='cuda').", event.get("line"))
+                 "torch.autocast(device_type='cuda').", event=event)
         if event["autocast_dtype"] not in SIXTEEN_BIT:
             fail(f"The forward pass{at(event)} ran under autocast with dtype {event['autocast_dtype']}, "
-                 "not a 16-bit type.", event.get("line"))
+                 "not a 16-bit type.", event=event)
     losses = of_kind(events, "loss")
     if not losses:
         fail("The loss function you were given was never called: compute loss = loss_fn(out, y) "
@@ -61,14 +61,14 @@ def check_autocast_scope(events: list[Event]) -> None:
     for event in losses:
         if not event["autocast"]:
             fail(f"The loss{at(event)} was computed outside autocast. Compute it inside the same "
-                 "`with torch.autocast(...)` block as the forward pass.", event.get("line"))
+                 "`with torch.autocast(...)` block as the forward pass.", event=event)
     backwards = of_kind(events, "backward")
     if not backwards:
         fail("backward() was never called.")
     for event in backwards:
         if event["autocast"]:
             fail(f"backward(){at(event)} was called inside the autocast block. Dedent it: only the "
-                 "forward pass and the loss belong under autocast.", event.get("line"))
+                 "forward pass and the loss belong under autocast.", event=event)
 
 
 def check_scaled_backward(events: list[Event]) -> None:
@@ -81,19 +81,17 @@ def check_scaled_backward(events: list[Event]) -> None:
     for event in backwards:
         if event["on"] == "raw":
             fail(f"backward(){at(event)} ran on the raw loss, not on scaler.scale(loss): small fp16 "
-                 "gradients can underflow to zero.", event.get("line"))
+                 "gradients can underflow to zero.", event=event)
         if event["on"] == "twice":
             fail(f"backward(){at(event)} ran on a loss scaled twice (scaler.scale(scaler.scale(loss))): its "
                  "gradients are the scale times too large, overflow, and scaler.step skips the step. Scale the "
-                 "loss once.", event.get("line"), hint="Call `scaler.scale(loss).backward()` once per step.")
+                 "loss once.", event=event, hint="Call `scaler.scale(loss).backward()` once per step.")
         if event["on"] != "scaled":
             ratio = f" (it was {event['ratio']:.3g} times the loss)" if event.get("ratio") else ""
-            fail(f"backward(){at(event)} ran on a tensor that is not scaler.scale(loss){ratio}.",
-                 event.get("line"))
+            fail(f"backward(){at(event)} ran on a tensor that is not scaler.scale(loss){ratio}.", event=event)
     disabled = [e for e in of_kind(events, "scaler.init") if not e.get("enabled", True)]
     if disabled:
-        fail(f"The GradScaler created{at(disabled[0])} is disabled, so it scales nothing.",
-             disabled[0].get("line"))
+        fail(f"The GradScaler created{at(disabled[0])} is disabled, so it scales nothing.", event=disabled[0])
 
 
 def check_step_then_update(span: list[Event], label: str) -> None:
@@ -106,23 +104,22 @@ def check_step_then_update(span: list[Event], label: str) -> None:
     direct = [e for e in of_kind(span, "optimizer.step") if not e["via_scaler"]]
     if direct:
         fail(f"In {label}, optimizer.step(){at(direct[0])} was called directly. Call "
-             "scaler.step(optimizer) instead: it unscales the gradients and skips steps with inf/NaN.",
-             direct[0].get("line"))
+             "scaler.step(optimizer) instead: it unscales the gradients and skips steps with inf/NaN.", event=direct[0])
     steps = of_kind(span, "scaler.step")
     updates = of_kind(span, "scaler.update")
     if len(steps) != 1:
         where = at(steps[1]) if len(steps) > 1 else ""
         fail(f"In {label}, scaler.step(optimizer) ran {len(steps)} times{where}; it must run exactly once.",
-             steps[1].get("line") if len(steps) > 1 else None,
+             event=steps[1] if len(steps) > 1 else None,
              hint="Call `scaler.step(optimizer)` once per step, after the scaled backward.")
     if len(updates) != 1:
         where = at(updates[1]) if len(updates) > 1 else ""
         fail(f"In {label}, scaler.update() ran {len(updates)} times{where}; call it exactly once, after "
-             "scaler.step(optimizer).", updates[1].get("line") if len(updates) > 1 else None,
+             "scaler.step(optimizer).", event=updates[1] if len(updates) > 1 else None,
              hint="Follow `scaler.step(optimizer)` with exactly one `scaler.update()`, on the scaler you were given.")
     if updates[0]["index"] < steps[0]["index"]:
         fail(f"In {label}, scaler.update(){at(updates[0])} ran before scaler.step(optimizer)"
-             f"{at(steps[0])}: step first, then update.", updates[0].get("line"),
+             f"{at(steps[0])}: step first, then update.", event=updates[0],
              hint="`scaler.step(optimizer)` first, then `scaler.update()`.")
 
 
@@ -132,7 +129,7 @@ def fail_if_clipped_scaled_gradients(events: list[Event]) -> None:
     if clip is not None:
         fail(f"{clip['function']}(){at(clip)} clipped the gradients before scaler.unscale_(optimizer): they were "
              "still multiplied by the scale, so the clipping threshold cut them far too hard and the update was "
-             "too small.", clip.get("line"),
+             "too small.", event=clip,
              hint="Call `scaler.unscale_(optimizer)` before clipping, then `scaler.step(optimizer)` as usual.")
 
 
@@ -146,7 +143,6 @@ def check_grads_cleared(events: list[Event]) -> None:
                 fail(f"When backward(){at(event)} first ran, the gradients still held values from before this "
                      f"function was called: it clears them only at the end{at(cleared_late[0])}, as the "
                      "official recipe's loop does. A function that is one training step cannot assume its "
-                     "caller left them clear; clear them before backward.", event.get("line"))
+                     "caller left them clear; clear them before backward.", event=event)
             fail(f"When backward(){at(event)} ran, the gradients still held values from an earlier step, "
-                 "so the new ones were added to them. Call optimizer.zero_grad() before backward.",
-                 event.get("line"))
+                 "so the new ones were added to them. Call optimizer.zero_grad() before backward.", event=event)

@@ -18,22 +18,37 @@ from __future__ import annotations
 import pytest
 
 check = pytest.mark.check
+figure = pytest.mark.figure  # a test that only draws (grader.checks.judging.show)
 
 
 class CheckFailed(AssertionError):
     """A check's learner-facing verdict: what happened at run time, and where."""
 
     def __init__(self, message: str, line: int | None = None, hint: str | None = None,
-                 explained_by: str | None = None):
+                 explained_by: str | None = None, event: int | None = None):
         super().__init__(message)
         self.message = message
         self.line = line
         self.hint = hint  # None: the check's own hint from exercise.yaml
         self.explained_by = explained_by
+        self.event = event  # the recorded event (its "index") this failure is about: the timeline marks it
 
 
-def fail(message: str, line: int | None = None, hint: str | None = None) -> None:
-    raise CheckFailed(message, line, hint)
+def fail(message: str, line: int | None = None, hint: str | None = None, event: dict | None = None) -> None:
+    """The check fails with `message`. `event`: the recorded event it is about (a dict of
+    observed["events"]); its line is marked in the editor and its row in the verdict's timeline."""
+    if event is not None and line is None:
+        line = event.get("line")
+    raise CheckFailed(message, line, hint, event=event.get("index") if event is not None else None)
+
+
+def show(trace: dict | None = None, figure: dict | None = None) -> None:
+    """Add to the verdict what the learner's code did as a picture: the timeline of its calls
+    (grader.display.timeline) or a figure (grader.display.line_figure, bar_figure, table_figure). Call it
+    from a test marked @figure (or from a check); the last trace shown wins, figures add up."""
+    from grader.harness import plugin
+
+    plugin.add_display(trace, figure)
 
 
 def explained_by(check_id: str, message: str, line: int | None = None) -> None:

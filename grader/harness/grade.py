@@ -75,7 +75,7 @@ def _syntax_error(code: str) -> RawVerdict | None:
 
 
 def _run_checks(exercise_dir: Path, observed: dict[str, Any], run_facts: dict[str, Any],
-                outside: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+                outside: dict[str, Any]):  # noqa: ANN202 - plugin.CheckRun
     import pytest
 
     from grader.harness import plugin
@@ -93,7 +93,7 @@ def _run_checks(exercise_dir: Path, observed: dict[str, Any], run_facts: dict[st
         code = pytest.main(args)
     if code not in (0, 1):
         check_run.problems.append(f"pytest exited {code}: {captured.getvalue()[-2000:]}")
-    return check_run.results, check_run.problems
+    return check_run
 
 
 def verdict_for(exercise: Exercise, code: str, confinement: Confinement, *, seed: int | None = None,
@@ -133,9 +133,17 @@ def verdict_for(exercise: Exercise, code: str, confinement: Confinement, *, seed
                                                        confinement, view)
             run_facts = {"seed": seed, "device": device, "emulated": device != "cuda",
                          "entry": exercise.entry}
-            results, problems = _run_checks(exercise.path, observations, run_facts, referee.outside())
-            verdict.checks = results
-            verdict.problems.extend(problems)
+            check_run = _run_checks(exercise.path, observations, run_facts, referee.outside())
+            results = verdict.checks = check_run.results
+            verdict.problems.extend(check_run.problems)
+            # The timeline shows the call (or window) of the first event that a check the learner will see
+            # failed names (checks reported skipped, one mistake one message, mark nothing).
+            from grader.display import focus
+            from grader.result import build_result
+
+            shown = build_result(exercise, verdict, sandbox="", duration_s=0.0)["checks"]
+            marked = [check.get("event") for check in shown if check["status"] == "failed"]
+            verdict.trace, verdict.figures = focus(check_run.trace, marked), check_run.figures
             missing = {c.id for c in exercise.checks} - set(results)
             if missing:
                 verdict.problems.append(f"declared checks with no test: {sorted(missing)}")

@@ -21,6 +21,8 @@ class CheckRun:
     outside: dict[str, Any] = field(default_factory=dict)  # measured by the grading side (referee.py)
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    trace: dict[str, Any] | None = None  # what the learner's code did, call by call (grader/display.py)
+    figures: list[dict[str, Any]] = field(default_factory=list)
 
 
 _current: CheckRun | None = None
@@ -29,6 +31,14 @@ _current: CheckRun | None = None
 def activate(check_run: CheckRun) -> None:
     global _current
     _current = check_run
+
+
+def add_display(trace: dict[str, Any] | None, figure: dict[str, Any] | None) -> None:
+    assert _current is not None
+    if trace is not None:
+        _current.trace = trace
+    if figure is not None:
+        _current.figures.append(figure)
 
 
 @pytest.fixture(scope="session")
@@ -56,19 +66,29 @@ def _check_id(item: pytest.Item) -> str | None:
     return marker.args[0] if marker and marker.args else None
 
 
+def _is_figure(item: pytest.Item) -> bool:
+    return item.get_closest_marker("figure") is not None
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "check(id): the exercise check this test belongs to")
+    config.addinivalue_line("markers", "figure: a test that only adds a timeline or figures to the verdict")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     assert _current is not None
     for item in items:
-        if _check_id(item) is None:
-            _current.problems.append(f"{item.nodeid}: test has no @check('<id>') marker")
+        if _check_id(item) is None and not _is_figure(item):
+            _current.problems.append(f"{item.nodeid}: test has no @check('<id>') (or @figure) marker")
 
 
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
     assert _current is not None
+    if _is_figure(item) and call.excinfo is not None and not isinstance(call.excinfo.value, pytest.skip.Exception):
+        # A figure that cannot be drawn is the author's problem; the verdict goes on without it.
+        _current.problems.append(f"{item.nodeid} ({call.when}): {type(call.excinfo.value).__name__}: "
+                                 f"{call.excinfo.value}")
+        return
     check_id = _check_id(item)
     if check_id is None or call.when == "teardown" and call.excinfo is None:
         return
@@ -79,6 +99,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
     entry["passed"] = False
     if isinstance(exc, CheckFailed):
         entry["message"], entry["line"] = exc.message, exc.line
+        if exc.event is not None:
+            entry["event"] = exc.event
         if exc.hint is not None:
             entry["hint"] = exc.hint
         if exc.explained_by is not None:

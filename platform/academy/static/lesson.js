@@ -116,6 +116,7 @@
   }
 
   function showResult(sub) {
+    performance.mark("academy-verdict-arrived");  // to the verdict drawn: benchmarks/verdict_pictures.py
     clearInterval(ticking);
     submitButton.disabled = false;
     resultBox.hidden = false;
@@ -152,6 +153,7 @@
         const status = statusOf(check);
         const item = el("li", "check " + (status === "passed" ? "pass" : status === "skipped" ? "skip" : "fail"));
         item.dataset.check = check.id;
+        item.id = "check-" + check.id;
         item.append(el("span", "mark", status === "passed" ? "✔" : status === "skipped" ? "–" : "✘"),
           el("strong", null, check.title));
         if (status === "skipped") {
@@ -170,6 +172,7 @@
       }
       nodes.push(list);
     }
+    if (window.academyFigures) nodes.push(...window.academyFigures.render(result, (line) => editor.markLines([line])));
     for (const note of result.notes || []) nodes.push(el("p", "note muted", note));
     if (result.output) {
       const details = el("details", "output");
@@ -181,6 +184,7 @@
       (result.device ? " on " + result.device : "") + "."));
     resultBox.replaceChildren(...nodes);
     editor.markLines(lines);
+    performance.mark("academy-verdict-drawn");
   }
 
   async function follow(id, startedAt) {

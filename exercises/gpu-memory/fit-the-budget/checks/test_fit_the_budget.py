@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import scenario
-from grader.checks.judging import check, fail
+from grader.checks.judging import bar_figure, check, fail, figure, show
 
 # Checkpointing recomputes the same float32 operations: measured difference 0 on CPU. fp16 activations
 # change the head's gradients alone by 3.5e-4..1.5e-3 of their largest entry (measured, seeds 1-3),
@@ -121,3 +121,22 @@ def test_evaluate_builds_no_graph(observed, outside, reference, run):
     diff = float((result["value"] - want).abs().max())
     if not diff <= 1e-5 * max(1.0, float(want.abs().max())):
         fail(f"evaluate's outputs differ from the model's by up to {diff:.3g}.")
+
+
+# -- what the verdict shows (grader/display.py) ------------------------------------------------------------
+
+@figure
+def test_show_the_memory(observed, outside, run):
+    if run["device"] == "cuda":
+        original, got, budget = observed["original_bytes"], observed["learner_bytes"], scenario.BUDGET["cuda"]
+        where = "the allocator's peak in your process"
+    else:
+        original, got, budget = _extra(outside, "original"), _extra(outside, "step"), OUTSIDE_BUDGET
+        where = f"measured by the grader from outside, a batch of {scenario.MEASURE_BATCH['cpu']}"
+    show(figure=bar_figure(
+        "memory", "Memory of your step, against the budget", "MB above building the model and the batch",
+        f"Your bar must end left of the budget line ({budget:.0%} of the original step); {where}.",
+        f"Bar chart: your step needed {got / 2**20:.1f} MB, the original step {original / 2**20:.1f} MB, "
+        f"the budget is {budget * original / 2**20:.1f} MB.",
+        [("Your step", got / 2**20, "yours"), ("Original step", original / 2**20, "reference"),
+         (f"Budget ({budget:.0%})", budget * original / 2**20, "limit")]))

@@ -4,6 +4,10 @@ import torch
 
 import scenario
 from grader.checks.judging import (
+    figure,
+    line_figure,
+    show,
+    timeline,
     at,
     backward_divisor,
     calls,
@@ -278,3 +282,28 @@ def _compare_outcome(got, reference, when, why=None):
                  f"run's largest change, {scale:.3g}); its size is {ratio:.3g}x the correct run's. " + (why or (
                      f"Each of the {len(scenario.windows())} windows must update the weights exactly once, with "
                      "its mean gradient and the learning rate you were given.")))
+
+
+# -- what the verdict shows (grader/display.py) ------------------------------------------------------------
+
+@figure
+def test_show_the_windows(observed, events, updates, run):
+    show(trace=timeline(
+        events, group_by="update", group_label="window", title="What one accumulation window did",
+        caption="The calls of one window of your loop (the window a failing check names, else the first): "
+                "a scaled backward per micro-batch, then one scaler.step(optimizer) and scaler.update()."))
+    yours, large = [], []
+    for number, (event, done, _gap) in enumerate(updates, 1):
+        grads = [g for g in event["grads"].values() if g is not None]
+        yours.append((number, float(torch.cat([g.reshape(-1) for g in grads]).norm()) if grads else 0.0))
+        if 0 < done <= scenario.MICRO_BATCHES:
+            want = _large_batch_gradient(run, event["params"], _window_of(done - 1))
+            large.append((number, float(torch.cat([w.reshape(-1) for w in want.values()]).norm())))
+    show(figure=line_figure(
+        "update-size", "Size of each update's gradient, against the large batch's",
+        "update (window)", "gradient size (L2 norm)",
+        "Each window's update should use the gradient one large batch would give: the two lines should meet. "
+        "Above it, the loss was not divided; far below, the gradients were cleared mid-window.",
+        f"Line chart: for each of your {len(yours)} updates, the L2 norm of the gradient the optimizer used, and of "
+        f"the large-batch gradient of the same window at the same weights ({len(large)} windows).",
+        {"Your updates": yours, "Large batch": large}))

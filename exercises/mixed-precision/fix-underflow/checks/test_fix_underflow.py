@@ -14,13 +14,22 @@ MAX_LOSS_RATIO = 1.25  # final loss vs the fp32 run; measured without a scaler: 
 
 
 @pytest.fixture(scope="module")
-def fp32_reference(run):
+def fp32_run(run):
+    """The same training in float32: the loss of each step, and the final loss."""
     model, optimizer, loss_fn, x, y = scenario.build(run["seed"], run["device"])
+    losses = []
     for _ in range(scenario.STEPS):
         optimizer.zero_grad()
-        loss_fn(model(x), y).backward()
+        loss = loss_fn(model(x), y)
+        loss.backward()
         optimizer.step()
-    return scenario.final_loss(model, x, y)
+        losses.append(float(loss))
+    return losses, scenario.final_loss(model, x, y)
+
+
+@pytest.fixture(scope="module")
+def fp32_reference(fp32_run):
+    return fp32_run[1]
 
 
 @pytest.fixture(scope="module")
@@ -105,3 +114,53 @@ def test_gradients_alive_and_loss_falls_like_fp32(observed, fp32_reference, lear
              f"run's {fp32_reference:.3g} (allowed: {MAX_LOSS_RATIO}x), although few gradient values were zero. "
              "Something other than underflow changed the training: compare your loop with the lesson's full AMP "
              "step.", hint="")
+
+
+# -- what the verdict shows (grader/display.py) ------------------------------------------------------------
+
+def _correct_scaled_run(run) -> list[float]:
+    """The zero fraction of the gradients the optimizer sees in each step of a correct fp16 run with a
+    GradScaler (the solution's loop), measured here: what "fixed" looks like."""
+    model, optimizer, loss_fn, x, y = scenario.build(run["seed"], run["device"])
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    scaler, fractions, step = torch.amp.GradScaler(run["device"]), [], optimizer.step
+
+    def measured_step(*args, **kwargs):
+        grads = torch.cat([p.grad.detach().reshape(-1) for p in params if p.grad is not None])
+        fractions.append(float(grads.eq(0).sum()) / grads.numel())
+        return step(*args, **kwargs)
+    optimizer.step = measured_step
+    for _ in range(scenario.STEPS):
+        optimizer.zero_grad()
+        with torch.autocast(device_type=run["device"], dtype=torch.float16):
+            loss = loss_fn(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    return fractions
+
+
+@judging.figure
+def test_show_the_run(observed, run, fp32_run):
+    events = observed["events"]
+    judging.show(trace=judging.timeline(
+        events, group_by="update", group_label="training step", title="What one training step did",
+        caption="The calls of one step of your loop, in order (the step a failing check names, else the first): "
+                "look for scaler.scale(loss) before backward() and for steps skipped for inf/NaN gradients."))
+    returned = observed.get("returned") or []
+    judging.show(figure=judging.line_figure(
+        "loss", "Loss per step, against float32", "training step", "loss (MSE, log scale)",
+        "Your run should fall like the float32 run; a loss that stays flat means the gradients were zero.",
+        f"Line chart: your loss per step (as your function returned it, {len(returned)} steps) and the "
+        f"float32 run's, on a log scale.",
+        {"Your run": enumerate(returned, 1), "float32 run": enumerate(fp32_run[0], 1)}, log_y=True))
+    yours = [e["zero_grad_fraction"] for e in judging.of_kind(events, "optimizer.step")
+             if e.get("zero_grad_fraction") is not None]
+    correct = _correct_scaled_run(run)
+    judging.show(figure=judging.line_figure(
+        "zero-gradients", "Gradient values that are exactly zero", "optimizer step", "share of gradient values (0-1)",
+        "Underflow shows as a share near 1: float16 rounded the gradients to zero. A scaled run stays near 0.",
+        f"Line chart: the share of exactly-zero gradient values at each of your {len(yours)} optimizer steps, "
+        f"and at each of the {len(correct)} steps of a correct run with a GradScaler (0 means none).",
+        {"Your run": enumerate(yours, 1), "Correct scaled run": enumerate(correct, 1)}))
+

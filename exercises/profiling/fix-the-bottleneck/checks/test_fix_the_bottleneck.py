@@ -4,7 +4,7 @@ import math
 import pytest
 
 import scenario
-from grader.checks.judging import check, fail, speedup
+from grader.checks.judging import check, fail, figure, show, speedup, table_figure
 
 # Original step over the learner's, the median of per-round ratios (see speedup). Measured on a
 # loaded 2-core CPU (load average 12): vectorized fix 4.7-6.0x, unchanged step 1.00-1.20x.
@@ -134,3 +134,25 @@ def test_fixed_step_is_faster(outside, run):
         fail(f"In the grader's own timing (median of {len(rounds)} alternating rounds, each on fresh data), the "
              f"original step took {ratio:.2f}x as long as yours; yours needs to be at least {need:g}x faster. "
              "The time goes into the Python loop over samples.")
+
+
+# -- what the verdict shows (grader/display.py) ------------------------------------------------------------
+
+@figure
+def test_show_the_profile(observed, run):
+    """The learner's own profiler table for the original step, and the region the grader expected."""
+    index = scenario.profiled_runs(run["seed"]).index("preprocess")
+    tables = [e for e in _of(observed, "profile.key_averages") if e.get("run") == index and e.get("rows")]
+    calls = [c for c in _of(observed, "call") if c.get("run") == index and c["name"] == "preprocess"]
+    expected = next((c["labels"][-1] for c in calls if c["labels"]), None)
+    rows = tables[-1]["rows"] if tables else []
+    named = observed["named"][index] if index < len(observed["named"]) else None
+    show(figure=table_figure(
+        "profile", "Your profiler's table (your own regions)", ["region", "total CPU time (ms)", "calls"], rows,
+        f"The slow preprocessing ran in the region '{expected}'; your find_bottleneck named '{named}'. "
+        "A region's total includes the regions inside it: look for the innermost region with the largest "
+        "total." if expected else
+        "The slow preprocessing ran outside every region you labelled: label it to see it here.",
+        f"Table of {len(rows)} regions from your key_averages(), slowest first; the marked row is the region "
+        "the grader expected.",
+        marked_rows=[i for i, row in enumerate(rows) if row[0] == expected]))
