@@ -26,6 +26,7 @@ PROFILER_COMMON = {
     "event": "the kind, a key of EVENTS",
     "line": "the learner's line that made the call, or None",
     "profiling": "whether a torch.profiler.profile session was open at that moment (bool)",
+    "run": "which of the probe's profiled runs it belongs to (PROFILER_LOG.run: an int, or None)",
 }
 AUTOCAST = {
     "autocast": "whether autocast was on for the AMP device at that moment (bool)",
