@@ -28,7 +28,9 @@ def image_files() -> dict[str, Path]:
     files: dict[str, Path] = {"Dockerfile": Path(__file__).with_name("Dockerfile")}
     package = REPO_ROOT / "grader"
     for path in sorted(package.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".json", ".ini"):
+        # The scaffold's template (`grader new`) is authoring material, with a solution.py: not for the image.
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".json", ".ini") \
+                and "templates" not in path.relative_to(package).parts[:1]:
             files[f"grader/{path.relative_to(package).as_posix()}"] = path
     course = exercises_root()
     for meta in sorted(course.rglob("exercise.yaml")):

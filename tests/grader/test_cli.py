@@ -101,8 +101,9 @@ def test_code_that_cannot_run_fails_with_a_plain_error(tmp_path, source, kind, m
 
 def test_exception_inside_the_step_names_the_call_and_line(tmp_path):
     path = tmp_path / "s.py"
-    path.write_text((AMP / "solution.py").read_text().replace("    return loss\n",
-                                                                "    return loss.item() / 0\n"))
+    solution = (AMP / "solution.py").read_text()
+    assert "    return loss.detach()\n" in solution
+    path.write_text(solution.replace("    return loss.detach()\n", "    return loss.item() / 0\n"))
     code, result = check_json("mixed-precision/amp-step", path)
     runs = next(c for c in result["checks"] if c["id"] == "runs")
     assert code == 1 and not runs["passed"]
