@@ -1,6 +1,7 @@
 """The JSON API (docs/openapi.yaml): submissions, drafts, progress. Session cookie + CSRF header, or Bearer."""
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from flask import Blueprint, abort, g, jsonify, request, url_for
@@ -9,10 +10,10 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from academy import jobs, progress
-from academy.content import get_content
+from academy.content import get_content, render_markdown
 from academy.db import get_session
 from academy.limits import account_key, client_address, limit, limiter
-from academy.models import PENDING, Draft, JobStatus, Submission
+from academy.models import PENDING, Draft, HintReveal, JobStatus, Submission
 from academy.security import login_required
 from academy.settings import settings
 from grader.course import Exercise
@@ -21,12 +22,45 @@ from grader.grading import MAX_CODE_BYTES
 bp = Blueprint("api", __name__, url_prefix="/api")
 
 
-def submission_json(submission: Submission) -> dict[str, Any]:
-    return {"id": submission.id, "exercise": submission.exercise_id, "status": submission.status,
+def submission_json(submission: Submission, *, code: bool = False) -> dict[str, Any]:
+    """A submission as the API returns it. To its learner, hints come only as far as revealed (hints_on_request);
+    an instructor looking at someone else's submission sees them all."""
+    result = submission.result
+    if result is not None and submission.user_id == g.user.id:
+        result = hints_on_request(submission, result)
+    data = {"id": submission.id, "exercise": submission.exercise_id, "status": submission.status,
             "created_at": submission.created_at.isoformat() + "Z",
             "started_at": submission.started_at.isoformat() + "Z" if submission.started_at else None,
             "finished_at": submission.finished_at.isoformat() + "Z" if submission.finished_at else None,
-            "error": submission.error_message, "result": submission.result}
+            "error": submission.error_message, "result": result}
+    if code:
+        data["code"] = submission.code
+    return data
+
+
+def _all_hints(check: dict[str, Any]) -> list[str]:
+    # Results stored before hints lists have "hint" alone.
+    return list(check.get("hints") or ([check["hint"]] if check.get("hint") else []))
+
+
+def hints_on_request(submission: Submission, result: dict[str, Any]) -> dict[str, Any]:
+    """The result with each failed check's hints cut to those the learner revealed (`hints`), and how many
+    there are (`hints_total`): an unrevealed hint never reaches the browser."""
+    revealed: dict[str, int] = {}
+    for check_id, number in get_session().execute(select(HintReveal.check_id, HintReveal.number).where(
+            HintReveal.submission_id == submission.id)).all():
+        revealed[check_id] = max(revealed.get(check_id, 0), number)
+    for check in result.get("checks", []):
+        hints = _all_hints(check)
+        check["hints"], check["hints_total"], check["hint"] = hints[:revealed.get(check["id"], 0)], len(hints), ""
+    return result
+
+
+def _own_submission(submission_id: int) -> Submission:
+    submission = get_session().get(Submission, submission_id)
+    if submission is None or submission.user_id != g.user.id:
+        abort(404, description="There is no such submission of yours.")
+    return submission
 
 
 def _json_body() -> dict[str, Any]:
@@ -115,7 +149,51 @@ def get_submission(submission_id: int) -> ResponseReturnValue:
     # Someone else's submission answers 404, not 403: ids of other learners' work are not confirmed.
     if submission is None or (submission.user_id != g.user.id and not g.user.is_instructor):
         abort(404, description="There is no such submission of yours.")
-    return jsonify(submission_json(submission))
+    return jsonify(submission_json(submission, code=True))
+
+
+@bp.post("/submissions/<int:submission_id>/hints")
+@login_required
+@limiter.limit(limit("limit_drafts_per_account"), key_func=account_key,
+               error_message="Too many requests; wait a moment.")
+def reveal_hint(submission_id: int) -> ResponseReturnValue:
+    """Reveal the next hint of one failed check of one's own submission, and record that it was revealed."""
+    submission = _own_submission(submission_id)
+    check_id = _json_body().get("check")
+    result = submission.result
+    check = next((c for c in (result or {}).get("checks", []) if c["id"] == check_id), None)
+    if check is None or check["status"] != "failed":
+        abort(404, description="That check did not fail in this submission: it has no hint to show.")
+    hints = _all_hints(check)
+    db = get_session()
+    shown = db.scalar(select(func.count()).select_from(HintReveal).where(
+        HintReveal.submission_id == submission.id, HintReveal.check_id == check_id)) or 0
+    if shown < len(hints):
+        db.add(HintReveal(user_id=g.user.id, submission_id=submission.id, check_id=check_id, number=shown + 1))
+        try:
+            db.commit()
+            shown += 1
+        except IntegrityError:  # the same hint revealed twice at once (a double click): it is recorded
+            db.rollback()
+            shown = db.scalar(select(func.count()).select_from(HintReveal).where(
+                HintReveal.submission_id == submission.id, HintReveal.check_id == check_id)) or 0
+    return jsonify(check=check_id, hints=hints[:shown], hints_total=len(hints))
+
+
+@bp.get("/submissions/<int:submission_id>/diff")
+@login_required
+def submission_diff(submission_id: int) -> ResponseReturnValue:
+    """The submission's code against the learner's previous submission of the same exercise (unified diff)."""
+    submission = _own_submission(submission_id)
+    previous = get_session().scalar(select(Submission).where(
+        Submission.user_id == g.user.id, Submission.exercise_id == submission.exercise_id,
+        Submission.id < submission.id).order_by(Submission.id.desc()).limit(1))
+    if previous is None:
+        return jsonify(id=submission.id, previous=None, diff="")
+    lines = difflib.unified_diff(previous.code.splitlines(keepends=True), submission.code.splitlines(keepends=True),
+                                 f"submission #{previous.id}", f"submission #{submission.id}")
+    return jsonify(id=submission.id, previous=previous.id,
+                   diff="".join(line if line.endswith("\n") else line + "\n" for line in lines))
 
 
 @bp.get("/submissions")
@@ -158,6 +236,20 @@ def get_progress() -> ResponseReturnValue:
     return jsonify(user=g.user.display_name, lessons=[s.as_json() for s in statuses],
                    exercises=[{"id": ex_id, "passed": ex_id in passed, "attempts": attempts.get(ex_id, 0)}
                               for ex_id in content.course.exercises])
+
+
+@bp.get("/exercises/<path:exercise_id>/solution")
+@login_required
+def get_solution(exercise_id: str) -> ResponseReturnValue:
+    """The reference solution and its explanation, once the learner may see them (progress.solution_open)."""
+    exercise = _exercise_or_404(exercise_id)
+    if not progress.solution_open(g.user, exercise):
+        response = jsonify(error=progress.solution_rule(exercise))
+        response.status_code = 403
+        return response
+    explanation = exercise.solution_markdown()
+    return jsonify(exercise=exercise.id, code=exercise.solution_code(), explanation=explanation,
+                   explanation_html=render_markdown(explanation))
 
 
 @bp.get("/exercises")

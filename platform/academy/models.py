@@ -155,15 +155,29 @@ class StepVisit(Base):
 
 
 class QuizAnswer(Base):
+    """One answer to one quiz question. Every answer is kept: the first per question is the first try."""
     __tablename__ = "quiz_answers"
 
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     lesson_id: Mapped[str] = mapped_column(String(100))
     question_id: Mapped[str] = mapped_column(String(100))
-    choice: Mapped[int] = mapped_column(Integer)
+    option_id: Mapped[str] = mapped_column(String(100))  # grader.course.QuizOption.id, stable when reordered
     correct: Mapped[bool] = mapped_column(Boolean)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class HintReveal(Base):
+    """A hint the learner asked to see: hint `number` (1-based) of one failed check of one submission."""
+    __tablename__ = "hint_reveals"
+    __table_args__ = (UniqueConstraint("submission_id", "check_id", "number"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
+    check_id: Mapped[str] = mapped_column(String(100))
+    number: Mapped[int] = mapped_column(Integer)
+    revealed_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
 class ValidationRun(Base):
