@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 from typing import Any
 
 from flask import Blueprint, abort, g, jsonify, request, url_for
@@ -13,7 +14,7 @@ from academy import jobs, progress
 from academy.content import get_content, render_markdown
 from academy.db import get_session
 from academy.limits import account_key, client_address, limit, limiter
-from academy.models import PENDING, Draft, HintReveal, JobStatus, Submission
+from academy.models import GRADED, PENDING, Draft, HintReveal, JobStatus, Submission, SubmissionKind
 from academy.security import login_required
 from academy.settings import settings
 from grader.course import Exercise
@@ -58,7 +59,7 @@ def hints_on_request(submission: Submission, result: dict[str, Any]) -> dict[str
 
 def _own_submission(submission_id: int) -> Submission:
     submission = get_session().get(Submission, submission_id)
-    if submission is None or submission.user_id != g.user.id:
+    if submission is None or submission.user_id != g.user.id or submission.kind != SubmissionKind.GRADE:
         abort(404, description="There is no such submission of yours.")
     return submission
 
@@ -107,25 +108,21 @@ def fair_key() -> str:
 
 
 def _pending_message(user_id: int) -> str:
-    pending = get_session().scalar(select(Submission.id).where(
+    pending = get_session().scalar(select(Submission).where(
         Submission.user_id == user_id, Submission.status.in_(PENDING)))
-    which = f" (#{pending})" if pending is not None else ""
+    if pending is not None and pending.kind == SubmissionKind.RUN:
+        return "Your Run is still going. Wait for its output, then try again: one job at a time per learner."
+    which = f" (#{pending.id})" if pending is not None else ""
     return (f"Your previous submission{which} is still being graded. Wait for its verdict, then submit "
             "again: a new submission does not replace one that is waiting.")
 
 
-@bp.post("/submissions")
-@login_required
-@limiter.limit(_submission_limit, key_func=account_key, error_message=_submission_limit_message)
-@limiter.limit(limit("limit_submissions_per_address"),
-               error_message="Too many submissions from your network right now; try again in a minute.")
-def create_submission() -> ResponseReturnValue:
-    data = _json_body()
-    exercise = _exercise_or_404(data.get("exercise"))
-    code = _code_field(data)
+def _queue(kind: SubmissionKind, exercise: Exercise, code: str, endpoint: str) -> ResponseReturnValue:
+    """Store a submission or a Run as queued and start its job; 429 while the learner has one pending (the
+    database's ix_submissions_one_pending covers both kinds)."""
     db = get_session()
     submission = Submission(user_id=g.user.id, exercise_id=exercise.id, code=code, status=JobStatus.QUEUED,
-                            fair_key=fair_key())
+                            fair_key=fair_key(), kind=kind)
     db.add(submission)
     try:
         db.commit()  # stored before grading starts: a crash from here on cannot lose it
@@ -138,8 +135,43 @@ def create_submission() -> ResponseReturnValue:
     jobs.enqueue(submission.id, submission.fair_key)
     response = jsonify(id=submission.id, status=JobStatus.QUEUED)
     response.status_code = 202
-    response.headers["Location"] = url_for("api.get_submission", submission_id=submission.id)
+    response.headers["Location"] = url_for(endpoint, submission_id=submission.id)
     return response
+
+
+@bp.post("/submissions")
+@login_required
+@limiter.limit(_submission_limit, key_func=account_key, error_message=_submission_limit_message)
+@limiter.limit(limit("limit_submissions_per_address"),
+               error_message="Too many submissions from your network right now; try again in a minute.")
+def create_submission() -> ResponseReturnValue:
+    data = _json_body()
+    exercise = _exercise_or_404(data.get("exercise"))
+    return _queue(SubmissionKind.GRADE, exercise, _code_field(data), "api.get_submission")
+
+
+@bp.post("/runs")
+@login_required
+@limiter.limit(limit("limit_runs_per_account"), key_func=account_key,
+               error_message="Too many Runs; wait a minute, or submit.")
+@limiter.limit(limit("limit_runs_per_address"), error_message="Too many Runs from your network right now.")
+def create_run() -> ResponseReturnValue:
+    """Run the learner's function once on the exercise's example: output, return value or error; no verdict,
+    not an attempt. It is one job like a submission: one pending job per learner, whichever kind."""
+    data = _json_body()
+    exercise = _exercise_or_404(data.get("exercise"))
+    return _queue(SubmissionKind.RUN, exercise, _code_field(data), "api.get_run")
+
+
+@bp.get("/runs/<int:submission_id>")
+@login_required
+def get_run(submission_id: int) -> ResponseReturnValue:
+    run = get_session().get(Submission, submission_id)
+    if run is None or run.user_id != g.user.id or run.kind != SubmissionKind.RUN:
+        abort(404, description="There is no such Run of yours.")
+    return jsonify(id=run.id, exercise=run.exercise_id, status=run.status, error=run.error_message,
+                   created_at=run.created_at.isoformat() + "Z",
+                   run=json.loads(run.result_json) if run.result_json and run.status == JobStatus.DONE else None)
 
 
 @bp.get("/submissions/<int:submission_id>")
@@ -147,7 +179,8 @@ def create_submission() -> ResponseReturnValue:
 def get_submission(submission_id: int) -> ResponseReturnValue:
     submission = get_session().get(Submission, submission_id)
     # Someone else's submission answers 404, not 403: ids of other learners' work are not confirmed.
-    if submission is None or (submission.user_id != g.user.id and not g.user.is_instructor):
+    if submission is None or submission.kind != SubmissionKind.GRADE or \
+            (submission.user_id != g.user.id and not g.user.is_instructor):
         abort(404, description="There is no such submission of yours.")
     return jsonify(submission_json(submission, code=True))
 
@@ -186,7 +219,7 @@ def submission_diff(submission_id: int) -> ResponseReturnValue:
     """The submission's code against the learner's previous submission of the same exercise (unified diff)."""
     submission = _own_submission(submission_id)
     previous = get_session().scalar(select(Submission).where(
-        Submission.user_id == g.user.id, Submission.exercise_id == submission.exercise_id,
+        Submission.user_id == g.user.id, Submission.exercise_id == submission.exercise_id, GRADED,
         Submission.id < submission.id).order_by(Submission.id.desc()).limit(1))
     if previous is None:
         return jsonify(id=submission.id, previous=None, diff="")
@@ -199,7 +232,7 @@ def submission_diff(submission_id: int) -> ResponseReturnValue:
 @bp.get("/submissions")
 @login_required
 def list_submissions() -> ResponseReturnValue:
-    query = select(Submission).where(Submission.user_id == g.user.id)
+    query = select(Submission).where(Submission.user_id == g.user.id, GRADED)
     if request.args.get("exercise"):
         query = query.where(Submission.exercise_id == request.args["exercise"])
     rows = get_session().scalars(query.order_by(Submission.id.desc()).limit(50)).all()
@@ -232,7 +265,7 @@ def get_progress() -> ResponseReturnValue:
     statuses = progress.course_status(g.user, content.course.lessons)
     passed = progress.passed_exercises(g.user)
     attempts = dict(get_session().execute(select(Submission.exercise_id, func.count()).where(
-        Submission.user_id == g.user.id).group_by(Submission.exercise_id)).all())
+        Submission.user_id == g.user.id, GRADED).group_by(Submission.exercise_id)).all())
     return jsonify(user=g.user.display_name, lessons=[s.as_json() for s in statuses],
                    exercises=[{"id": ex_id, "passed": ex_id in passed, "attempts": attempts.get(ex_id, 0)}
                               for ex_id in content.course.exercises])

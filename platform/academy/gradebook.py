@@ -19,7 +19,7 @@ from typing import Callable
 from sqlalchemy import func, select
 
 from academy.db import get_session
-from academy.models import JobStatus, LessonProgress, QuizAnswer, StepVisit, Submission, User
+from academy.models import GRADED, JobStatus, LessonProgress, QuizAnswer, StepVisit, Submission, User
 from grader.course import Course
 
 
@@ -71,7 +71,7 @@ def records(course: Course, user_ids: list[int]) -> list[LearnerRecord]:
         found[uid].steps_seen = dict(per_lesson)
     for row in db.scalars(select(LessonProgress).where(LessonProgress.user_id.in_(found))):
         found[row.user_id].resume[row.lesson_id] = row.step_id
-    for sub in db.scalars(select(Submission).where(Submission.user_id.in_(found)).order_by(Submission.id)):
+    for sub in db.scalars(select(Submission).where(Submission.user_id.in_(found), GRADED).order_by(Submission.id)):
         record = found[sub.user_id]
         record.attempts[sub.exercise_id] = record.attempts.get(sub.exercise_id, 0) + 1
         record.last[sub.exercise_id] = sub

@@ -10,7 +10,7 @@ from sqlalchemy import select
 from academy import progress
 from academy.content import get_content
 from academy.db import get_session
-from academy.models import Draft, QuizAnswer, Submission
+from academy.models import GRADED, Draft, QuizAnswer, Submission
 from academy.security import login_required
 from grader.course import ExerciseStep, Lesson, Quiz, QuizQuestion, Step
 
@@ -72,7 +72,7 @@ def _editor_state(current: ExerciseStep) -> dict:
     db = get_session()
     draft = db.scalar(select(Draft).where(Draft.user_id == g.user.id, Draft.exercise_id == exercise.id))
     latest = db.scalar(select(Submission.id).where(Submission.user_id == g.user.id,
-                                                   Submission.exercise_id == exercise.id)
+                                                   Submission.exercise_id == exercise.id, GRADED)
                        .order_by(Submission.id.desc()).limit(1))
     return {"exercise": exercise.id, "starter": exercise.starter_code(),
             "code": draft.code if draft else exercise.starter_code(), "latest": latest,

@@ -6,12 +6,13 @@ remove or reorder steps: nothing unread becomes done and nothing done is lost.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from academy.db import get_session
-from academy.models import PENDING, Draft, HintReveal, LessonProgress, QuizAnswer, StepVisit, Submission, User
+from academy.models import GRADED, PENDING, Draft, HintReveal, LessonProgress, QuizAnswer, StepVisit, Submission, User
 from grader.course import Exercise, Lesson, Progress
 
 
@@ -51,7 +52,7 @@ def passed_exercises(user: User) -> set[str]:
 
 def attempts(user: User, exercise_id: str) -> int:
     return get_session().scalar(select(func.count()).select_from(Submission).where(
-        Submission.user_id == user.id, Submission.exercise_id == exercise_id)) or 0
+        Submission.user_id == user.id, Submission.exercise_id == exercise_id, GRADED)) or 0
 
 
 def solution_open(user: User, exercise: Exercise) -> bool:
@@ -135,9 +136,9 @@ def summary(user: User) -> dict[str, int]:
     """What a guest would lose, in numbers the sign-out and merge pages show."""
     db = get_session()
 
-    def count(model: type) -> int:
-        return db.scalar(select(func.count()).select_from(model).where(model.user_id == user.id)) or 0
-    return {"steps": count(StepVisit), "submissions": count(Submission), "drafts": count(Draft),
+    def count(model: type, *where: Any) -> int:
+        return db.scalar(select(func.count()).select_from(model).where(model.user_id == user.id, *where)) or 0
+    return {"steps": count(StepVisit), "submissions": count(Submission, GRADED), "drafts": count(Draft),
             "passed": len(passed_exercises(user))}
 
 

@@ -60,6 +60,16 @@ def test_learner_journey(page: Page, live_server: str, shoot) -> None:  # noqa: 
     assert editor_text(page) == WRONG
     page.keyboard.press("ArrowUp")  # in the editor: moves the cursor, does not change the step
     expect(page.locator(".step-count")).to_have_text(f"Step {EXERCISE_STEP} of {STEPS}")
+    # Run before Submit: the function once on the example, no verdict. This code's scaler.step raises: the
+    # Run shows the error in the lessons' words, with its line.
+    page.get_by_role("button", name="Run", exact=True).click()
+    expect(page.locator("#run-output .summary")).to_have_text("Run stopped", timeout=60_000)
+    expect(page.locator("#run-output .error-message")).to_contain_text("scaler.step(optimizer) found no")
+    expect(page.locator("#run-output .error-message .line-link")).to_have_text(re.compile(r"line \d+"))
+    expect(page.locator("#run-output")).to_contain_text("Not graded")
+    expect(page.locator("#result-summary")).to_have_count(0)
+    shoot(page, "03a-run")
+    page.locator(".cm-content").click()
     page.keyboard.press("Control+Enter")
     expect(page.locator("#result .progress-line")).to_contain_text(re.compile(r"(Queued|Running).* s"))
     expect(page.locator("#result-summary")).to_have_text(re.compile(r"\d of 6 checks passed"), timeout=90_000)
@@ -108,6 +118,9 @@ def test_learner_journey(page: Page, live_server: str, shoot) -> None:  # noqa: 
     expect(page.locator("#history-view pre.diff .add")).to_contain_text("scaler.scale(loss).backward()")
     expect(page.locator("#history-view pre.diff .del")).to_contain_text("loss.backward()")
     shoot(page, "04b-solution-and-history")
+    page.get_by_role("button", name="Run", exact=True).click()  # the passing code: what it returned
+    expect(page.locator("#run-output .summary")).to_have_text("Run finished", timeout=60_000)
+    expect(page.locator("#run-output .run-returned")).to_contain_text("tensor(")
     rows.last.get_by_role("button", name="Restore").click()
     expect(page.locator("#draft-state")).to_contain_text("Restored submission")
     assert editor_text(page) == WRONG

@@ -84,7 +84,8 @@ def test_migration_0004_on_postgresql(postgres: PostgresServer) -> None:
 
 
 def _option_ids_round_trip(url: str) -> None:
-    """0005: stored quiz answers (0-based choice) become option ids (1-based positions), and back down."""
+    """0005: stored quiz answers (0-based choice) become option ids (1-based positions), submissions get a kind
+(all "grade"), and back down."""
     config = alembic_config(url)
     command.upgrade(config, "0004")
     engine = create_engine(url)
@@ -100,6 +101,12 @@ def _option_ids_round_trip(url: str) -> None:
         rows = connection.execute(text("SELECT option_id, correct FROM quiz_answers ORDER BY id")).all()
         assert [tuple(r) for r in rows] == [("4", False), ("1", True)]
         assert "hint_reveals" in inspect(connection).get_table_names()
+        connection.execute(text(PENDING_ROW), {"status": "done"})
+        assert connection.execute(text("SELECT kind FROM submissions")).scalars().all() == ["grade"]
+    with pytest.raises(IntegrityError), engine.begin() as connection:  # a Run shares the one-pending rule
+        connection.execute(text(PENDING_ROW), {"status": "queued"})
+        connection.execute(text(PENDING_ROW.replace("passed,", "passed, kind,").replace("false,", "false, 'run',")),
+                           {"status": "queued"})
     command.downgrade(config, "0004")
     with engine.begin() as connection:
         assert connection.execute(text("SELECT choice FROM quiz_answers ORDER BY id")).scalars().all() == [3, 0]

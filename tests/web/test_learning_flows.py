@@ -11,7 +11,7 @@ from academy.models import Draft, HintReveal, QuizAnswer, StepVisit, Submission,
 from grader.course import load_course
 from grader.protocol import RawVerdict, Status
 from grader.result import build_result
-from tests.helpers import EXERCISE, LESSON, SOLUTION, WebSession, new_session
+from tests.helpers import EXERCISE, LESSON, SOLUTION, WebSession, new_session, wait_for
 
 
 def _store(app: Flask, email_or_guest: WebSession, code: str, failed: dict[str, str] | None = None,
@@ -174,3 +174,32 @@ def test_sign_in_from_a_guest_session_without_merging(app) -> None:  # noqa: ANN
     other = new_session(app).guest()
     assert "/auth/merge" not in other.signin("ada@example.org").location
     assert reply.status_code == 302
+
+
+def test_run_shows_output_return_value_and_error_and_is_no_attempt(app) -> None:  # noqa: ANN001
+    """A Run through the app's sandbox (local): printed output, the return value's repr, an error with its line;
+    it shares the one-pending-job rule with submissions and never counts as an attempt."""
+    web = new_session(app).guest()
+    code = SOLUTION.replace("    return loss", "    print('scale', scaler.get_scale())\n    return loss")
+    reply = web.api("POST", "/api/runs", {"exercise": EXERCISE, "code": code})
+    assert reply.status_code == 202 and reply.headers["Location"] == f"/api/runs/{reply.get_json()['id']}"
+    run_id = reply.get_json()["id"]
+    # One pending job per learner, whichever kind.
+    busy = web.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": SOLUTION})
+    assert busy.status_code == 429 and "Run is still going" in busy.get_json()["error"]
+    wait_for(app, run_id)
+    run = web.api("GET", f"/api/runs/{run_id}").get_json()
+    assert run["status"] == "done" and run["run"]["status"] == "ran", run
+    assert run["run"]["output"].startswith("scale ") and run["run"]["returned"].startswith("tensor(")
+    assert web.api("GET", f"/api/submissions/{run_id}").status_code == 404  # a Run is no submission
+    broken = SOLUTION.replace("    scaler.update()\n", "    scaler.update()\n    raise ValueError('mine')\n")
+    line = broken.splitlines().index("    raise ValueError('mine')") + 1
+    second = web.api("POST", "/api/runs", {"exercise": EXERCISE, "code": broken}).get_json()["id"]
+    wait_for(app, second)
+    failed = web.api("GET", f"/api/runs/{second}").get_json()["run"]
+    assert failed["status"] == "error" and failed["returned"] is None
+    assert failed["error"]["line"] == line and "ValueError" in failed["error"]["message"]
+    progress = web.api("GET", "/api/progress").get_json()
+    assert next(e for e in progress["exercises"] if e["id"] == EXERCISE)["attempts"] == 0
+    assert web.api("GET", f"/api/submissions?exercise={EXERCISE}").get_json()["submissions"] == []
+    assert new_session(app).guest().api("GET", f"/api/runs/{second}").status_code == 404

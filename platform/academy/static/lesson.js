@@ -339,6 +339,57 @@
     await follow(body.id, startedAt);
   }
 
+  // Run: the function once on the exercise's example (example.py): what it printed and returned, or the
+  // error with its line. No verdict, not an attempt; one job at a time, like a submission.
+  const runButton = document.getElementById("run-code");
+  const runBox = document.getElementById("run-output");
+  function showRun(run, error) {
+    runBox.hidden = false;
+    if (!run) { runBox.replaceChildren(el("p", "flash error", error || "The Run failed; try again.")); return; }
+    const nodes = [el("h2", "summary", run.status === "ran" ? "Run finished" : "Run stopped")];
+    if (run.error) {
+      const message = el("p", "flash error error-message", run.error.message);
+      if (run.error.line) { message.append(" ", lineLink(run.error.line)); editor.markLines([run.error.line]); }
+      nodes.push(message);
+    }
+    nodes.push(el("h3", null, "Printed output" + (run.output_truncated ? " (truncated)" : "")),
+      el("pre", "code run-printed", run.output || "(nothing printed)"));
+    if (run.returned !== null) {
+      nodes.push(el("h3", null, "Returned" + (run.returned_truncated ? " (truncated)" : "")),
+        el("pre", "code run-returned", run.returned));
+    }
+    for (const note of run.notes || []) nodes.push(el("p", "note muted", note));
+    nodes.push(el("p", "muted", "Ran once on the example in " + run.duration_s.toFixed(1) + " s" +
+      (run.device ? " on " + run.device : "") + ". Not graded: Submit to check it."));
+    runBox.replaceChildren(...nodes);
+  }
+  async function runOnce() {
+    if (runButton.disabled || submitButton.disabled) return;
+    runButton.disabled = submitButton.disabled = true;
+    saveDraft();
+    editor.markLines([]);
+    runBox.hidden = false;
+    runBox.replaceChildren(el("div", "spinner"), el("p", "progress-line", "Running your function on the example…"));
+    try {
+      const response = await api("POST", "/api/runs", { exercise: data.exercise, code: editor.getCode() });
+      const body = await response.json().catch(() => ({}));
+      if (response.status !== 202) { showRun(null, body.error || "Run failed (" + response.status + ")."); return; }
+      for (;;) {
+        await new Promise((r) => setTimeout(r, 500));
+        const r = await api("GET", "/api/runs/" + body.id);
+        if (!r.ok) { showRun(null, "Could not fetch the Run (" + r.status + ")."); return; }
+        const run = await r.json();
+        if (run.status === "done") { showRun(run.run); return; }
+        if (run.status === "error") { showRun(null, run.error); return; }
+      }
+    } catch (e) {
+      showRun(null, "Could not reach the server. Your code is still in the editor; try again.");
+    } finally {
+      runButton.disabled = submitButton.disabled = false;
+    }
+  }
+  runButton.addEventListener("click", () => runOnce());
+
   if (data.latest) {
     api("GET", "/api/submissions/" + data.latest).then((r) => r.ok ? r.json() : null).then((sub) => {
       if (!sub) return;

@@ -1,4 +1,4 @@
-"""quiz answers by option id; hint reveals
+"""quiz answers by option id; hint reveals; submissions of kind run
 
 Revision ID: 0005
 Revises: 0004
@@ -7,6 +7,7 @@ Create Date: 2026-11-30 01:00:00
 Before this, an answer stored the option's 0-based position (`choice`). Options now have ids, by default
 their 1-based position, and a quiz file that reorders options gives each the id of its old position
 (grader.course.QuizOption), so choice C becomes option id C + 1 whatever the course on disk says.
+Every submission stored before is an attempt: kind "grade".
 """
 import sqlalchemy as sa
 from alembic import op
@@ -18,6 +19,8 @@ depends_on = None
 
 
 def upgrade() -> None:
+    with op.batch_alter_table('submissions', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('kind', sa.String(length=8), server_default='grade', nullable=False))
     op.create_table(
         'hint_reveals',
         sa.Column('id', sa.Integer(), nullable=False),
@@ -53,3 +56,6 @@ def downgrade() -> None:
     op.drop_index('ix_hint_reveals_submission_id', table_name='hint_reveals')
     op.drop_index('ix_hint_reveals_user_id', table_name='hint_reveals')
     op.drop_table('hint_reveals')
+    op.execute("DELETE FROM submissions WHERE kind = 'run'")
+    with op.batch_alter_table('submissions', schema=None) as batch_op:
+        batch_op.drop_column('kind')
