@@ -153,7 +153,7 @@ def test_learner_journey(page: Page, live_server: str, shoot) -> None:  # noqa: 
     expect(page.locator("#lesson-end h1")).to_have_text("End of lesson 1")
     expect(page.locator("#end-first-try")).to_have_text("First try: 0 of 1 right.")
     expect(page.locator(".practised li.pass")).to_contain_text("Write one AMP training step")
-    shoot(page, "07-lesson-end")
+    shoot(page, "06b-lesson-end")
     page.get_by_role("link", name=re.compile("^Next lesson")).click()
     expect(page).to_have_url(re.compile(r"/lessons/gradient-accumulation/"))
 
