@@ -187,10 +187,10 @@ def get_submission(submission_id: int) -> ResponseReturnValue:
 
 @bp.post("/submissions/<int:submission_id>/hints")
 @login_required
-@limiter.limit(limit("limit_drafts_per_account"), key_func=account_key,
-               error_message="Too many requests; wait a moment.")
 def reveal_hint(submission_id: int) -> ResponseReturnValue:
-    """Reveal the next hint of one failed check of one's own submission, and record that it was revealed."""
+    """Reveal the next hint of one failed check of one's own submission, and record that it was revealed.
+    No rate limit of its own: it writes at most one row per hint of a failed check, and nothing once all
+    are shown."""
     submission = _own_submission(submission_id)
     check_id = _json_body().get("check")
     result = submission.result

@@ -181,6 +181,8 @@ def test_run_shows_output_return_value_and_error_and_is_no_attempt(app) -> None:
     it shares the one-pending-job rule with submissions and never counts as an attempt."""
     web = new_session(app).guest()
     code = SOLUTION.replace("    return loss", "    print('scale', scaler.get_scale())\n    return loss")
+    # Long enough (1.5 s) that the Run is surely still pending when the submission below arrives.
+    code = code.replace("import torch\n", "import time\n\nimport torch\n\ntime.sleep(1.5)\n", 1)
     reply = web.api("POST", "/api/runs", {"exercise": EXERCISE, "code": code})
     assert reply.status_code == 202 and reply.headers["Location"] == f"/api/runs/{reply.get_json()['id']}"
     run_id = reply.get_json()["id"]
@@ -203,3 +205,14 @@ def test_run_shows_output_return_value_and_error_and_is_no_attempt(app) -> None:
     assert next(e for e in progress["exercises"] if e["id"] == EXERCISE)["attempts"] == 0
     assert web.api("GET", f"/api/submissions?exercise={EXERCISE}").get_json()["submissions"] == []
     assert new_session(app).guest().api("GET", f"/api/runs/{second}").status_code == 404
+
+
+def test_runs_have_their_own_rate_limit(make_app) -> None:  # noqa: ANN001
+    app = make_app(LIMIT_RUNS_PER_ACCOUNT="2 per minute")
+    web = new_session(app).guest()
+    for _ in range(2):
+        assert web.api("POST", "/api/runs", {"exercise": "no/such", "code": "x"}).status_code == 404
+    refused = web.api("POST", "/api/runs", {"exercise": "no/such", "code": "x"})
+    assert refused.status_code == 429 and "Too many Runs" in refused.get_json()["error"]
+    # Submissions are limited apart.
+    assert web.api("POST", "/api/submissions", {"exercise": "no/such", "code": "x"}).status_code == 404
