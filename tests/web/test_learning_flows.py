@@ -59,6 +59,16 @@ def test_hints_are_revealed_one_by_one_and_recorded(make_app, exercises_copy) ->
     assert next(c for c in result["checks"] if c["id"] == "scaled-backward")["hints"] == body["hints"]
     with app.app_context():
         assert get_session().query(HintReveal).filter_by(submission_id=sub).count() == 3
+    teacher = new_session(app)
+    with app.app_context():
+        from academy.auth import create_account
+
+        create_account("teacher@example.org", "password123", role="instructor")
+        get_session().commit()
+        learner_id = get_session().get(Submission, sub).user_id
+    teacher.signin("teacher@example.org")
+    page = teacher.client.get(f"/instructor/learners/{learner_id}").get_data(as_text=True)
+    assert '<td class="hints">3</td>' in page  # the instructor sees how many hints were opened
     # A passed check has no hint to show; someone else's submission is not found.
     assert web.api("POST", f"/api/submissions/{sub}/hints", {"check": "runs"}).status_code == 404
     stranger = new_session(app).guest()
