@@ -2,7 +2,8 @@
 that the web app calls too.
 
 Exit codes of `grader check`: 0 every check passed, 1 a check failed (or the code raised, timed out,
-was killed), 2 bad usage, 3 the grading infrastructure failed.
+was killed), 2 bad usage, 3 the grading infrastructure failed. `grader run` (the web page's Run): 0 the
+function returned, 1 it did not, 2 and 3 the same.
 """
 from __future__ import annotations
 
@@ -90,26 +91,41 @@ def list_exercises() -> None:
             click.echo(f"   {exercise.id:<40} {exercise.title}")
 
 
-@main.command()
-@click.argument("exercise")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a report.")
-@click.option("--sandbox", type=click.Choice(["auto", "docker", "local", "unconfined"]), default="auto",
-              show_default=True, help="unconfined: your own code only, nothing hidden or limited but rlimits.")
-@click.option("--seed", type=int, help="Reuse the scenario seed of an earlier run.")
-def check(exercise: str, file: Path, as_json: bool, sandbox: str, seed: int | None) -> None:
-    """Grade FILE against EXERCISE (an id like mixed-precision/amp-step, or an exercise folder)."""
-    from grader.grading import SubmissionError, decode_submission, run_submission
+_EXERCISE = click.argument("exercise")
+_FILE = click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+_JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a report.")
+_SANDBOX = click.option("--sandbox", type=click.Choice(["auto", "docker", "local", "unconfined"]), default="auto",
+                        show_default=True,
+                        help="unconfined: your own code only, nothing hidden or limited but rlimits.")
 
-    target = _exercise(_course(), exercise)
+
+def _code_of(file: Path) -> str:
+    from grader.grading import SubmissionError, decode_submission
+
     try:
-        data = file.read_bytes()
+        return decode_submission(file.read_bytes())
     except FileNotFoundError:
         raise click.UsageError(f"no such file: {file}") from None
     except OSError as exc:
         raise click.UsageError(f"cannot read {file}: {exc.strerror}") from None
+    except SubmissionError as exc:
+        raise click.UsageError(f"{file}: {exc}") from None
+
+
+@main.command()
+@_EXERCISE
+@_FILE
+@_JSON
+@_SANDBOX
+@click.option("--seed", type=int, help="Reuse the scenario seed of an earlier run.")
+def check(exercise: str, file: Path, as_json: bool, sandbox: str, seed: int | None) -> None:
+    """Grade FILE against EXERCISE (an id like mixed-precision/amp-step, or an exercise folder)."""
+    from grader.grading import SubmissionError, run_submission
+
+    target = _exercise(_course(), exercise)
+    code = _code_of(file)
     try:
-        result = run_submission(target, decode_submission(data), sandbox=sandbox, seed=seed)
+        result = run_submission(target, code, sandbox=sandbox, seed=seed)
     except SubmissionError as exc:
         raise click.UsageError(f"{file}: {exc}") from None
     if as_json:
@@ -146,6 +162,34 @@ def new(exercise_id: str, source: str | None) -> None:
     click.echo(f"\nCheck it: grader validate {where}")
     click.echo(f"Learners see it once {where.parent / 'lesson.yaml'} lists it (not added for you: "
                f"put it where it belongs among the steps):\n{made.lesson_line}")
+
+
+@main.command("run")
+@_EXERCISE
+@_FILE
+@_JSON
+@_SANDBOX
+def run_command(exercise: str, file: Path, as_json: bool, sandbox: str) -> None:
+    """Call FILE's function once on EXERCISE's example (example.py) and show what it printed and returned, or
+    the error and its line. No checks, no verdict. Exit 0 when it returned, 1 when it did not, 3 infra."""
+    from grader.grading import run_example
+
+    run = run_example(_exercise(_course(), exercise), _code_of(file), sandbox=sandbox)
+    if as_json:
+        click.echo(json.dumps(run, indent=2))
+    else:
+        click.echo(f"{run['exercise']}   device: {run['device'] or '-'}   sandbox: {run['sandbox']}   "
+                   f"time: {run['duration_s']:.2f} s")
+        click.echo("printed:" + ("" if run["output"] else " (nothing)"))
+        for line in run["output"].splitlines():
+            click.echo(f"  {line}")
+        if run["error"]:
+            click.echo(run["error"]["message"])
+        if run["returned"] is not None:
+            click.echo(f"returned: {run['returned']}" + (" (truncated)" if run["returned_truncated"] else ""))
+        for note in run["notes"]:
+            click.echo(f"note: {note}")
+    sys.exit(EXIT_PASSED if run["status"] == "ran" else EXIT_INFRA if run["status"] == "infra-error" else EXIT_FAILED)
 
 
 @main.command()

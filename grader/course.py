@@ -29,6 +29,7 @@ CHECK_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 EVIDENCE = ("outside", "learner")
 EXPECT_LINE = re.compile(r"^#\s*expect-fail:\s*(.*)$", re.MULTILINE)
 ORDER_PREFIX = re.compile(r"^\d+[a-z]?[-_]")  # "04-" (or "04b-") in 04-meet-autocast.md: order, not identity
+RESERVED_STEP_IDS = ("end",)  # /lessons/<lesson>/end is the lesson's completion page
 EXPECT_SKIP_LINE = re.compile(r"^#\s*expect-skip:\s*(.*)$", re.MULTILINE)
 
 
@@ -40,7 +41,9 @@ class CourseError(Exception):
 class CheckSpec:
     id: str
     title: str
-    hint: str
+    # Revealed one at a time, on request, after the check failed. exercise.yaml gives `hints: [...]` or
+    # one `hint:` (a one-item list): one schema for every hint, which a translation can follow item by item.
+    hints: tuple[str, ...]
     # Where the verdict's deciding numbers come from (docs/threat-model.md): "outside" when the grading
     # process compares them with a recomputation of its own; "learner" when the verdict rests only on
     # what was recorded inside the learner's process, which `evidence_why` then justifies.
@@ -49,6 +52,11 @@ class CheckSpec:
     # Checks whose failure explains this one's: when this check fails after one of them failed, the
     # result reports it "skipped" because of that one (one mistake, one message).
     after: tuple[str, ...] = ()
+
+    @property
+    def hint(self) -> str:
+        """The first hint: the one a check's own message may replace (grader/harness/checking.py)."""
+        return self.hints[0]
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,9 @@ class Exercise:
     checks: tuple[CheckSpec, ...]
     uses_gpu: bool = True
     cpu_note: str = ""  # shown to learners when graded without a GPU, where it matters to the exercise
+    # The reference solution (solution.py with solution.md) is offered after a passing submission, or
+    # after this many submissions when set (`solution_after:` in exercise.yaml).
+    solution_after: int | None = None
 
     @property
     def lesson_id(self) -> str:
@@ -84,6 +95,19 @@ class Exercise:
     @property
     def solution_path(self) -> Path:
         return self.path / "solution.py"
+
+    @property
+    def example_path(self) -> Path:
+        """`example.py`: `example(device)` builds the small inputs a Run calls the learner's function with."""
+        return self.path / "example.py"
+
+    def solution_code(self) -> str:
+        return self.solution_path.read_text(encoding="utf-8")
+
+    def solution_markdown(self) -> str:
+        """solution.md: a short explanation of the reference solution ("" when the folder has none)."""
+        path = self.path / "solution.md"
+        return path.read_text(encoding="utf-8") if path.is_file() else ""
 
     def starter_code(self) -> str:
         return (self.path / "starter.py").read_text(encoding="utf-8")
@@ -145,6 +169,10 @@ class QuizOption:
     text: str
     correct: bool
     explanation: str
+    # Stable across reordering: answers are stored by it. Default: the option's 1-based position ("1", "2",
+    # ...), so an instructor who reorders options gives each the id of its old position.
+    id: str = ""
+    pinned: bool = False  # `pin: true`: keeps its position when the options are shuffled ("All of the above")
 
 
 @dataclass(frozen=True)
@@ -156,6 +184,28 @@ class QuizQuestion:
     @property
     def answer(self) -> int:
         return next(i for i, o in enumerate(self.options) if o.correct)
+
+    @property
+    def answer_id(self) -> str:
+        return self.options[self.answer].id
+
+    def option(self, option_id: str) -> QuizOption:
+        """The option with this id; KeyError when there is none."""
+        for option in self.options:
+            if option.id == option_id:
+                return option
+        raise KeyError(option_id)
+
+    def shuffled(self, salt: str) -> tuple[QuizOption, ...]:
+        """The options in an order fixed by `salt` (a learner's): the same learner always sees the same order,
+        another learner most likely another. Pinned options keep their position."""
+        import hashlib
+
+        def key(option: QuizOption) -> str:
+            return hashlib.sha256(f"{salt}|{self.id}|{option.id}".encode()).hexdigest()
+
+        loose = iter(sorted((o for o in self.options if not o.pinned), key=key))
+        return tuple(o if o.pinned else next(loose) for o in self.options)
 
 
 @dataclass(frozen=True)
@@ -323,7 +373,7 @@ def load_exercise(path: Path, exercise_id: str, *, authoring_files: bool = True)
         if not isinstance(after, list) or any(a not in {c.id for c in checks} for a in after):
             raise CourseError(f"{meta_path}: check '{check_id}': 'after' must list ids of checks declared "
                               f"before it (got {after!r})")
-        checks.append(CheckSpec(check_id, _require(raw, "title", meta_path), _require(raw, "hint", meta_path),
+        checks.append(CheckSpec(check_id, _require(raw, "title", meta_path), _hints(raw, check_id, meta_path),
                                 evidence, why, tuple(after)))
     if len({c.id for c in checks}) != len(checks):
         raise CourseError(f"{meta_path}: check ids must be unique")
@@ -345,7 +395,27 @@ def load_exercise(path: Path, exercise_id: str, *, authoring_files: bool = True)
         checks=tuple(checks),
         uses_gpu=bool(meta.get("gpu", True)),
         cpu_note=str(meta.get("cpu_note", "") or "").strip(),
+        solution_after=_solution_after(meta, meta_path),
     )
+
+
+def _hints(raw: dict[str, Any], check_id: str, meta_path: Path) -> tuple[str, ...]:
+    """`hints: [...]` (revealed one by one), or one `hint:`; not both."""
+    if ("hint" in raw) == ("hints" in raw):
+        raise CourseError(f"{meta_path}: check '{check_id}' needs 'hints: [...]' or one 'hint:' (not both)")
+    hints = raw["hints"] if "hints" in raw else [raw["hint"]]
+    if not isinstance(hints, list) or not hints or not all(isinstance(h, str) and h.strip() for h in hints):
+        raise CourseError(f"{meta_path}: check '{check_id}': 'hints' must be a list of one or more texts")
+    return tuple(h.strip() for h in hints)
+
+
+def _solution_after(meta: dict[str, Any], meta_path: Path) -> int | None:
+    value = meta.get("solution_after")
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise CourseError(f"{meta_path}: 'solution_after' must be a number of submissions (1 or more)")
+    return value
 
 
 def _load_card(path: Path) -> Card:
@@ -364,11 +434,16 @@ def _load_quiz(path: Path) -> Quiz:
     questions = []
     for i, raw in enumerate(_require(data, "questions", path, list)):
         options = []
-        for opt in _require(raw, "options", path, list):
+        for position, opt in enumerate(_require(raw, "options", path, list), start=1):
+            option_id = str(opt.get("id", position))
+            if not CHECK_ID.match(option_id):
+                raise CourseError(f"{path}: question {i + 1}: option id '{option_id}' must be lower-case-with-dashes")
             options.append(QuizOption(str(_require(opt, "text", path)), bool(opt.get("correct", False)),
-                                      str(_require(opt, "explanation", path))))
+                                      str(_require(opt, "explanation", path)), option_id, bool(opt.get("pin", False))))
         if sum(o.correct for o in options) != 1:
             raise CourseError(f"{path}: question {i + 1} must have exactly one option with 'correct: true'")
+        if len({o.id for o in options}) != len(options):
+            raise CourseError(f"{path}: question {i + 1}: two options have the same id")
         questions.append(QuizQuestion(str(raw.get("id", f"q{i + 1}")), _require(raw, "question", path),
                                       tuple(options)))
     return Quiz(str(data.get("title", "Quick Check")), tuple(questions))
@@ -391,6 +466,9 @@ def load_lesson(path: Path, number: int) -> Lesson:
         if not SLUG.match(step_id) or step_id.isdigit():
             raise CourseError(f"{meta_path}: step id '{step_id}' (of {kind} {ref}) must be lower-case-with-dashes "
                               "and not only digits: set 'id:' on the step")
+        if step_id in RESERVED_STEP_IDS:
+            raise CourseError(f"{meta_path}: step id '{step_id}' (of {kind} {ref}) is the lesson's end page: "
+                              "set another 'id:' on the step")
         if step_id in {s.id for s in steps}:
             raise CourseError(f"{meta_path}: two steps have the id '{step_id}': give one an 'id:' of its own")
         steps.append(dataclasses.replace(step_kind.load(path, ref, meta_path), id=step_id))

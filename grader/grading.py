@@ -1,12 +1,24 @@
-"""The one way to grade: the CLI, the web app and the queue worker all call `run_submission`."""
+"""The one way to grade: the CLI, the web app and the queue worker all call `run_submission`; a Run (the
+learner's function once on the exercise's example, no verdict) is its sibling `run_example`, through the
+same sandbox and protocol."""
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grader.course import Course, Exercise, load_course
-from grader.protocol import MAX_CODE_BYTES, CodeTooLarge, ProtocolError, Request, infra_error
+from grader.protocol import (
+    MAX_CODE_BYTES,
+    CodeTooLarge,
+    ProtocolError,
+    RawVerdict,
+    Request,
+    RequestKind,
+    Status,
+    infra_error,
+)
 from grader.result import build_result, validate_result
 
 if TYPE_CHECKING:
@@ -47,11 +59,43 @@ def run_submission(exercise: str | Exercise, code: str, *, sandbox: str | Sandbo
     Raises KeyError for an unknown exercise and SubmissionError for code that cannot be graded; any
     failure of the grading machinery itself is returned as status "infra-error", never raised.
     """
+    exercise = resolve_exercise(exercise, course)
+    raw, name, duration = _through_sandbox(exercise, code, RequestKind.GRADE, sandbox, seed, hide)
+    result = build_result(exercise, raw, name, duration)
+    validate_result(result)
+    return result
+
+
+def run_example(exercise: str | Exercise, code: str, *, sandbox: str | Sandbox = "auto",
+                seed: int | None = None, course: Course | None = None,
+                hide: list[Path] | None = None) -> dict[str, Any]:
+    """A Run: call the learner's function once on the exercise's `example.py`, in the same sandbox and through
+    the same protocol as a grading (a request of kind "run"), and return what happened, without a verdict:
+
+        {"exercise", "status": ran | error | timeout | killed | infra-error, "output", "output_truncated",
+         "returned" (repr, or null), "returned_truncated", "error" ({kind, message, line} or null),
+         "device", "notes", "sandbox", "duration_s"}
+
+    Same arguments and exceptions as `run_submission`."""
+    exercise = resolve_exercise(exercise, course)
+    raw, name, duration = _through_sandbox(exercise, code, RequestKind.RUN, sandbox, seed, hide)
+    ran = raw.run if raw.status is Status.RAN and raw.run else None
+    on_cpu = bool(raw.device) and not raw.device.startswith("cuda")
+    return {"exercise": exercise.id, "status": raw.status.value, "output": raw.output,
+            "output_truncated": raw.output_truncated, "returned": ran["returned"] if ran else None,
+            "returned_truncated": bool(ran and ran["returned_truncated"]),
+            "error": asdict(raw.error) if raw.error else None, "device": raw.device,
+            "notes": [exercise.cpu_note] if exercise.cpu_note and on_cpu else [],
+            "sandbox": name, "duration_s": round(duration, 3)}
+
+
+def _through_sandbox(exercise: Exercise, code: str, kind: RequestKind, sandbox: str | Sandbox, seed: int | None,
+                     hide: list[Path] | None) -> tuple[RawVerdict, str, float]:
+    """One request through a sandbox: (the raw verdict, the sandbox's name, seconds it took)."""
     from sandbox import SandboxError, get_sandbox
 
-    exercise = resolve_exercise(exercise, course)
     try:
-        request = Request(exercise.id, code, seed)
+        request = Request(exercise.id, code, seed, kind)
     except CodeTooLarge as exc:
         raise SubmissionError(str(exc)) from None
     started = time.monotonic()
@@ -62,6 +106,4 @@ def run_submission(exercise: str | Exercise, code: str, *, sandbox: str | Sandbo
         raw = runner.run(exercise, request)
     except (SandboxError, ProtocolError) as exc:
         raw = infra_error(f"The grader failed: {exc}")
-    result = build_result(exercise, raw, name, time.monotonic() - started)
-    validate_result(result)
-    return result
+    return raw, name, time.monotonic() - started

@@ -9,10 +9,13 @@ to it the same way, one JSON object per line:
 
 One request per process: a process that has graded a submission never sees another one.
 
-Room is reserved for what comes next: a request kind that *runs* the learner's function on an example
-without grading (learner flows) will be a new `RequestKind`; spy events streamed while the learner's
-code runs (integrity) will be lines of type "event" before the verdict. Today a harness sends neither,
-and a reader refuses any line type it does not know.
+A request of kind "run" runs the learner's function once on the exercise's example (`example.py`)
+without grading: the verdict's status is "ran" (or error, timeout, killed when it did not get that far),
+its `run` holds the repr of what the function returned, its `output` what the code printed.
+
+Room is reserved for what comes next: spy events streamed while the learner's code runs (integrity)
+will be lines of type "event" before the verdict. Today a harness sends none, and a reader refuses any
+line type it does not know.
 
 Limits and caps live here and are checked once, where data crosses a boundary: `Request.decode` in
 the harness, `RawVerdict.decode` in the sandbox, `check_code_size` at the edges that accept code.
@@ -60,10 +63,12 @@ class Status(str, Enum):
     TIMEOUT = "timeout"  # the learner's code ran past its time limit
     KILLED = "killed"  # stopped for a resource (memory, output, CPU, file size) or by a signal
     INFRA_ERROR = "infra-error"  # the grader itself failed: not the learner's doing
+    RAN = "ran"  # a run request: the learner's function returned (no checks ran, no verdict on the code)
 
 
 class RequestKind(str, Enum):
     GRADE = "grade"  # run the checks, return a verdict
+    RUN = "run"  # call the learner's function once on the exercise's example.py, return what it did
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,7 @@ class RawVerdict:
     problems: list[str] = field(default_factory=list)  # for the exercise's author, never the learner
     trace: dict[str, Any] | None = None  # grader/display.py: what the learner's code did, call by call
     figures: list[dict[str, Any]] = field(default_factory=list)
+    run: dict[str, Any] | None = None  # a run request's {returned, returned_truncated}
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -149,7 +155,7 @@ class RawVerdict:
         return cls(status=Status(data["status"]), error=ErrorInfo(**error) if error else None,
                    checks=data.get("checks") or {}, device=data.get("device"), notes=list(data.get("notes") or []),
                    output=data.get("output", ""), output_truncated=bool(data.get("output_truncated", False)),
-                   seed=data.get("seed"), problems=list(data.get("problems") or []),
+                   seed=data.get("seed"), problems=list(data.get("problems") or []), run=data.get("run"),
                    trace=data.get("trace"), figures=list(data.get("figures") or []))
 
 

@@ -59,7 +59,7 @@ def _explain(checks: list[dict[str, Any]], causes: dict[str, list[str]]) -> None
     for check_id in list(failed):  # in declared order; a check already skipped explains nothing (cycles)
         cause = root(check_id)
         if cause is not None:
-            failed[check_id].update(status="skipped", passed=None, because=cause, hint="", line=None,
+            failed[check_id].update(status="skipped", passed=None, because=cause, hint="", hints=[], line=None,
                                     message=f"Not judged: \"{failed[cause]['title']}\" failed, and that "
                                             "explains this one.")
 
@@ -88,14 +88,16 @@ def build_result(exercise: Exercise, raw: RawVerdict, sandbox: str, duration_s: 
     causes: dict[str, list[str]] = {}  # failed check -> the checks whose failure may explain it
     for spec in exercise.checks:
         check = {"id": spec.id, "title": spec.title, "status": "passed", "passed": True, "because": None,
-                 "message": "", "hint": "", "line": None}
+                 "message": "", "hint": "", "hints": [], "line": None}
         got = raw.checks.get(spec.id)
         if error:
             check.update(status="skipped", passed=None, because="load")
         elif got is None or not got["passed"]:
             got = got or {"message": "This check did not run.", "line": None}
+            # The check may word the first hint for what it saw; the exercise's further hints follow it.
+            first = got["hint"] if isinstance(got.get("hint"), str) else spec.hint
             check.update(status="failed", passed=False, message=got.get("message") or "", line=got.get("line"),
-                         hint=got["hint"] if isinstance(got.get("hint"), str) else spec.hint,
+                         hint=first, hints=[first, *spec.hints[1:]],
                          event=got.get("event") if isinstance(got.get("event"), int) else None)
             causes[spec.id] = [got["explained_by"]] if got.get("explained_by") else list(spec.after)
         checks.append(check)

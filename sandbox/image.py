@@ -1,9 +1,10 @@
 """What goes into the grader image, and whether a built image is still current.
 
-The image holds the `grader` package and, per exercise, only `exercise.yaml` and `checks/`: never a
-reference solution, a starter or a mistake. `sandbox/build-images` assembles the build context with
-`write_context`; the docker sandbox compares the image's `dla.content` label with `content_fingerprint()`
-so it never grades with checks older than the ones on disk.
+The image holds the `grader` package and, per exercise, only `exercise.yaml`, `example.py` (what a Run
+calls the learner's function with) and `checks/`: never a reference solution, a starter or a mistake.
+`sandbox/build-images` assembles the build context with `write_context`; the docker sandbox compares the
+image's `dla.content` label with `content_fingerprint()` so it never grades with checks older than the ones
+on disk.
 
     python -m sandbox.image context DEST   # write the build context, print its fingerprint
     python -m sandbox.image fingerprint    # print the fingerprint of the current files
@@ -35,7 +36,8 @@ def image_files() -> dict[str, Path]:
     course = exercises_root()
     for meta in sorted(course.rglob("exercise.yaml")):
         folder = meta.parent
-        wanted = [meta] + sorted(p for p in (folder / "checks").rglob("*")
+        example = [folder / "example.py"] if (folder / "example.py").is_file() else []
+        wanted = [meta, *example] + sorted(p for p in (folder / "checks").rglob("*")
                                  if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
         for path in wanted:
             files[f"exercises/{path.relative_to(course).as_posix()}"] = path

@@ -258,7 +258,7 @@ class QueueStack:
         process.wait(timeout=10)
 
     def logs(self) -> str:
-        return "\n".join(f"--- {path.name}\n{path.read_text(errors='replace')[-3000:]}"
+        return "\n".join(f"--- {path.name}\n{path.read_text(errors='replace')[-8000:]}"
                          for path in sorted(self.tmp_path.glob("worker-*.log")))
 
     def close(self) -> None:

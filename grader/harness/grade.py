@@ -153,6 +153,38 @@ def verdict_for(exercise: Exercise, code: str, confinement: Confinement, *, seed
     return verdict
 
 
+def run_for(exercise: Exercise, code: str, confinement: Confinement, *, seed: int | None = None,
+            hide: list[Path] | None = None) -> RawVerdict:
+    """A Run: call the learner's function once on the exercise's example (example.py), confined exactly as
+    for grading (same limits, same view, same isolation), and report what it printed, what it returned or
+    the error with its line. No checks run; the status is RAN when the function returned."""
+    from grader.harness.isolation import Limits, run_confined
+    from grader.harness.learner import make_run_target
+    from grader.harness.view import grader_view
+
+    seed = random.randrange(1, 2**31) if seed is None else seed
+    _limit_self(exercise)
+    verdict = _syntax_error(code)
+    if verdict is None and not exercise.example_path.is_file():
+        verdict = infra_error(f"The exercise {exercise.id} has no example to run (example.py).")
+    if verdict is None:
+        limits = Limits(time_s=exercise.time_limit_s, memory_mb=exercise.memory_mb)
+        before_drop, target = make_run_target(exercise.path, code, exercise.entry, list(exercise.params), seed,
+                                              exercise.memory_mb)
+        view = grader_view([exercise.path.resolve().parent.parent, *(hide or [])]) \
+            if confinement is Confinement.NAMESPACES else None
+        outcome = run_confined(target, limits, confinement, view, before_drop)
+        verdict, observations = _interpret(outcome, limits)
+        verdict.output, verdict.output_truncated = outcome.output, outcome.output_truncated
+        verdict.notes.extend(n for n in outcome.isolation if n not in verdict.notes)
+        if observations is not None:
+            verdict.status = Status.RAN
+            verdict.run = {"returned": str(observations.get("returned", ""))[:4000],
+                           "returned_truncated": bool(observations.get("returned_truncated"))}
+    verdict.seed = seed
+    return verdict
+
+
 def load_referee(checks_dir: Path, seed: int, device: str):  # noqa: ANN201 - channel.Referee
     """The exercise's `checks/referee.py` Referee, or the plain one (it keeps the event stream)."""
     import importlib.util

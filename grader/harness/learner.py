@@ -189,3 +189,56 @@ def make_target(checks_dir: Path, code: str | None, entry: str, params: list[str
         return buffer.getvalue()
 
     return before_drop, target
+
+
+RETURNED_CAP = 2000  # characters of the repr of what a Run's call returned
+
+
+def load_example(exercise_dir: Path) -> types.ModuleType:
+    """The exercise's `example.py`: `example(device)` returns the arguments of one call of the learner's function
+    (a tuple, in the order of `params`), small enough to print."""
+    sys.path.insert(0, str(exercise_dir / "checks"))  # an example may build on the checks' scenario
+    spec = importlib.util.spec_from_file_location("exercise_example", exercise_dir / "example.py")
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"{exercise_dir}/example.py: cannot be loaded")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def make_run_target(exercise_dir: Path, code: str, entry: str, params: list[str], seed: int,
+                    memory_mb: int) -> tuple[Callable[[], None], Callable[[], bytes]]:
+    """(load example.py, call the learner's function once on its example): a Run, confined like a grading.
+    Sends back the repr of what the call returned (capped) or the learner-facing error; what the code printed
+    is the confined process's output, captured by isolation.py."""
+    box: dict[str, types.ModuleType] = {}
+
+    def before_drop() -> None:
+        box["example"] = load_example(exercise_dir)
+
+    def target() -> bytes:
+        from grader.harness.emulation import install_cuda_emulation
+
+        stage = "load"
+        try:
+            install_cuda_emulation()  # the lesson's CUDA code runs on a CPU-only host, as when graded
+            function = load_submission(code, entry, params, memory_mb)
+            stage = "run"
+            torch.manual_seed(seed)
+            args = box["example"].example(amp_device())
+            value = ProbeAPI(function, seed, memory_mb).call(*args)
+            try:
+                text = repr(value)
+            except Exception as exc:  # noqa: BLE001 - a __repr__ of the learner's that raises
+                text = f"<{type(value).__name__} whose repr() raised {type(exc).__name__}>"
+            message = {"ok": True, "observations": {"returned": text[:RETURNED_CAP],
+                                                    "returned_truncated": len(text) > RETURNED_CAP}}
+        except LearnerError as err:
+            message = {"ok": False, "error": err.frame(), "stage": stage}
+        except BaseException as exc:  # noqa: BLE001 - e.g. SystemExit from the learner's function
+            message = {"ok": False, "error": describe_exception(exc, memory_mb).frame(), "stage": stage}
+        buffer = io.BytesIO()
+        torch.save(message, buffer)
+        return buffer.getvalue()
+
+    return before_drop, target

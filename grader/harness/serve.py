@@ -59,7 +59,8 @@ def read_request(stream: IO[bytes]) -> Request | None:
 
 def serve_one(root: Path, hide: list[Path], confinement: Confinement, warm_s: float) -> int:
     """Steps 2 and 3 for this process's stdin/stdout (the imports are already warm)."""
-    from grader.harness.grade import verdict_for
+    from grader.harness.grade import run_for, verdict_for
+    from grader.protocol import RequestKind
 
     # Keep a private copy of stdout for our lines; fd 1 (and sys.stdout) now lead to stderr.
     out = os.fdopen(os.dup(1), "wb")
@@ -72,8 +73,9 @@ def serve_one(root: Path, hide: list[Path], confinement: Confinement, warm_s: fl
         request = read_request(sys.stdin.buffer)
         if request is None:
             return 0
-        verdict = verdict_for(resolve_exercise(root, request.exercise), request.code, confinement,
-                              seed=request.seed, hide=hide)
+        answer = run_for if request.kind is RequestKind.RUN else verdict_for
+        verdict = answer(resolve_exercise(root, request.exercise), request.code, confinement,
+                         seed=request.seed, hide=hide)
     except ProtocolError as exc:
         verdict = infra_error(f"The grader got a bad request: {exc}")
     except Exception as exc:  # noqa: BLE001 - reported as an infrastructure failure, never a crash

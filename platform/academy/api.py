@@ -1,6 +1,8 @@
 """The JSON API (docs/openapi.yaml): submissions, drafts, progress. Session cookie + CSRF header, or Bearer."""
 from __future__ import annotations
 
+import difflib
+import json
 from typing import Any
 
 from flask import Blueprint, abort, g, jsonify, request, url_for
@@ -9,10 +11,10 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from academy import jobs, progress
-from academy.content import get_content
+from academy.content import get_content, render_markdown
 from academy.db import get_session
 from academy.limits import account_key, client_address, limit, limiter
-from academy.models import PENDING, Draft, JobStatus, Submission
+from academy.models import GRADED, PENDING, Draft, HintReveal, JobStatus, Submission, SubmissionKind
 from academy.security import login_required
 from academy.settings import settings
 from grader.course import Exercise
@@ -21,12 +23,45 @@ from grader.grading import MAX_CODE_BYTES
 bp = Blueprint("api", __name__, url_prefix="/api")
 
 
-def submission_json(submission: Submission) -> dict[str, Any]:
-    return {"id": submission.id, "exercise": submission.exercise_id, "status": submission.status,
+def submission_json(submission: Submission, *, code: bool = False) -> dict[str, Any]:
+    """A submission as the API returns it. To its learner, hints come only as far as revealed (hints_on_request);
+    an instructor looking at someone else's submission sees them all."""
+    result = submission.result
+    if result is not None and submission.user_id == g.user.id:
+        result = hints_on_request(submission, result)
+    data = {"id": submission.id, "exercise": submission.exercise_id, "status": submission.status,
             "created_at": submission.created_at.isoformat() + "Z",
             "started_at": submission.started_at.isoformat() + "Z" if submission.started_at else None,
             "finished_at": submission.finished_at.isoformat() + "Z" if submission.finished_at else None,
-            "error": submission.error_message, "result": submission.result}
+            "error": submission.error_message, "result": result}
+    if code:
+        data["code"] = submission.code
+    return data
+
+
+def _all_hints(check: dict[str, Any]) -> list[str]:
+    # Results stored before hints lists have "hint" alone.
+    return list(check.get("hints") or ([check["hint"]] if check.get("hint") else []))
+
+
+def hints_on_request(submission: Submission, result: dict[str, Any]) -> dict[str, Any]:
+    """The result with each failed check's hints cut to those the learner revealed (`hints`), and how many
+    there are (`hints_total`): an unrevealed hint never reaches the browser."""
+    revealed: dict[str, int] = {}
+    for check_id, number in get_session().execute(select(HintReveal.check_id, HintReveal.number).where(
+            HintReveal.submission_id == submission.id)).all():
+        revealed[check_id] = max(revealed.get(check_id, 0), number)
+    for check in result.get("checks", []):
+        hints = _all_hints(check)
+        check["hints"], check["hints_total"], check["hint"] = hints[:revealed.get(check["id"], 0)], len(hints), ""
+    return result
+
+
+def _own_submission(submission_id: int) -> Submission:
+    submission = get_session().get(Submission, submission_id)
+    if submission is None or submission.user_id != g.user.id or submission.kind != SubmissionKind.GRADE:
+        abort(404, description="There is no such submission of yours.")
+    return submission
 
 
 def _json_body() -> dict[str, Any]:
@@ -73,25 +108,21 @@ def fair_key() -> str:
 
 
 def _pending_message(user_id: int) -> str:
-    pending = get_session().scalar(select(Submission.id).where(
+    pending = get_session().scalar(select(Submission).where(
         Submission.user_id == user_id, Submission.status.in_(PENDING)))
-    which = f" (#{pending})" if pending is not None else ""
+    if pending is not None and pending.kind == SubmissionKind.RUN:
+        return "Your Run is still going. Wait for its output, then try again: one job at a time per learner."
+    which = f" (#{pending.id})" if pending is not None else ""
     return (f"Your previous submission{which} is still being graded. Wait for its verdict, then submit "
             "again: a new submission does not replace one that is waiting.")
 
 
-@bp.post("/submissions")
-@login_required
-@limiter.limit(_submission_limit, key_func=account_key, error_message=_submission_limit_message)
-@limiter.limit(limit("limit_submissions_per_address"),
-               error_message="Too many submissions from your network right now; try again in a minute.")
-def create_submission() -> ResponseReturnValue:
-    data = _json_body()
-    exercise = _exercise_or_404(data.get("exercise"))
-    code = _code_field(data)
+def _queue(kind: SubmissionKind, exercise: Exercise, code: str, endpoint: str) -> ResponseReturnValue:
+    """Store a submission or a Run as queued and start its job; 429 while the learner has one pending (the
+    database's ix_submissions_one_pending covers both kinds)."""
     db = get_session()
     submission = Submission(user_id=g.user.id, exercise_id=exercise.id, code=code, status=JobStatus.QUEUED,
-                            fair_key=fair_key())
+                            fair_key=fair_key(), kind=kind)
     db.add(submission)
     try:
         db.commit()  # stored before grading starts: a crash from here on cannot lose it
@@ -104,8 +135,43 @@ def create_submission() -> ResponseReturnValue:
     jobs.enqueue(submission.id, submission.fair_key)
     response = jsonify(id=submission.id, status=JobStatus.QUEUED)
     response.status_code = 202
-    response.headers["Location"] = url_for("api.get_submission", submission_id=submission.id)
+    response.headers["Location"] = url_for(endpoint, submission_id=submission.id)
     return response
+
+
+@bp.post("/submissions")
+@login_required
+@limiter.limit(_submission_limit, key_func=account_key, error_message=_submission_limit_message)
+@limiter.limit(limit("limit_submissions_per_address"),
+               error_message="Too many submissions from your network right now; try again in a minute.")
+def create_submission() -> ResponseReturnValue:
+    data = _json_body()
+    exercise = _exercise_or_404(data.get("exercise"))
+    return _queue(SubmissionKind.GRADE, exercise, _code_field(data), "api.get_submission")
+
+
+@bp.post("/runs")
+@login_required
+@limiter.limit(limit("limit_runs_per_account"), key_func=account_key,
+               error_message="Too many Runs; wait a minute, or submit.")
+@limiter.limit(limit("limit_runs_per_address"), error_message="Too many Runs from your network right now.")
+def create_run() -> ResponseReturnValue:
+    """Run the learner's function once on the exercise's example: output, return value or error; no verdict,
+    not an attempt. It is one job like a submission: one pending job per learner, whichever kind."""
+    data = _json_body()
+    exercise = _exercise_or_404(data.get("exercise"))
+    return _queue(SubmissionKind.RUN, exercise, _code_field(data), "api.get_run")
+
+
+@bp.get("/runs/<int:submission_id>")
+@login_required
+def get_run(submission_id: int) -> ResponseReturnValue:
+    run = get_session().get(Submission, submission_id)
+    if run is None or run.user_id != g.user.id or run.kind != SubmissionKind.RUN:
+        abort(404, description="There is no such Run of yours.")
+    return jsonify(id=run.id, exercise=run.exercise_id, status=run.status, error=run.error_message,
+                   created_at=run.created_at.isoformat() + "Z",
+                   run=json.loads(run.result_json) if run.result_json and run.status == JobStatus.DONE else None)
 
 
 @bp.get("/submissions/<int:submission_id>")
@@ -113,15 +179,60 @@ def create_submission() -> ResponseReturnValue:
 def get_submission(submission_id: int) -> ResponseReturnValue:
     submission = get_session().get(Submission, submission_id)
     # Someone else's submission answers 404, not 403: ids of other learners' work are not confirmed.
-    if submission is None or (submission.user_id != g.user.id and not g.user.is_instructor):
+    if submission is None or submission.kind != SubmissionKind.GRADE or \
+            (submission.user_id != g.user.id and not g.user.is_instructor):
         abort(404, description="There is no such submission of yours.")
-    return jsonify(submission_json(submission))
+    return jsonify(submission_json(submission, code=True))
+
+
+@bp.post("/submissions/<int:submission_id>/hints")
+@login_required
+def reveal_hint(submission_id: int) -> ResponseReturnValue:
+    """Reveal the next hint of one failed check of one's own submission, and record that it was revealed.
+    No rate limit of its own: it writes at most one row per hint of a failed check, and nothing once all
+    are shown."""
+    submission = _own_submission(submission_id)
+    check_id = _json_body().get("check")
+    result = submission.result
+    check = next((c for c in (result or {}).get("checks", []) if c["id"] == check_id), None)
+    if check is None or check["status"] != "failed":
+        abort(404, description="That check did not fail in this submission: it has no hint to show.")
+    hints = _all_hints(check)
+    db = get_session()
+    shown = db.scalar(select(func.count()).select_from(HintReveal).where(
+        HintReveal.submission_id == submission.id, HintReveal.check_id == check_id)) or 0
+    if shown < len(hints):
+        db.add(HintReveal(user_id=g.user.id, submission_id=submission.id, check_id=check_id, number=shown + 1))
+        try:
+            db.commit()
+            shown += 1
+        except IntegrityError:  # the same hint revealed twice at once (a double click): it is recorded
+            db.rollback()
+            shown = db.scalar(select(func.count()).select_from(HintReveal).where(
+                HintReveal.submission_id == submission.id, HintReveal.check_id == check_id)) or 0
+    return jsonify(check=check_id, hints=hints[:shown], hints_total=len(hints))
+
+
+@bp.get("/submissions/<int:submission_id>/diff")
+@login_required
+def submission_diff(submission_id: int) -> ResponseReturnValue:
+    """The submission's code against the learner's previous submission of the same exercise (unified diff)."""
+    submission = _own_submission(submission_id)
+    previous = get_session().scalar(select(Submission).where(
+        Submission.user_id == g.user.id, Submission.exercise_id == submission.exercise_id, GRADED,
+        Submission.id < submission.id).order_by(Submission.id.desc()).limit(1))
+    if previous is None:
+        return jsonify(id=submission.id, previous=None, diff="")
+    lines = difflib.unified_diff(previous.code.splitlines(keepends=True), submission.code.splitlines(keepends=True),
+                                 f"submission #{previous.id}", f"submission #{submission.id}")
+    return jsonify(id=submission.id, previous=previous.id,
+                   diff="".join(line if line.endswith("\n") else line + "\n" for line in lines))
 
 
 @bp.get("/submissions")
 @login_required
 def list_submissions() -> ResponseReturnValue:
-    query = select(Submission).where(Submission.user_id == g.user.id)
+    query = select(Submission).where(Submission.user_id == g.user.id, GRADED)
     if request.args.get("exercise"):
         query = query.where(Submission.exercise_id == request.args["exercise"])
     rows = get_session().scalars(query.order_by(Submission.id.desc()).limit(50)).all()
@@ -154,10 +265,24 @@ def get_progress() -> ResponseReturnValue:
     statuses = progress.course_status(g.user, content.course.lessons)
     passed = progress.passed_exercises(g.user)
     attempts = dict(get_session().execute(select(Submission.exercise_id, func.count()).where(
-        Submission.user_id == g.user.id).group_by(Submission.exercise_id)).all())
+        Submission.user_id == g.user.id, GRADED).group_by(Submission.exercise_id)).all())
     return jsonify(user=g.user.display_name, lessons=[s.as_json() for s in statuses],
                    exercises=[{"id": ex_id, "passed": ex_id in passed, "attempts": attempts.get(ex_id, 0)}
                               for ex_id in content.course.exercises])
+
+
+@bp.get("/exercises/<path:exercise_id>/solution")
+@login_required
+def get_solution(exercise_id: str) -> ResponseReturnValue:
+    """The reference solution and its explanation, once the learner may see them (progress.solution_open)."""
+    exercise = _exercise_or_404(exercise_id)
+    if not progress.solution_open(g.user, exercise):
+        response = jsonify(error=progress.solution_rule(exercise))
+        response.status_code = 403
+        return response
+    explanation = exercise.solution_markdown()
+    return jsonify(exercise=exercise.id, code=exercise.solution_code(), explanation=explanation,
+                   explanation_html=render_markdown(explanation))
 
 
 @bp.get("/exercises")

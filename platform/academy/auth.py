@@ -9,6 +9,7 @@ from flask.typing import ResponseReturnValue
 from sqlalchemy import func, select
 from werkzeug.security import check_password_hash, generate_password_hash
 
+from academy import progress
 from academy.db import get_session
 from academy.inputs import safe_next
 from academy.limits import client_address, limit, limiter
@@ -103,9 +104,45 @@ def signin() -> ResponseReturnValue:
         if not check_password(user, request.form.get("password", "")):
             flash("Wrong email or password.", "error")
             return render_template("auth/signin.html", email=email), 401
+        guest = g.user if g.user is not None and g.user.is_guest and g.user.id != user.id else None
         start_session(user)
-        return redirect(_safe_next(url_for("index")))
+        target = _safe_next(url_for("index"))
+        if guest is not None and progress.has_progress(guest):
+            # Offer to keep what was done as a guest (auth.merge); the guest id travels in the signed cookie.
+            session["merge_guest"] = guest.id
+            return redirect(url_for("auth.merge", next=target))
+        return redirect(target)
     return render_template("auth/signin.html", email="")
+
+
+@bp.route("/merge", methods=["GET", "POST"])
+@login_required
+def merge() -> ResponseReturnValue:
+    """After signing in from a guest session: merge the guest's progress into the account, or leave it."""
+    db = get_session()
+    guest_id = session.get("merge_guest")
+    guest = db.get(User, guest_id) if isinstance(guest_id, int) else None
+    target = _safe_next(url_for("index"))
+    if guest is None or not guest.is_guest or g.user.is_guest:
+        session.pop("merge_guest", None)
+        return redirect(target)
+    if request.method == "POST":
+        session.pop("merge_guest", None)
+        if request.form.get("action") == "merge":
+            progress.merge_guest(guest, g.user)
+            db.commit()
+            flash("Your guest progress is now part of your account.", "info")
+        else:
+            flash("Your guest progress was not merged; it is no longer reachable.", "info")
+        return redirect(target)
+    return render_template("auth/merge.html", summary=progress.summary(guest), next=target)
+
+
+@bp.get("/signout")
+@login_required
+def signout_page() -> ResponseReturnValue:
+    """Guests are warned before signing out: their progress is reachable only from this browser's session."""
+    return render_template("auth/signout.html", summary=progress.summary(g.user))
 
 
 @bp.post("/guest")

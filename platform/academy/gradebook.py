@@ -19,7 +19,7 @@ from typing import Callable
 from sqlalchemy import func, select
 
 from academy.db import get_session
-from academy.models import JobStatus, LessonProgress, QuizAnswer, StepVisit, Submission, User
+from academy.models import GRADED, HintReveal, JobStatus, LessonProgress, QuizAnswer, StepVisit, Submission, User
 from grader.course import Course
 
 
@@ -33,6 +33,7 @@ class LearnerRecord:
     last: dict[str, Submission] = field(default_factory=dict)  # exercise id -> latest submission
     passed: set[str] = field(default_factory=set)  # exercise ids with a passing submission
     first_try: dict[tuple[str, str], bool] = field(default_factory=dict)  # (lesson, question) -> first right?
+    hints: dict[str, int] = field(default_factory=dict)  # exercise id -> hints the learner opened
     resume: dict[str, str] = field(default_factory=dict)  # lesson id -> step id last opened
 
     def quiz_grade(self, course: Course, lesson_id: str) -> float:
@@ -71,7 +72,7 @@ def records(course: Course, user_ids: list[int]) -> list[LearnerRecord]:
         found[uid].steps_seen = dict(per_lesson)
     for row in db.scalars(select(LessonProgress).where(LessonProgress.user_id.in_(found))):
         found[row.user_id].resume[row.lesson_id] = row.step_id
-    for sub in db.scalars(select(Submission).where(Submission.user_id.in_(found)).order_by(Submission.id)):
+    for sub in db.scalars(select(Submission).where(Submission.user_id.in_(found), GRADED).order_by(Submission.id)):
         record = found[sub.user_id]
         record.attempts[sub.exercise_id] = record.attempts.get(sub.exercise_id, 0) + 1
         record.last[sub.exercise_id] = sub
@@ -84,6 +85,10 @@ def records(course: Course, user_ids: list[int]) -> list[LearnerRecord]:
             select(QuizAnswer.user_id, QuizAnswer.lesson_id, QuizAnswer.question_id, QuizAnswer.correct)
             .where(QuizAnswer.user_id.in_(found)).order_by(QuizAnswer.id)):
         found[uid].first_try.setdefault((lesson_id, question_id), bool(correct))
+    for uid, exercise_id, count in db.execute(
+            select(HintReveal.user_id, Submission.exercise_id, func.count()).join(Submission)
+            .where(HintReveal.user_id.in_(found)).group_by(HintReveal.user_id, Submission.exercise_id)):
+        found[uid].hints[exercise_id] = count
     return [found[uid] for uid in user_ids if uid in found]
 
 

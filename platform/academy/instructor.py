@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from academy import gradebook, jobs
 from academy.content import get_content, reload_content
 from academy.db import get_session
-from academy.models import PENDING, JobStatus, RegradeRun, Submission, User, ValidationRun
+from academy.models import GRADED, PENDING, JobStatus, RegradeRun, Submission, User, ValidationRun
 from academy.security import instructor_required
 from academy.settings import settings
 from grader.course import CourseError
@@ -68,7 +68,7 @@ def page_number() -> int:
 
 def exercise_stats(exercise_id: str, page: int = 1) -> ExerciseStats:
     db = get_session()
-    where = Submission.exercise_id == exercise_id
+    where = (Submission.exercise_id == exercise_id) & GRADED  # attempts, not Runs
     attempts = db.scalar(select(func.count()).select_from(Submission).where(where)) or 0
     learners = db.scalar(select(func.count(Submission.user_id.distinct())).where(where)) or 0
     passed = db.scalar(select(func.count(Submission.user_id.distinct())).where(where, Submission.passed.is_(True)))

@@ -28,11 +28,13 @@ from sqlalchemy.exc import IntegrityError
 from academy.content import get_content
 from academy.db import get_session
 from academy.models import (
+    GRADED,
     PENDING,
     REGRADE_BUSY,
     JobStatus,
     RegradeRun,
     Submission,
+    SubmissionKind,
     ValidationRun,
     ValidationStatus,
     utcnow,
@@ -66,8 +68,9 @@ def _runner() -> Any:
 
 
 def grade_submission(submission_id: int) -> None:
-    """Grade one stored submission and store the verdict. Every failure ends as status "error"."""
-    from grader.grading import SubmissionError, run_submission
+    """Grade one stored submission and store the verdict, or for a Run what the run did. Every failure ends as
+    status "error"."""
+    from grader.grading import SubmissionError, run_example, run_submission
 
     db = get_session()
     submission = db.get(Submission, submission_id)
@@ -77,8 +80,9 @@ def grade_submission(submission_id: int) -> None:
     db.commit()
     try:
         exercise = get_content().exercise(submission.exercise_id)
-        result: dict[str, Any] | None = run_submission(exercise, submission.code,
-                                                       sandbox=grading_sandbox(current_app))
+        # A Run (kind "run") goes through the same sandbox and protocol, as a request of kind "run".
+        answer = run_example if submission.kind == SubmissionKind.RUN else run_submission
+        result: dict[str, Any] | None = answer(exercise, submission.code, sandbox=grading_sandbox(current_app))
     except KeyError:
         mark_failed("grade_submission", submission_id, f"The exercise '{submission.exercise_id}' no longer exists.")
         return
@@ -94,7 +98,7 @@ def grade_submission(submission_id: int) -> None:
         mark_failed("grade_submission", submission_id, result["error"]["message"], result=result)
         return
     submission.result_json = json.dumps(result)
-    submission.passed = bool(result["passed"])
+    submission.passed = bool(result.get("passed"))  # a Run has no verdict: never passed
     submission.status, submission.error_message, submission.finished_at = JobStatus.DONE, None, utcnow()
     db.commit()
 
@@ -155,7 +159,7 @@ def request_regrade(exercise_id: str) -> tuple[RegradeRun, bool]:
 
 def _finished_count(exercise_id: str) -> int:
     return get_session().scalar(select(func.count()).select_from(Submission).where(
-        Submission.exercise_id == exercise_id, Submission.status == JobStatus.DONE)) or 0
+        Submission.exercise_id == exercise_id, Submission.status == JobStatus.DONE, GRADED)) or 0
 
 
 def _busy_regrade(exercise_id: str) -> RegradeRun | None:
@@ -197,7 +201,7 @@ def regrade_exercise_run(run_id: int) -> None:
     entries = run.entries
     done = {entry["submission"] for entry in entries}
     ids = db.scalars(select(Submission.id).where(
-        Submission.exercise_id == run.exercise_id, Submission.status == JobStatus.DONE,
+        Submission.exercise_id == run.exercise_id, Submission.status == JobStatus.DONE, GRADED,
         Submission.created_at <= run.created_at).order_by(Submission.id)).all()
     run.status, run.started_at, run.updated_at = JobStatus.RUNNING, run.started_at or utcnow(), utcnow()
     run.total = len(done | set(ids))
@@ -252,7 +256,7 @@ def _regrade_submission(submission: Submission, exercise: Any) -> dict[str, Any]
     entry["changed"] = entry["new"] != entry["old"]
     entry["old_result"] = old
     submission.result_json = json.dumps(result)
-    submission.passed = bool(result["passed"])
+    submission.passed = bool(result.get("passed"))  # a Run has no verdict: never passed
     return entry
 
 

@@ -10,9 +10,9 @@ from sqlalchemy import select
 from academy import progress
 from academy.content import get_content
 from academy.db import get_session
-from academy.models import Draft, QuizAnswer, Submission
+from academy.models import GRADED, Draft, QuizAnswer, Submission
 from academy.security import login_required
-from grader.course import ExerciseStep, Lesson, Quiz, Step
+from grader.course import ExerciseStep, Lesson, Quiz, QuizQuestion, Step
 
 bp = Blueprint("lessons", __name__, url_prefix="/lessons")
 
@@ -73,25 +73,58 @@ def _editor_state(current: ExerciseStep) -> dict:
     db = get_session()
     draft = db.scalar(select(Draft).where(Draft.user_id == g.user.id, Draft.exercise_id == exercise.id))
     latest = db.scalar(select(Submission.id).where(Submission.user_id == g.user.id,
-                                                   Submission.exercise_id == exercise.id)
+                                                   Submission.exercise_id == exercise.id, GRADED)
                        .order_by(Submission.id.desc()).limit(1))
     return {"exercise": exercise.id, "starter": exercise.starter_code(),
             "code": draft.code if draft else exercise.starter_code(), "latest": latest,
-            "checks": [{"id": c.id, "title": c.title} for c in exercise.checks]}
+            "checks": [{"id": c.id, "title": c.title} for c in exercise.checks],
+            "solution_open": progress.solution_open(g.user, exercise),
+            "solution_rule": progress.solution_rule(exercise)}
 
 
-def _latest_answers(lesson: Lesson, quiz: Quiz) -> dict[str, QuizAnswer]:
-    rows = get_session().scalars(select(QuizAnswer).where(QuizAnswer.user_id == g.user.id,
-                                                          QuizAnswer.lesson_id == lesson.id)
-                                 .order_by(QuizAnswer.id)).all()
-    return {row.question_id: row for row in rows}  # the newest answer per question wins
+def _answers(lesson: Lesson) -> list[QuizAnswer]:
+    return list(get_session().scalars(select(QuizAnswer).where(QuizAnswer.user_id == g.user.id,
+                                                               QuizAnswer.lesson_id == lesson.id)
+                                      .order_by(QuizAnswer.created_at, QuizAnswer.id)))
+
+
+def first_tries(lesson: Lesson, quiz: Quiz) -> dict[str, bool]:
+    """Whether the learner's first answer to each question they answered was right, by question id."""
+    first: dict[str, bool] = {}
+    for row in _answers(lesson):
+        first.setdefault(row.question_id, row.correct)
+    return {q.id: first[q.id] for q in quiz.questions if q.id in first}
+
+
+def _quiz_state(lesson: Lesson, quiz: Quiz) -> dict[str, Any]:
+    latest = {row.question_id: row for row in _answers(lesson)}  # the newest answer per question wins
+    salt = str(g.user.id)
+    options: dict[str, tuple] = {q.id: q.shuffled(salt) for q in quiz.questions}
+    return {"answers": latest, "options": options, "first_tries": first_tries(lesson, quiz)}
 
 
 # What a step's page shows beyond its HTML, by kind of step (grader.course.STEP_KINDS); cards need nothing.
 _PAGE_EXTRAS: dict[str, Callable[[Lesson, Step], dict[str, Any]]] = {
     "exercise": lambda lesson, step: {"editor": _editor_state(step)},
-    "quiz": lambda lesson, step: {"answers": _latest_answers(lesson, step)},
+    "quiz": _quiz_state,
 }
+
+
+@bp.route("/<lesson_id>/end")
+@login_required
+def lesson_end(lesson_id: str) -> ResponseReturnValue:
+    """The lesson's completion page: the quiz's first-try result, what was practised, the next lesson."""
+    content = get_content()
+    lesson = _lesson_or_404(lesson_id)
+    status = progress.lesson_status(g.user, lesson)
+    passed = progress.passed_exercises(g.user)
+    quiz = lesson.quiz
+    tries = first_tries(lesson, quiz) if quiz else {}
+    lessons = content.course.lessons
+    following = lessons[lessons.index(lesson) + 1] if lesson is not lessons[-1] else None
+    return render_template("lessons/end.html", lesson=lesson, status=status, quiz=quiz, first_tries=tries,
+                           exercises=[(s, s.exercise.id in passed) for s in lesson.steps if s.kind == "exercise"],
+                           cards=[s for s in lesson.steps if s.kind == "card"], following=following)
 
 
 @bp.post("/<lesson_id>/quiz/<question_id>")
@@ -103,15 +136,16 @@ def answer(lesson_id: str, question_id: str) -> ResponseReturnValue:
     question = next((q for q in quiz.questions if q.id == question_id), None) if quiz else None
     if question is None:
         abort(404, description="There is no such quiz question.")
-    try:
-        choice = int(request.form["choice"])
-        question.options[choice]
-        if choice < 0:
-            raise ValueError
-    except (KeyError, ValueError, IndexError):
-        abort(400, description="Choose one of the options.")
+    option = _chosen_option(question)
     db = get_session()
-    db.add(QuizAnswer(user_id=g.user.id, lesson_id=lesson.id, question_id=question.id, choice=choice,
-                      correct=choice == question.answer))
+    db.add(QuizAnswer(user_id=g.user.id, lesson_id=lesson.id, question_id=question.id, option_id=option.id,
+                      correct=option.correct))
     db.commit()
     return redirect(url_for("lessons.step", lesson_id=lesson.id, step_id=quiz.id, _anchor=f"q-{question.id}"))
+
+
+def _chosen_option(question: QuizQuestion):  # noqa: ANN202 - grader.course.QuizOption
+    try:
+        return question.option(request.form["option"])
+    except KeyError:
+        abort(400, description="Choose one of the options.")

@@ -84,8 +84,16 @@ class ValidationStatus(StrEnum):
 PENDING = (JobStatus.QUEUED, JobStatus.RUNNING)  # a row some job has still to finish
 
 
+class SubmissionKind(StrEnum):
+    """GRADE: an attempt, graded. RUN: the learner's function once on the exercise's example (Run), no verdict:
+    stored as a submission so the one-pending-job index covers it, never counted as an attempt."""
+    GRADE = "grade"
+    RUN = "run"
+
+
 class Submission(Base):
-    """One graded attempt. Written with status "queued" before any grading starts."""
+    """One graded attempt (kind "grade"), or one Run (kind "run"). Written with status "queued" before any
+    grading starts. Every reader of attempts selects `GRADED` rows only."""
     __tablename__ = "submissions"
     # At most one queued or running submission per learner, enforced by the database: thirty concurrent
     # POSTs (or several web processes) cannot slip past a count taken before the insert.
@@ -107,6 +115,8 @@ class Submission(Base):
     # Whose turn this job takes in the grading line (academy/fairness.py): "user-ID" for an account,
     # "guest@ADDRESS" for a guest, so guests minted from one client share a single turn.
     fair_key: Mapped[str | None] = mapped_column(String(100))
+    kind: Mapped[str] = mapped_column(String(8), default=SubmissionKind.GRADE,
+                                      server_default=SubmissionKind.GRADE.value)  # SubmissionKind
 
     user: Mapped[User] = relationship()
 
@@ -155,15 +165,29 @@ class StepVisit(Base):
 
 
 class QuizAnswer(Base):
+    """One answer to one quiz question. Every answer is kept: the first per question is the first try."""
     __tablename__ = "quiz_answers"
 
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     lesson_id: Mapped[str] = mapped_column(String(100))
     question_id: Mapped[str] = mapped_column(String(100))
-    choice: Mapped[int] = mapped_column(Integer)
+    option_id: Mapped[str] = mapped_column(String(100))  # grader.course.QuizOption.id, stable when reordered
     correct: Mapped[bool] = mapped_column(Boolean)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class HintReveal(Base):
+    """A hint the learner asked to see: hint `number` (1-based) of one failed check of one submission."""
+    __tablename__ = "hint_reveals"
+    __table_args__ = (UniqueConstraint("submission_id", "check_id", "number"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
+    check_id: Mapped[str] = mapped_column(String(100))
+    number: Mapped[int] = mapped_column(Integer)
+    revealed_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
 class ValidationRun(Base):
@@ -221,3 +245,6 @@ class RegradeRun(Base):
     @property
     def changed_entries(self) -> list[dict[str, Any]]:
         return [entry for entry in self.entries if entry["changed"]]
+
+
+GRADED = Submission.kind == SubmissionKind.GRADE  # attempts: every count, list and regrade reads only these

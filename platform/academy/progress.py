@@ -6,13 +6,14 @@ remove or reorder steps: nothing unread becomes done and nothing done is lost.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from academy.db import get_session
-from academy.models import LessonProgress, QuizAnswer, StepVisit, Submission, User
-from grader.course import Lesson, Progress
+from academy.models import GRADED, PENDING, Draft, HintReveal, LessonProgress, QuizAnswer, StepVisit, Submission, User
+from grader.course import Exercise, Lesson, Progress
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,25 @@ class LessonStatus:
 def passed_exercises(user: User) -> set[str]:
     return set(get_session().scalars(select(Submission.exercise_id).distinct()
                                      .where(Submission.user_id == user.id, Submission.passed.is_(True))))
+
+
+def attempts(user: User, exercise_id: str) -> int:
+    return get_session().scalar(select(func.count()).select_from(Submission).where(
+        Submission.user_id == user.id, Submission.exercise_id == exercise_id, GRADED)) or 0
+
+
+def solution_open(user: User, exercise: Exercise) -> bool:
+    """The reference solution is shown after a passing submission, or after `solution_after` submissions."""
+    if exercise.id in passed_exercises(user):
+        return True
+    return exercise.solution_after is not None and attempts(user, exercise.id) >= exercise.solution_after
+
+
+def solution_rule(exercise: Exercise) -> str:
+    if exercise.solution_after is None:
+        return "The worked solution opens once you pass this exercise."
+    return (f"The worked solution opens once you pass this exercise or after {exercise.solution_after} "
+            "submissions.")
 
 
 def correct_answers(user: User, lesson_id: str) -> set[str]:
@@ -103,3 +123,72 @@ def lesson_status(user: User | None, lesson: Lesson, passed: set[str] | None = N
 def course_status(user: User | None, lessons: list[Lesson]) -> list[LessonStatus]:
     passed = passed_exercises(user) if user else set()
     return [lesson_status(user, lesson, passed) for lesson in lessons]
+
+
+def has_progress(user: User) -> bool:
+    """Whether the user has anything a sign-out would lose: a visited step, a submission, a draft, an answer."""
+    db = get_session()
+    return any(db.scalar(select(model.id).where(model.user_id == user.id).limit(1)) is not None
+               for model in (StepVisit, Submission, Draft, QuizAnswer))
+
+
+def summary(user: User) -> dict[str, int]:
+    """What a guest would lose, in numbers the sign-out and merge pages show."""
+    db = get_session()
+
+    def count(model: type, *where: Any) -> int:
+        return db.scalar(select(func.count()).select_from(model).where(model.user_id == user.id, *where)) or 0
+    return {"steps": count(StepVisit), "submissions": count(Submission, GRADED), "drafts": count(Draft),
+            "passed": len(passed_exercises(user))}
+
+
+def _newer_wins(model: type[LessonProgress] | type[Draft], key: str, field: str, guest: User, account: User) -> None:
+    """One row per `key` and user: the guest's moves to the account, or, where the account has one, the newer
+    row's `field` is kept in the account's row."""
+    db = get_session()
+    mine = {getattr(row, key): row for row in db.scalars(select(model).where(model.user_id == account.id))}
+    for row in db.scalars(select(model).where(model.user_id == guest.id)).all():
+        kept = mine.get(getattr(row, key))
+        if kept is None:
+            row.user_id = account.id
+            continue
+        if row.updated_at > kept.updated_at:
+            setattr(kept, field, getattr(row, field))
+        db.delete(row)
+
+
+def merge_guest(guest: User, account: User) -> None:
+    """Move a guest's progress into an account (the caller commits). Done steps are united; per exercise the
+    newer draft wins; submissions (with their revealed hints) move to the account; per lesson the newer resume
+    point wins; quiz answers move for the questions the account never answered, so its first tries stand.
+    A guest submission still being graded moves too, unless the account has one waiting (one pending job per
+    learner): then it stays with the guest account until it finishes."""
+    db = get_session()
+    seen = {(v.lesson_id, v.step_id) for v in db.scalars(select(StepVisit).where(StepVisit.user_id == account.id))}
+    for visit in db.scalars(select(StepVisit).where(StepVisit.user_id == guest.id)).all():
+        if (visit.lesson_id, visit.step_id) in seen:
+            db.delete(visit)
+        else:
+            visit.user_id = account.id
+    _newer_wins(LessonProgress, "lesson_id", "step_id", guest, account)
+    _newer_wins(Draft, "exercise_id", "code", guest, account)
+    db.flush()
+    account_pending = db.scalar(select(Submission.id).where(Submission.user_id == account.id,
+                                                            Submission.status.in_(PENDING))) is not None
+    for submission in db.scalars(select(Submission).where(Submission.user_id == guest.id)).all():
+        if submission.status in PENDING and account_pending:
+            continue
+        submission.user_id = account.id
+    db.flush()
+    for reveal in db.scalars(select(HintReveal).where(HintReveal.user_id == guest.id)).all():
+        reveal.user_id = account.id
+    answered = {(a.lesson_id, a.question_id) for a in db.scalars(select(QuizAnswer).where(
+        QuizAnswer.user_id == account.id))}
+    for answer in db.scalars(select(QuizAnswer).where(QuizAnswer.user_id == guest.id)).all():
+        if (answer.lesson_id, answer.question_id) not in answered:
+            answer.user_id = account.id
+    db.flush()
+    if db.scalar(select(Submission.id).where(Submission.user_id == guest.id).limit(1)) is None:
+        db.delete(guest)
+    else:
+        guest.session_version += 1  # no copy of the guest's cookie works any more

@@ -120,6 +120,12 @@ class Settings:
         "wrong passwords for one account from one client address (then a back-off)")
     limit_submissions_per_address: str = setting(
         "DLA_LIMIT_SUBMISSIONS_PER_ADDRESS", "200 per minute", "submissions from one client address")
+    limit_runs_per_account: str = setting(
+        "DLA_LIMIT_RUNS_PER_ACCOUNT", "20 per minute",
+        "Runs (the learner's function once on the exercise's example, no verdict) of one account; a Run also "
+        "waits for the account's pending submission or Run ([Run](#run))")
+    limit_runs_per_address: str = setting(
+        "DLA_LIMIT_RUNS_PER_ADDRESS", "400 per minute", "Runs from one client address")
     limit_drafts_per_account: str = setting(
         "DLA_LIMIT_DRAFTS_PER_ACCOUNT", "120 per minute",
         "draft saves of one account (the editor saves 0.7 s after typing stops)")

@@ -60,11 +60,24 @@ def test_learner_journey(page: Page, live_server: str, shoot) -> None:  # noqa: 
     assert editor_text(page) == WRONG
     page.keyboard.press("ArrowUp")  # in the editor: moves the cursor, does not change the step
     expect(page.locator(".step-count")).to_have_text(f"Step {EXERCISE_STEP} of {STEPS}")
+    # Run before Submit: the function once on the example, no verdict. This code's scaler.step raises: the
+    # Run shows the error in the lessons' words, with its line.
+    page.get_by_role("button", name="Run", exact=True).click()
+    expect(page.locator("#run-output .summary")).to_have_text("Run stopped", timeout=60_000)
+    expect(page.locator("#run-output .error-message")).to_contain_text("scaler.step(optimizer) found no")
+    expect(page.locator("#run-output .error-message .line-link")).to_have_text(re.compile(r"line \d+"))
+    expect(page.locator("#run-output")).to_contain_text("Not graded")
+    expect(page.locator("#result-summary")).to_have_count(0)
+    shoot(page, "03a-run")
+    page.locator(".cm-content").click()
     page.keyboard.press("Control+Enter")
     expect(page.locator("#result .progress-line")).to_contain_text(re.compile(r"(Queued|Running).* s"))
     expect(page.locator("#result-summary")).to_have_text(re.compile(r"\d of 6 checks passed"), timeout=90_000)
     failing = page.locator('li.check.fail[data-check="scaled-backward"]')
     expect(failing).to_contain_text("ran on the raw loss")
+    # Hints on request: none in the page until asked for, then one per click.
+    expect(failing.locator(".hint")).to_have_count(0)
+    failing.get_by_role("button", name="Show a hint").click()
     expect(failing.locator(".hint")).to_contain_text("scaler.scale(loss).backward()")
     expect(page.locator('li.check.pass[data-check="grads-cleared"]')).to_be_visible()
     marked = page.locator(".cm-line.cm-failing-line", has_text="loss.backward()")
@@ -92,14 +105,35 @@ def test_learner_journey(page: Page, live_server: str, shoot) -> None:  # noqa: 
     expect(page.locator(".cm-failing-line")).to_have_count(0)
     shoot(page, "04-exercise-passed")
 
+    # Passed: the worked solution opens, with its explanation.
+    page.get_by_text("Worked solution", exact=True).click()
+    expect(page.locator("#solution .solution-code")).to_contain_text("scaler.scale(loss).backward()")
+    expect(page.locator("#solution .prose")).to_contain_text("outside")
+    # Attempt history: both submissions, a diff against the previous one, and restoring the older one.
+    page.get_by_text("Your attempts", exact=True).click()
+    rows = page.locator("#history-list tr[data-submission]")
+    expect(rows).to_have_count(2)
+    expect(rows.first).to_contain_text("100%")
+    rows.first.get_by_role("button", name="Diff with previous").click()
+    expect(page.locator("#history-view pre.diff .add")).to_contain_text("scaler.scale(loss).backward()")
+    expect(page.locator("#history-view pre.diff .del")).to_contain_text("loss.backward()")
+    shoot(page, "04b-solution-and-history")
+    page.get_by_role("button", name="Run", exact=True).click()  # the passing code: what it returned
+    expect(page.locator("#run-output .summary")).to_have_text("Run finished", timeout=60_000)
+    expect(page.locator("#run-output .run-returned")).to_contain_text("tensor(")
+    rows.last.get_by_role("button", name="Restore").click()
+    expect(page.locator("#draft-state")).to_contain_text("Restored submission")
+    assert editor_text(page) == WRONG
+
     # The quiz: the right answer is not in the page until the server grades a choice.
     page.goto(f"{live_server}/lessons/{LESSON}/{QUIZ_STEP}")
     assert "Right. GradScaler multiplies" not in page.content()
     assert 'correct' not in page.locator("form.options").inner_html()
     page.get_by_role("button", name="A smaller learning rate").click()
-    expect(page.locator(".verdict.wrong")).to_contain_text("Not quite.")
+    expect(page.locator(".verdict.wrong")).to_contain_text("No. The learning rate is applied")
     page.get_by_role("button", name="A GradScaler").click()
     expect(page.locator(".verdict.right")).to_contain_text("Right. GradScaler multiplies")
+    expect(page.locator("#first-try")).to_have_text("First try: 0 of 1 right.")
     shoot(page, "05-quiz")
     page.wait_for_load_state()
     page.keyboard.press("ArrowRight")
@@ -113,3 +147,26 @@ def test_learner_journey(page: Page, live_server: str, shoot) -> None:  # noqa: 
     shoot(page, "06-course-progress")
     card.get_by_role("link", name="Continue").click()
     expect(page).to_have_url(re.compile(rf"/lessons/{LESSON}/recap$"))
+
+    # The lesson's end: the first-try result, what was practised, the next lesson.
+    page.get_by_role("link", name="Finish lesson").click()
+    expect(page.locator("#lesson-end h1")).to_have_text("End of lesson 1")
+    expect(page.locator("#end-first-try")).to_have_text("First try: 0 of 1 right.")
+    expect(page.locator(".practised li.pass")).to_contain_text("Write one AMP training step")
+    shoot(page, "06b-lesson-end")
+    page.get_by_role("link", name=re.compile("^Next lesson")).click()
+    expect(page).to_have_url(re.compile(r"/lessons/gradient-accumulation/"))
+
+    # The quiz's options: one order per learner, the same on every visit, another for another learner.
+    quiz = f"{live_server}/lessons/gradient-accumulation/quiz"
+    page.goto(quiz)
+    order = page.locator("button.option").all_inner_texts()
+    page.reload()
+    assert page.locator("button.option").all_inner_texts() == order
+    other = page.context.browser.new_page()
+    other.goto(live_server)
+    other.get_by_role("button", name="Start as a guest").click()
+    other.goto(quiz)
+    assert sorted(other.locator("button.option").all_inner_texts()) == sorted(order)
+    assert other.locator("button.option").all_inner_texts() != order
+    other.close()

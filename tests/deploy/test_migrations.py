@@ -81,3 +81,43 @@ def test_migration_0004_on_sqlite(tmp_path: Path) -> None:
 
 def test_migration_0004_on_postgresql(postgres: PostgresServer) -> None:
     _step_ids_round_trip(postgres.url())
+
+
+def _option_ids_round_trip(url: str) -> None:
+    """0005: stored quiz answers (0-based choice) become option ids (1-based positions), submissions get a kind
+(all "grade"), and back down."""
+    config = alembic_config(url)
+    command.upgrade(config, "0004")
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(text("INSERT INTO users (id, role, is_guest, created_at, session_version) "
+                                "VALUES (1, 'learner', true, CURRENT_TIMESTAMP, 0)"))
+        connection.execute(text("INSERT INTO quiz_answers (user_id, lesson_id, question_id, choice, correct, "
+                                "created_at) VALUES (1, 'mixed-precision', 'vanishing-gradients', 3, false, "
+                                "CURRENT_TIMESTAMP), (1, 'mixed-precision', 'vanishing-gradients', 0, true, "
+                                "CURRENT_TIMESTAMP)"))
+    command.upgrade(config, "head")
+    with engine.begin() as connection:
+        rows = connection.execute(text("SELECT option_id, correct FROM quiz_answers ORDER BY id")).all()
+        assert [tuple(r) for r in rows] == [("4", False), ("1", True)]
+        assert "hint_reveals" in inspect(connection).get_table_names()
+        connection.execute(text(PENDING_ROW), {"status": "done"})
+        assert connection.execute(text("SELECT kind FROM submissions")).scalars().all() == ["grade"]
+    with pytest.raises(IntegrityError), engine.begin() as connection:  # a Run shares the one-pending rule
+        connection.execute(text(PENDING_ROW), {"status": "queued"})
+        connection.execute(text(PENDING_ROW.replace("passed,", "passed, kind,").replace("false,", "false, 'run',")),
+                           {"status": "queued"})
+    command.downgrade(config, "0004")
+    with engine.begin() as connection:
+        assert connection.execute(text("SELECT choice FROM quiz_answers ORDER BY id")).scalars().all() == [3, 0]
+        assert "hint_reveals" not in inspect(connection).get_table_names()
+    command.upgrade(config, "head")
+    engine.dispose()
+
+
+def test_migration_0005_on_sqlite(tmp_path: Path) -> None:
+    _option_ids_round_trip(f"sqlite:///{tmp_path / 'academy.sqlite'}")
+
+
+def test_migration_0005_on_postgresql(postgres: PostgresServer) -> None:
+    _option_ids_round_trip(postgres.url())

@@ -143,3 +143,20 @@ def test_validate_reports_a_mistake_that_is_not_caught(tmp_path):
     assert "ok    solution.py: passes every check" in out
     assert ("WRONG mistakes/not_a_mistake.py: failed nothing (declared: scaled-backward); "
             "expected to fail but passed: scaled-backward") in out
+
+
+def test_run_shows_what_the_function_printed_returned_or_raised(tmp_path):
+    code = (AMP / "solution.py").read_text().replace("    return loss", "    print('here')\n    return loss")
+    good = tmp_path / "good.py"
+    good.write_text(code)
+    done = run_grader("run", "mixed-precision/amp-step", str(good), "--sandbox", "local")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.decode()
+    assert "printed:\n  here\n" in out and "returned: tensor(" in out
+    bad = tmp_path / "bad.py"
+    bad.write_text(code.replace("    print('here')\n", "    print(undefined)\n"))
+    failed = run_grader("run", "mixed-precision/amp-step", str(bad), "--sandbox", "local", "--json")
+    assert failed.returncode == 1
+    run = json.loads(failed.stdout)
+    assert run["status"] == "error" and run["returned"] is None and "NameError" in run["error"]["message"]
+    assert run["error"]["line"] == code.splitlines().index("    print('here')") + 1

@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from grader.course import Card, CourseError, ExerciseStep, Quiz, load_course
+from tests.helpers import EXERCISES
 
 SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seeds"
 SEED_CARD_TITLES = [
@@ -87,6 +88,8 @@ def _course(tmp_path: Path, lesson_yaml: str, exercise_yaml: str | None = None) 
     (lesson / "cards").mkdir(parents=True)
     (lesson / "cards" / "a.md").write_text("# A card\n\nText.\n")
     (lesson / "lesson.yaml").write_text(lesson_yaml)
+    (lesson / "quiz.yaml").write_text("questions:\n  - question: Q?\n    options:\n      - {text: a, correct: true, "
+                                      "explanation: e, id: Not An Id}\n")
     if exercise_yaml is not None:
         ex = lesson / "ex"
         (ex / "checks").mkdir(parents=True)
@@ -113,6 +116,17 @@ def _course(tmp_path: Path, lesson_yaml: str, exercise_yaml: str | None = None) 
     ("title: L\nsteps:\n  - exercise: ex\n",
      "title: X\nentry: f\nchecks:\n  - id: runs\n    title: t\n    hint: h\n    evidence: learner\n",
      "say why that is acceptable in 'evidence_why'"),
+    ("title: L\nsteps:\n  - exercise: ex\n",
+     "title: X\nentry: f\nchecks:\n  - id: runs\n    title: t\n    hint: h\n    hints: [h2]\n    evidence: outside\n",
+     "needs 'hints: \\[...\\]' or one 'hint:'"),
+    ("title: L\nsteps:\n  - exercise: ex\n",
+     "title: X\nentry: f\nchecks:\n  - id: runs\n    title: t\n    hints: []\n    evidence: outside\n",
+     "'hints' must be a list of one or more texts"),
+    ("title: L\nsteps:\n  - exercise: ex\n",
+     "title: X\nentry: f\nsolution_after: 0\nchecks:\n  - id: runs\n    title: t\n    hint: h\n    evidence: outside\n",
+     "'solution_after' must be a number of submissions"),
+    ("title: L\nsteps:\n  - card: a.md\n    id: end\n", None, "is the lesson's end page"),
+    ("title: L\nsteps:\n  - quiz: quiz.yaml\n", None, "option id 'Not An Id'"),
 ])
 def test_malformed_course_files_name_the_file_and_the_problem(tmp_path, lesson_yaml, exercise_yaml, expected):
     root = _course(tmp_path, lesson_yaml, exercise_yaml)
@@ -141,3 +155,29 @@ def test_an_exercise_is_found_by_id_or_by_folder():
     with pytest.raises(KeyError, match="unknown exercise"):
         course.find_exercise("mixed-precision/nope")
     assert isinstance(next(s for s in course.lesson("mixed-precision").steps if s.kind == "exercise"), ExerciseStep)
+
+
+def test_hints_list_solution_after_and_quiz_option_ids(tmp_path):
+    root = _course(tmp_path, "title: L\nsteps:\n  - exercise: ex\n  - quiz: q.yaml\n",
+                   "title: X\nentry: f\nsolution_after: 3\nchecks:\n  - id: runs\n    title: t\n    hints: [one, two]\n"
+                   "    evidence: outside\n")
+    (root / "one" / "q.yaml").write_text(
+        "questions:\n  - id: q\n    question: Q?\n    options:\n"
+        "      - {text: a, explanation: e}\n      - {text: b, correct: true, explanation: e, id: right}\n"
+        "      - {text: all of the above, explanation: e, pin: true}\n")
+    lesson = load_course(root).lessons[0]
+    exercise = lesson.exercises[0]
+    assert exercise.checks[0].hints == ("one", "two") and exercise.checks[0].hint == "one"
+    assert exercise.solution_after == 3
+    question = lesson.quiz.questions[0]
+    assert [o.id for o in question.options] == ["1", "right", "3"] and question.answer_id == "right"
+    assert all(question.shuffled(str(salt))[2].pinned for salt in range(10))
+
+
+def test_every_exercise_has_an_example_that_matches_its_parameters():
+    """example.py builds one call's arguments (what Run calls the learner's function with)."""
+    from grader.harness.learner import load_example
+
+    for exercise in load_course(EXERCISES).exercises.values():
+        args = load_example(exercise.path).example("cpu")
+        assert isinstance(args, tuple) and len(args) == len(exercise.params), exercise.id

@@ -16,6 +16,7 @@ from grader.protocol import (
     ProtocolError,
     RawVerdict,
     Request,
+    RequestKind,
     Status,
     error_verdict,
     parse_output_line,
@@ -32,6 +33,19 @@ def test_a_request_round_trips_as_one_json_line():
     line = request.encode()
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     assert read_request(io.BytesIO(line)) == request
+
+
+def test_a_run_request_round_trips_with_its_kind():
+    request = Request("mixed-precision/amp-step", "x = 1\n", 5, RequestKind.RUN)
+    assert b'"kind": "run"' in request.encode() and read_request(io.BytesIO(request.encode())) == request
+
+
+def test_a_run_verdict_carries_what_the_function_returned():
+    verdict = RawVerdict(status=Status.RAN, output="hi\n", run={"returned": "3", "returned_truncated": False})
+    kind, decoded = parse_output_line(verdict.encode())
+    assert kind == "verdict" and decoded.status is Status.RAN and decoded.run == verdict.run
+    with pytest.raises(ProtocolError, match="malformed verdict"):
+        RawVerdict.from_dict({"status": "ran", "run": {"returned": 3, "returned_truncated": False}})
 
 
 def test_end_of_input_without_a_request_means_shut_down():

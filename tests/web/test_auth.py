@@ -38,7 +38,7 @@ def test_signup_errors_are_plain_and_keep_the_email(web) -> None:  # noqa: ANN00
 def test_guest_becomes_an_account_and_keeps_progress(web, app) -> None:  # noqa: ANN001
     web.guest()
     web.client.get(f"/lessons/{LESSON}/what-autocast-wraps")
-    web.post(f"/lessons/{LESSON}/quiz/vanishing-gradients", data={"choice": "0"})
+    web.post(f"/lessons/{LESSON}/quiz/vanishing-gradients", data={"option": "1"})
     with app.app_context():
         guest_id = get_session().scalar(select(User.id).where(User.is_guest.is_(True)))
     assert web.signup("grace@example.org").status_code == 302

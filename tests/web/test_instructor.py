@@ -196,9 +196,12 @@ def _class_with_answers(app) -> None:  # noqa: ANN001
                        result_json=result_with({"runs": ("passed", None), "grads": ("failed", None)})),
             Submission(user_id=guest.id, exercise_id=EXERCISE, code="d", status="queued"),
             # Ada: wrong first, then right (counts as wrong); Bob: right at once.
-            QuizAnswer(user_id=ada.id, lesson_id=LESSON, question_id="vanishing-gradients", choice=1, correct=False),
-            QuizAnswer(user_id=ada.id, lesson_id=LESSON, question_id="vanishing-gradients", choice=0, correct=True),
-            QuizAnswer(user_id=bob.id, lesson_id=LESSON, question_id="vanishing-gradients", choice=0, correct=True),
+            QuizAnswer(user_id=ada.id, lesson_id=LESSON, question_id="vanishing-gradients",
+                       option_id="2", correct=False),
+            QuizAnswer(user_id=ada.id, lesson_id=LESSON, question_id="vanishing-gradients",
+                       option_id="1", correct=True),
+            QuizAnswer(user_id=bob.id, lesson_id=LESSON, question_id="vanishing-gradients",
+                       option_id="1", correct=True),
             StepVisit(user_id=ada.id, lesson_id=LESSON, step_id="meet-autocast"),
             StepVisit(user_id=ada.id, lesson_id=LESSON, step_id="a-step-since-removed"),
         ])

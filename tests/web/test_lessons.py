@@ -7,7 +7,7 @@ import re
 import pytest
 
 from academy.content import render_markdown
-from tests.helpers import EXERCISE, LESSON, WebSession, new_session
+from tests.helpers import EXERCISE, LESSON, REPO, WebSession, new_session
 
 
 def test_course_page_lists_lessons_for_anyone(web) -> None:  # noqa: ANN001
@@ -61,21 +61,76 @@ def test_quiz_answer_is_graded_on_the_server(web) -> None:  # noqa: ANN001
     url = f"/lessons/{LESSON}/quiz"
     page = web.client.get(url).get_data(as_text=True)
     assert "A GradScaler" in page and "Right. GradScaler" not in page and "correct" not in page.lower()
-    wrong = web.post(f"/lessons/{LESSON}/quiz/vanishing-gradients", data={"choice": "3"})
+    wrong = web.post(f"/lessons/{LESSON}/quiz/vanishing-gradients", data={"option": "4"})
     assert wrong.location.endswith(f"{url}#q-vanishing-gradients")
     page = web.client.get(url).get_data(as_text=True)
-    assert "Not quite." in page and "already underflowed to zero" in page
-    web.post(f"/lessons/{LESSON}/quiz/vanishing-gradients", data={"choice": "0"})
+    # One feedback sentence: the option's explanation, which says itself whether it is right.
+    assert "already underflowed to zero" in page and "Not quite" not in page
+    assert "First try: 0 of 1 right" in page
+    web.post(f"/lessons/{LESSON}/quiz/vanishing-gradients", data={"option": "1"})
     page = web.client.get(url).get_data(as_text=True)
-    assert "Correct." in page and "Right. GradScaler multiplies" in page
+    assert "Right. GradScaler multiplies" in page and "Correct." not in page
+    assert "First try: 0 of 1 right" in page  # the first answer stays the first try
     assert "15 steps done" in web.client.get("/").get_data(as_text=True)
 
 
 def test_quiz_rejects_bad_choices(web) -> None:  # noqa: ANN001
     web.guest()
-    for choice in ("9", "-1", "x", ""):
-        assert web.post(f"/lessons/{LESSON}/quiz/vanishing-gradients", data={"choice": choice}).status_code == 400
-    assert web.post(f"/lessons/{LESSON}/quiz/no-such-question", data={"choice": "0"}).status_code == 404
+    for option in ("9", "0", "-1", "x", ""):
+        assert web.post(f"/lessons/{LESSON}/quiz/vanishing-gradients", data={"option": option}).status_code == 400
+    assert web.post(f"/lessons/{LESSON}/quiz/vanishing-gradients", data={"choice": "0"}).status_code == 400
+    assert web.post(f"/lessons/{LESSON}/quiz/no-such-question", data={"option": "1"}).status_code == 404
+
+
+def _option_order(web, url: str) -> list[str]:  # noqa: ANN001
+    return re.findall(r'name="option" value="([^"]+)"', web.client.get(url).get_data(as_text=True))
+
+
+def test_quiz_options_are_shuffled_per_learner_and_stable(make_app) -> None:  # noqa: ANN001
+    """Each learner sees one order, the same on every visit; learners differ."""
+    app = make_app()
+    url = "/lessons/gradient-accumulation/quiz"
+    orders = []
+    for _ in range(6):
+        learner = WebSession(app.test_client())
+        learner.guest()
+        order = _option_order(learner, url)
+        assert order == _option_order(learner, url)
+        orders.append(tuple(order))
+    assert len(set(orders)) > 1
+
+
+def test_pinned_option_keeps_its_place() -> None:
+    from grader.course import QuizOption, QuizQuestion
+
+    options = tuple(QuizOption(f"o{i}", i == 0, "", str(i), pinned=i == 3) for i in range(4))
+    question = QuizQuestion("q", "?", options)
+    orders = {question.shuffled(str(salt)) for salt in range(20)}
+    assert len(orders) > 1 and all(order[3].id == "3" for order in orders)
+    assert all(sorted(o.id for o in order) == ["0", "1", "2", "3"] for order in orders)
+
+
+def test_correct_answers_spread_over_positions() -> None:
+    """In the quiz files this issue reordered, the correct option is not always the first."""
+    from grader.course import load_course
+
+    course = load_course(REPO / "exercises")
+    for lesson_id in ("gradient-accumulation", "profiling", "gpu-memory"):
+        positions = {q.answer for q in course.lesson(lesson_id).quiz.questions}
+        assert len(positions) > 1, lesson_id
+
+
+def test_lesson_end_page(web) -> None:  # noqa: ANN001
+    web.guest()
+    web.post(f"/lessons/{LESSON}/quiz/vanishing-gradients", data={"option": "1"})
+    page = web.client.get(f"/lessons/{LESSON}/recap").get_data(as_text=True)
+    assert f'href="/lessons/{LESSON}/end"' in page
+    end = web.client.get(f"/lessons/{LESSON}/end").get_data(as_text=True)
+    assert "First try: 1 of 1 right" in end and "What you practised" in end
+    assert "Write one AMP training step" in end and "not passed yet" in end
+    assert 'href="/lessons/gradient-accumulation"' in end and "Next lesson" in end
+    last = web.client.get("/lessons/gpu-memory/end").get_data(as_text=True)
+    assert "Back to the course" in last
 
 
 def test_exercise_step_holds_starter_then_draft(web) -> None:  # noqa: ANN001

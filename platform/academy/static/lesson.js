@@ -1,5 +1,6 @@
 // Lesson pages: arrow-key paging, and on exercise steps the editor, drafts, submitting and the verdict.
-// All text from the server is inserted with textContent, never as HTML.
+// All text from the server is inserted with textContent, never as HTML, except solution.md's HTML,
+// which the server renders and sanitises like every lesson card.
 "use strict";
 
 (function () {
@@ -166,7 +167,7 @@
             const message = item.querySelector(".message");
             if (message) message.append(" ", lineLink(check.line)); else item.append(lineLink(check.line));
           }
-          if (check.hint) item.append(prose("p", "hint", "Hint: " + check.hint));
+          item.append(hintsOf(sub.id, check));
         }
         list.append(item);
       }
@@ -184,8 +185,118 @@
       (result.device ? " on " + result.device : "") + "."));
     resultBox.replaceChildren(...nodes);
     editor.markLines(lines);
+    if (result.passed) openSolution();
+    if (historyBox.open) loadHistory();
     performance.mark("academy-verdict-drawn");
   }
+
+  // Hints on request: the verdict holds only the hints already revealed; each click reveals (and the
+  // server records) the next one.
+  function hintsOf(submissionId, check) {
+    const box = el("div", "hints");
+    const render = (hints, total) => {
+      const nodes = hints.map((h, i) => prose("p", "hint", (total > 1 ? "Hint " + (i + 1) + " of " + total : "Hint") +
+        ": " + h));
+      if (hints.length < total) {
+        const more = el("button", "link reveal-hint", hints.length ? "Show the next hint" : "Show a hint");
+        more.type = "button";
+        more.addEventListener("click", async () => {
+          more.disabled = true;
+          const r = await api("POST", "/api/submissions/" + submissionId + "/hints", { check: check.id });
+          const body = await r.json().catch(() => ({}));
+          if (r.ok) render(body.hints, body.hints_total);
+          else { more.disabled = false; more.textContent = body.error || "Could not show the hint (" + r.status + ")"; }
+        });
+        nodes.push(more);
+      }
+      box.replaceChildren(...nodes);
+    };
+    render(check.hints || (check.hint ? [check.hint] : []), check.hints_total !== undefined ? check.hints_total :
+      (check.hint ? 1 : 0));
+    return box;
+  }
+
+  // Attempt history: every submission of this exercise, its code viewable, restorable and diffable.
+  const historyBox = document.getElementById("history");
+  const historyList = document.getElementById("history-list");
+  const historyView = document.getElementById("history-view");
+  const STATUS_WORDS = { passed: "passed", failed: "failed", error: "error", timeout: "timed out",
+    killed: "stopped", "infra-error": "grader failed" };
+  async function loadHistory() {
+    const r = await api("GET", "/api/submissions?exercise=" + encodeURIComponent(data.exercise));
+    if (!r.ok) { historyList.replaceChildren(el("p", "flash error", "Could not load your attempts (" + r.status + ").")); return; }
+    const subs = (await r.json()).submissions;
+    if (!subs.length) { historyList.replaceChildren(el("p", "muted", "No submissions yet.")); return; }
+    const table = el("table", "history-table");
+    const head = el("tr");
+    for (const h of ["#", "When", "Score", "Status", ""]) head.append(el("th", null, h));
+    table.append(head);
+    subs.forEach((sub, i) => {
+      const row = el("tr");
+      row.dataset.submission = sub.id;
+      const result = sub.result;
+      const when = new Date(sub.created_at).toLocaleString();
+      const score = result ? Math.round(result.score * 100) + "%" : "–";
+      const status = result ? (STATUS_WORDS[result.status] || result.status) : sub.status;
+      row.append(el("td", null, "#" + sub.id), el("td", null, when), el("td", null, score), el("td", null, status));
+      const actions = el("td");
+      const button = (label, handler) => {
+        const b = el("button", "secondary", label);
+        b.type = "button";
+        b.addEventListener("click", handler);
+        actions.append(b, " ");
+      };
+      button("View", () => showAttempt(sub.id, "view"));
+      button("Restore", () => showAttempt(sub.id, "restore"));
+      if (i < subs.length - 1) button("Diff with previous", () => showAttempt(sub.id, "diff"));
+      row.append(actions);
+      table.append(row);
+    });
+    historyList.replaceChildren(table);
+  }
+  async function showAttempt(id, action) {
+    const r = await api("GET", "/api/submissions/" + id + (action === "diff" ? "/diff" : ""));
+    if (!r.ok) { historyView.hidden = false; historyView.replaceChildren(el("p", "flash error", "Could not load it.")); return; }
+    const body = await r.json();
+    historyView.hidden = false;
+    if (action === "restore") {
+      editor.setCode(body.code);
+      editor.markLines([]);
+      draftState.textContent = "Restored submission #" + id + " into the editor (Ctrl+Z undoes it).";
+      historyView.replaceChildren(el("p", "muted", "Submission #" + id + " is in the editor."));
+      return;
+    }
+    if (action === "diff") {
+      const pre = el("pre", "code diff");
+      for (const line of body.diff.split("\n")) {
+        pre.append(el("span", line.startsWith("+") && !line.startsWith("+++") ? "add" :
+          line.startsWith("-") && !line.startsWith("---") ? "del" : null, line + "\n"));
+      }
+      historyView.replaceChildren(el("h3", null, "Submission #" + id + " against #" + body.previous), pre);
+      return;
+    }
+    historyView.replaceChildren(el("h3", null, "Submission #" + id), el("pre", "code attempt-code", body.code));
+  }
+  historyBox.addEventListener("toggle", () => { if (historyBox.open) loadHistory(); });
+
+  // The worked solution: offered once the exercise is passed (or after the exercise's number of attempts).
+  const solutionBox = document.getElementById("solution");
+  function openSolution() {
+    solutionBox.hidden = false;
+    document.getElementById("solution-rule").hidden = true;
+  }
+  solutionBox.addEventListener("toggle", async () => {
+    if (!solutionBox.open || solutionBox.dataset.loaded) return;
+    const body = document.getElementById("solution-body");
+    const r = await api("GET", "/api/exercises/" + data.exercise + "/solution");
+    const sol = await r.json().catch(() => ({}));
+    if (!r.ok) { body.replaceChildren(el("p", "muted", sol.error || "Not available (" + r.status + ").")); return; }
+    solutionBox.dataset.loaded = "1";
+    const explanation = el("div", "prose");
+    // Rendered from solution.md on the server and sanitised there (academy.content.render_markdown).
+    explanation.innerHTML = sol.explanation_html;
+    body.replaceChildren(explanation, el("pre", "code solution-code", sol.code));
+  });
 
   async function follow(id, startedAt) {
     // Polling (not SSE): each poll is one short request, so no web worker is held while grading runs.
@@ -231,6 +342,57 @@
     }
     await follow(body.id, startedAt);
   }
+
+  // Run: the function once on the exercise's example (example.py): what it printed and returned, or the
+  // error with its line. No verdict, not an attempt; one job at a time, like a submission.
+  const runButton = document.getElementById("run-code");
+  const runBox = document.getElementById("run-output");
+  function showRun(run, error) {
+    runBox.hidden = false;
+    if (!run) { runBox.replaceChildren(el("p", "flash error", error || "The Run failed; try again.")); return; }
+    const nodes = [el("h2", "summary", run.status === "ran" ? "Run finished" : "Run stopped")];
+    if (run.error) {
+      const message = el("p", "flash error error-message", run.error.message);
+      if (run.error.line) { message.append(" ", lineLink(run.error.line)); editor.markLines([run.error.line]); }
+      nodes.push(message);
+    }
+    nodes.push(el("h3", null, "Printed output" + (run.output_truncated ? " (truncated)" : "")),
+      el("pre", "code run-printed", run.output || "(nothing printed)"));
+    if (run.returned !== null) {
+      nodes.push(el("h3", null, "Returned" + (run.returned_truncated ? " (truncated)" : "")),
+        el("pre", "code run-returned", run.returned));
+    }
+    for (const note of run.notes || []) nodes.push(el("p", "note muted", note));
+    nodes.push(el("p", "muted", "Ran once on the example in " + run.duration_s.toFixed(1) + " s" +
+      (run.device ? " on " + run.device : "") + ". Not graded: Submit to check it."));
+    runBox.replaceChildren(...nodes);
+  }
+  async function runOnce() {
+    if (runButton.disabled || submitButton.disabled) return;
+    runButton.disabled = submitButton.disabled = true;
+    saveDraft();
+    editor.markLines([]);
+    runBox.hidden = false;
+    runBox.replaceChildren(el("div", "spinner"), el("p", "progress-line", "Running your function on the example…"));
+    try {
+      const response = await api("POST", "/api/runs", { exercise: data.exercise, code: editor.getCode() });
+      const body = await response.json().catch(() => ({}));
+      if (response.status !== 202) { showRun(null, body.error || "Run failed (" + response.status + ")."); return; }
+      for (;;) {
+        await new Promise((r) => setTimeout(r, 500));
+        const r = await api("GET", "/api/runs/" + body.id);
+        if (!r.ok) { showRun(null, "Could not fetch the Run (" + r.status + ")."); return; }
+        const run = await r.json();
+        if (run.status === "done") { showRun(run.run); return; }
+        if (run.status === "error") { showRun(null, run.error); return; }
+      }
+    } catch (e) {
+      showRun(null, "Could not reach the server. Your code is still in the editor; try again.");
+    } finally {
+      runButton.disabled = submitButton.disabled = false;
+    }
+  }
+  runButton.addEventListener("click", () => runOnce());
 
   if (data.latest) {
     api("GET", "/api/submissions/" + data.latest).then((r) => r.ok ? r.json() : null).then((sub) => {

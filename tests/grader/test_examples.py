@@ -1,0 +1,37 @@
+"""Every exercise's example.py, as Run uses it: the reference solution runs on it, confined (local sandbox),
+and returns without an error."""
+from __future__ import annotations
+
+import pytest
+
+from grader.course import load_course
+from grader.grading import run_example
+from sandbox import get_sandbox
+from tests.helpers import EXERCISES
+
+pytestmark = pytest.mark.slow
+
+
+def test_the_reference_solution_runs_on_every_example() -> None:
+    course = load_course(EXERCISES)
+    sandbox = get_sandbox("local", warm=2)
+    try:
+        for exercise in course.exercises.values():
+            run = run_example(exercise, exercise.solution_code(), sandbox=sandbox)
+            assert run["status"] == "ran" and run["error"] is None, (exercise.id, run)
+            assert run["returned"] is not None and len(run["returned"]) <= 2000
+    finally:
+        sandbox.close()
+
+
+def test_a_run_reports_an_error_with_its_line_and_caps_what_it_returns() -> None:
+    exercise = load_course(EXERCISES).exercises["mixed-precision/amp-step"]
+    huge = exercise.solution_code().replace("    return loss", "    print('hello')\n    return 'x' * 100_000")
+    run = run_example(exercise, huge, sandbox="local")
+    assert run["status"] == "ran" and run["output"] == "hello\n"
+    assert run["returned_truncated"] and len(run["returned"]) == 2000
+    broken = exercise.solution_code().replace("    return loss", "    return undefined_name")
+    run = run_example(exercise, broken, sandbox="local")
+    assert run["status"] == "error" and run["returned"] is None
+    assert run["error"]["line"] == broken.splitlines().index("    return undefined_name") + 1
+    assert "NameError" in run["error"]["message"]
