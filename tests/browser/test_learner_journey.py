@@ -128,12 +128,13 @@ def test_learner_journey(page: Page, live_server: str, shoot) -> None:  # noqa: 
     # The quiz: the right answer is not in the page until the server grades a choice.
     page.goto(f"{live_server}/lessons/{LESSON}/{QUIZ_STEP}")
     assert "Right. GradScaler multiplies" not in page.content()
-    assert 'correct' not in page.locator("form.options").inner_html()
-    page.get_by_role("button", name="A smaller learning rate").click()
-    expect(page.locator(".verdict.wrong")).to_contain_text("No. The learning rate is applied")
-    page.get_by_role("button", name="A GradScaler").click()
-    expect(page.locator(".verdict.right")).to_contain_text("Right. GradScaler multiplies")
-    expect(page.locator("#first-try")).to_have_text("First try: 0 of 1 right.")
+    question = page.locator("#q-vanishing-gradients")
+    assert 'correct' not in question.locator("form.options").inner_html()
+    question.get_by_role("button", name="A smaller learning rate").click()
+    expect(page.locator("#q-vanishing-gradients .verdict.wrong")).to_contain_text("No. The learning rate is applied")
+    page.locator("#q-vanishing-gradients").get_by_role("button", name="A GradScaler").click()
+    expect(page.locator("#q-vanishing-gradients .verdict.right")).to_contain_text("Right. GradScaler multiplies")
+    expect(page.locator("#first-try")).to_have_text("First try: 0 of 3 right (2 not answered yet).")
     shoot(page, "05-quiz")
     page.wait_for_load_state()
     page.keyboard.press("ArrowRight")
@@ -142,8 +143,9 @@ def test_learner_journey(page: Page, live_server: str, shoot) -> None:  # noqa: 
     # Progress on the course page, after a reload; the lesson link resumes at the recap.
     page.goto(live_server)
     page.reload()
-    # Left: fix-underflow, and the card before the quiz (the quiz was opened by its URL: that card is unread).
-    expect(card.locator(".progress-text")).to_have_text(f"{STEPS - 2} of {STEPS} steps done")
+    # Left: fix-underflow, the card before the quiz (the quiz was opened by its URL: that card is unread),
+    # and the quiz (one of its three questions answered).
+    expect(card.locator(".progress-text")).to_have_text(f"{STEPS - 3} of {STEPS} steps done")
     shoot(page, "06-course-progress")
     card.get_by_role("link", name="Continue").click()
     expect(page).to_have_url(re.compile(rf"/lessons/{LESSON}/recap$"))
@@ -151,7 +153,7 @@ def test_learner_journey(page: Page, live_server: str, shoot) -> None:  # noqa: 
     # The lesson's end: the first-try result, what was practised, the next lesson.
     page.get_by_role("link", name="Finish lesson").click()
     expect(page.locator("#lesson-end h1")).to_have_text("End of lesson 1")
-    expect(page.locator("#end-first-try")).to_have_text("First try: 0 of 1 right.")
+    expect(page.locator("#end-first-try")).to_have_text("First try: 0 of 3 right (2 not answered yet).")
     expect(page.locator(".practised li.pass")).to_contain_text("Write one AMP training step")
     shoot(page, "06b-lesson-end")
     page.get_by_role("link", name=re.compile("^Next lesson")).click()
