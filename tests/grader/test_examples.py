@@ -26,11 +26,13 @@ def test_the_reference_solution_runs_on_every_example() -> None:
 
 def test_a_run_reports_an_error_with_its_line_and_caps_what_it_returns() -> None:
     exercise = load_course(EXERCISES).exercises["mixed-precision/amp-step"]
-    huge = exercise.solution_code().replace("    return loss", "    print('hello')\n    return 'x' * 100_000")
+    solution = exercise.solution_code()
+    assert "    return loss.detach()\n" in solution
+    huge = solution.replace("    return loss.detach()\n", "    print('hello')\n    return 'x' * 100_000\n")
     run = run_example(exercise, huge, sandbox="local")
     assert run["status"] == "ran" and run["output"] == "hello\n"
     assert run["returned_truncated"] and len(run["returned"]) == 2000
-    broken = exercise.solution_code().replace("    return loss", "    return undefined_name")
+    broken = solution.replace("    return loss.detach()\n", "    return undefined_name\n")
     run = run_example(exercise, broken, sandbox="local")
     assert run["status"] == "error" and run["returned"] is None
     assert run["error"]["line"] == broken.splitlines().index("    return undefined_name") + 1
