@@ -12,8 +12,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 LESSON = "mixed-precision"
 EXERCISE_STEP = 11  # amp-step
-QUIZ_STEP = 15
-STEPS = 16
+QUIZ_STEP = 16
+STEPS = 17
 SOLUTION = (REPO / "exercises" / LESSON / "amp-step" / "solution.py").read_text()
 # The reference solution with the classic slip: backward on the raw loss (line 10).
 WRONG = SOLUTION.replace("scaler.scale(loss).backward()", "loss.backward()")
