@@ -57,19 +57,16 @@ def test_forward_and_loss_under_bf16_autocast(observed):
 
 @check("no-scaler")
 def test_no_grad_scaler(observed):
+    """A disabled GradScaler (nanoGPT's `GradScaler(enabled=(dtype == 'float16'))`) scales nothing: accepted."""
     events = observed["events"]
-    created = judging.of_kind(events, "scaler.init")
-    used = judging.of_kind(events, "scaler.scale") + judging.of_kind(events, "scaler.step")
-    if created or used:
-        first = (created or used)[0]
+    enabled = [e for e in judging.of_kind(events, "scaler.init") if e["enabled"]]
+    enabled += [e for e in judging.of_kind(events, "scaler.step") if e.get("scale") is not None]
+    if enabled:
+        first = enabled[0]
         fail(f"A GradScaler was used{judging.at(first)}. With bfloat16 there is no underflow to guard against: "
              "the scaler multiplies the loss by a power of two and divides the gradients by it again, which "
              "changes nothing but costs an unscale pass and an inf/NaN check every step.", first.get("line"))
-    for event in judging.of_kind(events, "backward"):
-        if event["on"] != "raw":
-            fail(f"backward(){judging.at(event)} did not run on the loss itself; call loss.backward().",
-                 event.get("line"))
-    steps = [e for e in judging.of_kind(events, "optimizer.step") if not e.get("via_scaler")]
+    steps = judging.of_kind(events, "optimizer.step")
     if len(steps) != scenario.STEPS:
         fail(f"optimizer.step() ran {len(steps)} times in {scenario.STEPS} steps; call it once per step.")
 
