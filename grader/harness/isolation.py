@@ -542,6 +542,24 @@ def _say(fd: int, message: dict) -> None:
     os.write(fd, (json.dumps(message) + "\n").encode())
 
 
+def _loopback_up() -> None:
+    """Bring up the new network namespace's own loopback, as Docker does for a container without a network:
+    the submission's processes can then talk to each other over 127.0.0.1 (torch.distributed's gloo needs
+    an interface with an address, even with a file:// store), and nothing outside the namespace is reachable
+    through it. Run while the namespace's capabilities are still held; on failure the loopback stays down."""
+    import fcntl
+    import socket
+
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            request = struct.pack("16sH22x", b"lo", 0)  # struct ifreq: name, then flags; 40 bytes
+            flags = struct.unpack("16sH22x", fcntl.ioctl(s, siocgifflags, request))[1]
+            fcntl.ioctl(s, siocsifflags, struct.pack("16sH22x", b"lo", flags | iff_up))
+    except OSError:
+        pass
+
+
 def _middle(target, limits, confinement, view, before_drop, as_root, cgroup, fds,  # noqa: ANN001 - private; the types are run_confined's
             grader_pid, channel_fd) -> None:  # pragma: no cover  # noqa: ANN001
     result_r, result_w, output_r, output_w, info_r, info_w = fds
@@ -561,6 +579,7 @@ def _middle(target, limits, confinement, view, before_drop, as_root, cgroup, fds
                 libc.unshare(flags if as_root else flags | CLONE_NEWUSER)
                 if not as_root:
                     _map_own_ids(uid, gid)
+                _loopback_up()
             except OSError as exc:
                 _say(info_w, {"refused": f"no namespaces: {exc.strerror or exc}"})
                 os._exit(EXIT_CONFINEMENT)

@@ -12,8 +12,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 LESSON = "mixed-precision"
 EXERCISE_STEP = 11  # amp-step
-QUIZ_STEP = 14
-STEPS = 15
+QUIZ_STEP = 16
+STEPS = 17
 SOLUTION = (REPO / "exercises" / LESSON / "amp-step" / "solution.py").read_text()
 # The reference solution with the classic slip: backward on the raw loss (line 10).
 WRONG = SOLUTION.replace("scaler.scale(loss).backward()", "loss.backward()")
@@ -143,9 +143,9 @@ def test_learner_journey(page: Page, live_server: str, shoot) -> None:  # noqa: 
     # Progress on the course page, after a reload; the lesson link resumes at the recap.
     page.goto(live_server)
     page.reload()
-    # Left: fix-underflow, the card before the quiz (the quiz was opened by its URL: that card is unread),
-    # and the quiz (one of its three questions answered).
-    expect(card.locator(".progress-text")).to_have_text(f"{STEPS - 3} of {STEPS} steps done")
+    # Left: amp-clip-step, fix-underflow, bf16-train, the card before the quiz (the quiz was opened by its
+    # URL: that card is unread) and the quiz itself (one of its questions answered, not all).
+    expect(card.locator(".progress-text")).to_have_text(f"{STEPS - 5} of {STEPS} steps done")
     shoot(page, "06-course-progress")
     card.get_by_role("link", name="Continue").click()
     expect(page).to_have_url(re.compile(rf"/lessons/{LESSON}/recap$"))

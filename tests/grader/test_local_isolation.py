@@ -119,6 +119,25 @@ def test_network_is_unreachable():
     assert "blocked:" in result["output"]
 
 
+def test_own_loopback_is_up_and_reaches_only_the_submission():
+    """The sandbox's network namespace has its loopback up (as a Docker container without a network does):
+    the submission's processes can talk to each other, e.g. torch.distributed's gloo, and the host's
+    loopback stays out of reach (test_network_is_unreachable)."""
+    with bait_server(SOLUTION.encode()) as (port, connections):
+        code = ("import socket\n"
+                "server = socket.create_server(('127.0.0.1', 0))\n"
+                "client = socket.create_connection(server.getsockname(), timeout=2)\n"
+                "server.accept()[0].sendall(b'own')\n"
+                "print('loopback:', client.recv(3).decode())\n"
+                "try:\n"
+                f"    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+                "    print('reached the host')\n"
+                "except OSError as exc:\n    print('host blocked:', exc)\n")
+        result = grade(code)
+    assert connections == []
+    assert "loopback: own" in result["output"] and "host blocked:" in result["output"], result["output"]
+
+
 def test_fork_storm_is_contained():
     code = ("import os\n"
             "def train_step(*args):\n"

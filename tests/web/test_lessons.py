@@ -24,12 +24,12 @@ def test_lesson_pages_need_a_user(web) -> None:  # noqa: ANN001
 def test_one_step_at_a_time_with_back_next_and_progress(web) -> None:  # noqa: ANN001
     web.guest()
     page = web.client.get(f"/lessons/{LESSON}/meet-autocast").get_data(as_text=True)
-    assert "<h1>Meet autocast</h1>" in page and "Step 4 of 15" in page
+    assert "<h1>Meet autocast</h1>" in page and "Step 4 of 17" in page
     assert f'href="/lessons/{LESSON}/the-catch-with-16-bit"' in page
     assert f'href="/lessons/{LESSON}/what-autocast-wraps"' in page
-    assert page.count('class="seg ') == 15 and page.count(" current") == 1
+    assert page.count('class="seg ') == 17 and page.count(" current") == 1
     assert '<pre class="highlight"><code><span class="k">with</span>' in page  # Pygments, not escaped twice
-    assert web.client.get(f"/lessons/{LESSON}/16").status_code == 404
+    assert web.client.get(f"/lessons/{LESSON}/18").status_code == 404
     assert web.client.get(f"/lessons/{LESSON}/0").status_code == 404
     assert web.client.get("/lessons/no-such-lesson/1").status_code == 404
     assert web.client.get(f"/lessons/{LESSON}/no-such-step").status_code == 404
@@ -49,7 +49,7 @@ def test_resume_point_and_course_progress(web) -> None:  # noqa: ANN001
     web.client.get(f"/lessons/{LESSON}/6", follow_redirects=True)  # going back moves the resume point
     assert web.client.get(f"/lessons/{LESSON}").location.endswith(f"/lessons/{LESSON}/meet-gradscaler")
     course = web.client.get("/").get_data(as_text=True)
-    assert "5 of 15 steps done" in course  # the five cards opened; 4 and 5 were skipped, so not read
+    assert "5 of 17 steps done" in course  # the five cards opened; 4 and 5 were skipped, so not read
     progress = web.api("GET", "/api/progress").json
     lesson = next(item for item in progress["lessons"] if item["lesson"] == LESSON)
     assert lesson["steps_done"] == 5 and lesson["resume_step"] == 6
@@ -71,7 +71,7 @@ def test_quiz_answer_is_graded_on_the_server(web) -> None:  # noqa: ANN001
     page = web.client.get(url).get_data(as_text=True)
     assert "Right. GradScaler multiplies" in page and "Correct." not in page
     assert "First try: 0 of 3 right (2 not answered yet)" in page  # the first answer stays the first try
-    assert "15 steps done" in web.client.get("/").get_data(as_text=True)
+    assert "17 steps done" in web.client.get("/").get_data(as_text=True)
 
 
 def test_quiz_rejects_bad_choices(web) -> None:  # noqa: ANN001

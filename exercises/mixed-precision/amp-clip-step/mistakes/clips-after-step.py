@@ -1,0 +1,17 @@
+# mistake: clips after scaler.step, when the update has already used the unclipped gradients
+# expect-fail: unscale-then-clip
+# expect-skip: matches-reference
+import torch
+
+
+def train_step(model, optimizer, scaler, loss_fn, x, y, max_norm):
+    """One mixed-precision training iteration with gradient clipping. Return the loss."""
+    optimizer.zero_grad()
+    with torch.autocast(device_type='cuda'):
+        out = model(x)
+        loss = loss_fn(out, y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    return loss.detach()

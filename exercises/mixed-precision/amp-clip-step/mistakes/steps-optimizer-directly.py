@@ -1,0 +1,18 @@
+# mistake: unscales and clips, then calls optimizer.step() itself: an overflowing step is not skipped
+# expect-fail: step-update-order
+# expect-skip: matches-reference
+import torch
+
+
+def train_step(model, optimizer, scaler, loss_fn, x, y, max_norm):
+    """One mixed-precision training iteration with gradient clipping. Return the loss."""
+    optimizer.zero_grad()
+    with torch.autocast(device_type='cuda'):
+        out = model(x)
+        loss = loss_fn(out, y)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()
+    scaler.update()
+    return loss.detach()

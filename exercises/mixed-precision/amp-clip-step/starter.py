@@ -1,0 +1,13 @@
+import torch
+
+
+def train_step(model, optimizer, scaler, loss_fn, x, y, max_norm):
+    """One mixed-precision training iteration with gradient clipping. Return the loss."""
+    optimizer.zero_grad()
+    with torch.autocast(device_type='cuda'):
+        out = model(x)
+        loss = loss_fn(out, y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    return loss.detach()

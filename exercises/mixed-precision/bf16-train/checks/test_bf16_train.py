@@ -1,0 +1,90 @@
+"""Checks for mixed-precision/bf16-train, run in the grading process."""
+import math
+import statistics
+
+import pytest
+
+import scenario
+from grader.checks import judging
+from grader.checks.judging import check, fail
+
+MAX_ZERO_FRACTION = 0.05  # median over the last 50 steps; fp16 without a scaler: ~0.85 (fix-underflow)
+MAX_LOSS_RATIO = 1.25  # final loss vs the fp32 run; fp16 without a scaler: ~1.8
+
+
+@pytest.fixture(scope="module")
+def fp32_reference(run):
+    model, optimizer, loss_fn, x, y = scenario.build(run["seed"], run["device"])
+    for _ in range(scenario.STEPS):
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+    return scenario.final_loss(model, x, y)
+
+
+@pytest.fixture(scope="module")
+def learner_final_loss(observed, run):
+    model, _, _, x, y = scenario.build(run["seed"], "cpu")
+    model.load_state_dict(observed["final_state"])
+    return scenario.final_loss(model, x, y)
+
+
+@check("runs")
+def test_returns_a_loss_per_step(observed):
+    returned = observed["returned"]
+    if returned is None:
+        fail(f"train returned {observed['returned_type']}; return a list with the loss of each step.")
+    if len(returned) != scenario.STEPS:
+        fail(f"train returned {len(returned)} losses for {scenario.STEPS} steps; return one per step.")
+    if any(v is None for v in returned):
+        fail("Some entries of the returned list are not numbers; append loss.item() each step.")
+
+
+@check("bf16-autocast")
+def test_forward_and_loss_under_bf16_autocast(observed):
+    events = observed["events"]
+    judging.check_autocast_scope(events)  # forward and loss under autocast, backward outside
+    for event in judging.of_kind(events, "forward") + judging.of_kind(events, "loss"):
+        dtype = event.get("autocast_dtype")
+        if dtype != "bfloat16":
+            what = "forward pass" if event["event"] == "forward" else "loss"
+            scaled = " A GradScaler rescues float16 too, but here the point is the other fix." if dtype == "float16" \
+                and judging.of_kind(events, "scaler.init") else ""
+            fail(f"The {what}{judging.at(event)} ran under {dtype} autocast, not bfloat16. float16 has a 5-bit "
+                 f"exponent and this task's gradients underflow in it; bfloat16 has float32's 8-bit exponent."
+                 f"{scaled}", event.get("line"))
+
+
+@check("no-scaler")
+def test_no_grad_scaler(observed):
+    """A disabled GradScaler (nanoGPT's `GradScaler(enabled=(dtype == 'float16'))`) scales nothing: accepted."""
+    events = observed["events"]
+    enabled = [e for e in judging.of_kind(events, "scaler.init") if e["enabled"]]
+    enabled += [e for e in judging.of_kind(events, "scaler.step") if e.get("scale") is not None]
+    if enabled:
+        first = enabled[0]
+        fail(f"A GradScaler was used{judging.at(first)}. With bfloat16 there is no underflow to guard against: "
+             "the scaler multiplies the loss by a power of two and divides the gradients by it again, which "
+             "changes nothing but costs an unscale pass and an inf/NaN check every step.", first.get("line"))
+    steps = judging.of_kind(events, "optimizer.step")
+    if len(steps) != scenario.STEPS:
+        fail(f"optimizer.step() ran {len(steps)} times in {scenario.STEPS} steps; call it once per step.")
+
+
+@check("learns-like-fp32")
+def test_gradients_alive_and_loss_falls_like_fp32(observed, fp32_reference, learner_final_loss):
+    fractions = [e["zero_grad_fraction"] for e in judging.of_kind(observed["events"], "optimizer.step")
+                 if e.get("zero_grad_fraction") is not None]
+    if not fractions:
+        fail("The optimizer never stepped, so the model did not learn.")
+    late = statistics.median(fractions[-50:])
+    ratio = learner_final_loss / fp32_reference if fp32_reference > 0 else math.inf
+    if late > MAX_ZERO_FRACTION:
+        fail(f"In the last 50 steps, a median {late:.0%} of the gradient values the optimizer saw were exactly "
+             f"zero: they underflowed (final loss {learner_final_loss:.3g}, fp32's {fp32_reference:.3g}). In "
+             "bfloat16 gradients this small are still representable.")
+    if not math.isfinite(ratio) or ratio > MAX_LOSS_RATIO:
+        fail(f"The loss did not fall like fp32: final loss {learner_final_loss:.3g}, {ratio:.2f}x the fp32 "
+             f"run's {fp32_reference:.3g} (allowed: {MAX_LOSS_RATIO}x), although few gradient values were zero. "
+             "Something other than underflow changed the training: compare your loop with the plain step.",
+             hint="")

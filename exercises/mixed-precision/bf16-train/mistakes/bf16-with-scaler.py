@@ -1,0 +1,18 @@
+# mistake: switches to bfloat16 but keeps a GradScaler it no longer needs
+# expect-fail: no-scaler
+import torch
+
+
+def train(model, optimizer, loss_fn, x, y, steps):
+    """Train for `steps` full-batch steps in bfloat16 autocast; return the loss of each step."""
+    scaler = torch.amp.GradScaler("cuda")
+    losses = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        with torch.autocast(device_type='cuda', dtype=torch.bfloat16):
+            loss = loss_fn(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        losses.append(loss.item())
+    return losses

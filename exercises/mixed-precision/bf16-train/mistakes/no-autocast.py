@@ -1,0 +1,15 @@
+# mistake: drops autocast and trains in float32: the model learns, but mixed precision is gone
+# expect-fail: bf16-autocast
+import torch
+
+
+def train(model, optimizer, loss_fn, x, y, steps):
+    """Train for `steps` full-batch steps in bfloat16 autocast; return the loss of each step."""
+    losses = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
