@@ -46,7 +46,9 @@ def render_markdown(text: str) -> str:
 
 
 def pygments_css() -> str:
-    return _FORMATTER.get_style_defs(".highlight")
+    """static/highlight.css: the light palette, and github-dark in dark mode (academy.css, static/theme.js)."""
+    dark = HtmlFormatter(cssclass="highlight", nowrap=True, style="github-dark")
+    return f"{_FORMATTER.get_style_defs('.highlight')}\n{dark.get_style_defs(':root[data-theme=dark] .highlight')}"
 
 
 @dataclass(frozen=True)

@@ -31,21 +31,52 @@
     }, extra || {}));
   }
 
-  // Drafts: saved on the server shortly after each change, and on leaving the page.
+  // Drafts: saved on the server shortly after each change, and on leaving the page. A visitor without
+  // an account yet (public lessons) keeps them in this browser (localStorage) until their first Run or
+  // Submit makes them a guest; then the draft moves to the server.
+  const localKey = "dla-draft:" + data.exercise;
+  function localDraft() {
+    try { return window.localStorage.getItem(localKey); } catch (e) { return null; }
+  }
+  function forgetLocalDraft() {
+    try { window.localStorage.removeItem(localKey); } catch (e) { /* storage off: nothing kept */ }
+  }
   let draftTimer = null;
   let draftDirty = false;
   function saveDraft(keepalive) {
     if (!draftDirty) return;
     draftDirty = false;
     clearTimeout(draftTimer);
+    if (data.visitor) {
+      try {
+        window.localStorage.setItem(localKey, editor.getCode());
+        draftState.textContent = "Draft kept in this browser";
+      } catch (e) { draftState.textContent = "Draft not kept (this browser blocks storage)"; }
+      return;
+    }
     draftState.textContent = "Saving draft…";
     api("PUT", "/api/drafts/" + data.exercise, { code: editor.getCode() }, { keepalive: !!keepalive })
-      .then((r) => { draftState.textContent = r.ok ? "Draft saved" : "Draft not saved (" + r.status + ")"; })
+      .then((r) => {
+        draftState.textContent = r.ok ? "Draft saved" : "Draft not saved (" + r.status + ")";
+        if (r.ok) forgetLocalDraft();
+      })
       .catch(() => { draftState.textContent = "Draft not saved (offline?)"; draftDirty = true; });
   }
+  // The first action that needs a learner made this visitor a guest: from now on drafts go to the server.
+  function becameLearner() {
+    if (!data.visitor) return;
+    data.visitor = false;
+    draftDirty = true;
+    saveDraft();
+  }
+  const kept = localDraft();
+  const adopt = kept !== null && (data.visitor || !data.has_draft);
+  if (adopt) data.code = kept;
 
   const editor = window.AcademyEditor.create(document.getElementById("editor"), {
     doc: data.code,
+    label: "Code editor: your " + data.exercise.split("/").pop() + " solution",
+    describedBy: "editor-help",
     onSubmit: () => submit(),
     onChange: () => {
       draftDirty = true;
@@ -55,6 +86,7 @@
   });
   window.academyEditor = editor; // for scripts and browser tests
   window.addEventListener("pagehide", () => saveDraft(true));
+  if (adopt && !data.visitor) { draftDirty = true; saveDraft(); }  // kept here as a visitor: now on the server
 
   document.getElementById("reset-code").addEventListener("click", () => {
     editor.setCode(data.starter);
@@ -223,6 +255,7 @@
   const STATUS_WORDS = { passed: "passed", failed: "failed", error: "error", timeout: "timed out",
     killed: "stopped", "infra-error": "grader failed" };
   async function loadHistory() {
+    if (data.visitor) { historyList.replaceChildren(el("p", "muted", "No submissions yet.")); return; }
     const r = await api("GET", "/api/submissions?exercise=" + encodeURIComponent(data.exercise));
     if (!r.ok) { historyList.replaceChildren(el("p", "flash error", "Could not load your attempts (" + r.status + ").")); return; }
     const subs = (await r.json()).submissions;
@@ -334,6 +367,7 @@
       return;
     }
     const body = await response.json().catch(() => ({}));
+    if (response.status === 202) becameLearner();
     if (response.status !== 202) {
       clearInterval(ticking);
       submitButton.disabled = false;
@@ -378,6 +412,7 @@
       const response = await api("POST", "/api/runs", { exercise: data.exercise, code: editor.getCode() });
       const body = await response.json().catch(() => ({}));
       if (response.status !== 202) { showRun(null, body.error || "Run failed (" + response.status + ")."); return; }
+      becameLearner();
       for (;;) {
         await new Promise((r) => setTimeout(r, 500));
         const r = await api("GET", "/api/runs/" + body.id);
