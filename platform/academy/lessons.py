@@ -10,6 +10,7 @@ from sqlalchemy import select
 from academy import progress
 from academy.content import get_content
 from academy.db import get_session
+from academy.i18n import localize
 from academy.models import GRADED, Draft, QuizAnswer, Submission
 from academy.security import learner_required, public_lessons, public_page
 from grader.course import ExerciseStep, Lesson, Quiz, QuizQuestion, Step
@@ -21,7 +22,7 @@ def course() -> ResponseReturnValue:  # the site's front page, registered at "/"
     content = get_content()
     return render_template("lessons/course.html", course=content.course,
                            statuses=progress.course_status(g.user, content.course.lessons),
-                           public_lessons=public_lessons())
+                           public_lessons=public_lessons(), localize=localize)
 
 
 def _lesson_or_404(lesson_id: str) -> Lesson:
@@ -62,11 +63,16 @@ def step(lesson_id: str, step_id: str) -> ResponseReturnValue:
     if g.user is not None:
         progress.record_visit(g.user, lesson.id, step_id)
     current = lesson.steps[number - 1]
-    context = {"lesson": lesson, "number": number, "step": current, "html": content.step_html(current),
+    t = localize(lesson)
+    context = {"lesson": lesson, "number": number, "step": current, "t": t,
+               "html": t.step_html(current, content.step_html(current)),
                "status": progress.lesson_status(g.user, lesson)}
     extras = _PAGE_EXTRAS.get(current.kind)
     if extras is not None:
         context.update(extras(lesson, current))
+    if current.kind == "exercise":
+        for check in context["editor"]["checks"]:
+            check["title"] = t.check_title(current, check["id"], check["title"])
     return render_template("lessons/step.html", **context)
 
 
@@ -132,7 +138,8 @@ def lesson_end(lesson_id: str) -> ResponseReturnValue:
     tries = first_tries(lesson, quiz) if quiz else {}
     lessons = content.course.lessons
     following = lessons[lessons.index(lesson) + 1] if lesson is not lessons[-1] else None
-    return render_template("lessons/end.html", lesson=lesson, status=status, quiz=quiz, first_tries=tries,
+    return render_template("lessons/end.html", lesson=lesson, t=localize(lesson), status=status, quiz=quiz,
+                           first_tries=tries,
                            exercises=[(s, s.exercise.id in passed) for s in lesson.steps if s.kind == "exercise"],
                            cards=[s for s in lesson.steps if s.kind == "card"], following=following)
 

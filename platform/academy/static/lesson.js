@@ -10,7 +10,9 @@
   document.addEventListener("keydown", (event) => {
     if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
     if (event.target.closest(".cm-editor, input, textarea, select, [contenteditable]")) return;
-    const link = { ArrowLeft: "prev", ArrowRight: "next" }[event.key];
+    // Right-to-left pages (Arabic) read from right to left: → goes back, ← goes on.
+    const rtl = document.documentElement.dir === "rtl";
+    const link = (rtl ? { ArrowLeft: "next", ArrowRight: "prev" } : { ArrowLeft: "prev", ArrowRight: "next" })[event.key];
     const target = link && document.getElementById(link);
     if (target) { event.preventDefault(); window.location.href = target.href; }
   });

@@ -18,8 +18,12 @@
   apply();
   if (system && system.addEventListener) system.addEventListener("change", apply);
 
+  root.classList.add("js");
   document.addEventListener("DOMContentLoaded", () => {
     apply();
+    // The language switcher: choosing a language sends its form (without JavaScript: its Go button).
+    const language = document.getElementById("language");
+    if (language) language.addEventListener("change", () => language.form.submit());
     const button = document.getElementById("theme-switch");
     if (!button) return;
     button.addEventListener("click", () => {
