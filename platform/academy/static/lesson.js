@@ -17,6 +17,11 @@
     if (target) { event.preventDefault(); window.location.href = target.href; }
   });
 
+  // After answering a quiz question the page comes back at that question: focus its verdict there.
+  const answered = window.location.hash.startsWith("#q-") &&
+    document.getElementById("verdict-" + window.location.hash.slice(3));
+  if (answered) answered.focus();
+
   const dataNode = document.getElementById("exercise-data");
   if (!dataNode) return;
   const data = JSON.parse(dataNode.textContent);
@@ -148,6 +153,14 @@
     jump.type = "button";
     jump.addEventListener("click", () => editor.markLines([line]));
     return jump;
+  }
+
+  // The verdict just arrived: focus moves to it, so a screen reader reads it and the keyboard starts there.
+  function focusVerdict() {
+    const head = resultBox.querySelector("#result-summary, .flash");
+    if (!head) return;
+    head.tabIndex = -1;
+    head.focus();
   }
 
   function showResult(sub) {
@@ -345,7 +358,7 @@
       }
       if (!response.ok) { showMessage("error", "Could not fetch the result (" + response.status + ")."); break; }
       const sub = await response.json();
-      if (sub.status === "done" || sub.status === "error") { showResult(sub); break; }
+      if (sub.status === "done" || sub.status === "error") { showResult(sub); focusVerdict(); break; }
       if (resultBox.dataset.status !== sub.status) showProgress(sub.status, startedAt);
       await new Promise((r) => setTimeout(r, 600));
     }
