@@ -104,7 +104,10 @@ def choose() -> ResponseReturnValue:
         g.user.language = language
         get_session().commit()
     target = safe_next(request.form.get("next"), "/")
-    return redirect(f"{request.host_url.rstrip('/')}/{language}{target}" if target.startswith("/") else target)
+    first, _, rest = target.lstrip("/").partition("/")
+    if first in LANGUAGES:  # a path that already names a language: the same page in the chosen one
+        target = "/" + rest
+    return redirect(f"/{language}{target}")
 
 
 # -- course content ------------------------------------------------------------------------------

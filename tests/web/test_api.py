@@ -159,7 +159,8 @@ def test_openapi_file_documents_every_api_route(app) -> None:  # noqa: ANN001
                 assert (path, method.lower()) in documented, f"{method} {path} is missing from docs/openapi.yaml"
 
 
-PUBLIC = {"index", "static", "auth.signup", "auth.signin", "auth.guest", "auth.signout", "api.list_exercises"}
+PUBLIC = {"index", "static", "auth.signup", "auth.signin", "auth.guest", "auth.signout", "api.list_exercises",
+          "i18n.choose"}
 # Public lessons (DLA_PUBLIC_LESSONS, on by default): anyone reads them; the first action that needs a
 # learner makes a browser session (one holding a CSRF token) a guest. tests/web/test_public_lessons.py
 # checks the closed course.
