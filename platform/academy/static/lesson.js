@@ -196,14 +196,16 @@
       nodes.push(message);
     } else {
       const list = el("ul", "checks");
-      const titles = Object.fromEntries(result.checks.map((c) => [c.id, c.title]));
+      // Check titles as this page's language gives them (exercise.<lang>.yaml), else as the result has them.
+      const pageTitles = Object.fromEntries((data.checks || []).map((c) => [c.id, c.title]));
+      const titles = Object.fromEntries(result.checks.map((c) => [c.id, pageTitles[c.id] || c.title]));
       for (const check of result.checks) {
         const status = statusOf(check);
         const item = el("li", "check " + (status === "passed" ? "pass" : status === "skipped" ? "skip" : "fail"));
         item.dataset.check = check.id;
         item.id = "check-" + check.id;
         item.append(el("span", "mark", status === "passed" ? "✔" : status === "skipped" ? "–" : "✘"),
-          el("strong", null, check.title));
+          el("strong", null, titles[check.id]));
         if (status === "skipped") {
           item.append(el("p", "message muted", "Not judged: " + (titles[check.because] || "an earlier check") +
             " explains it."));
