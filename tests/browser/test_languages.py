@@ -1,10 +1,13 @@
 """Languages in Chromium: lesson 1 in Italian, Japanese and Arabic shows the seeds' title, summary and notice;
 Arabic is right-to-left with left-to-right code and editor, and its arrow keys follow the reading direction;
-Japanese fits a 390 px phone. Writes the README's screenshots (docs/web-lesson-ja-phone.png, docs/web-lesson-ar.png)."""
+Japanese fits a 390 px phone. With DLA_UPDATE_SCREENSHOTS=1 it also writes the README's screenshots
+(docs/web-lesson-ja-phone.png, docs/web-lesson-ar.png); they are always under artifacts/browser/."""
 from __future__ import annotations
 
+import os
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
@@ -15,6 +18,11 @@ from tests.web.test_languages import EXPECTED
 pytestmark = [pytest.mark.browser]
 
 LESSON = "mixed-precision"
+
+
+def for_readme(shot: Path, name: str) -> None:
+    if os.environ.get("DLA_UPDATE_SCREENSHOTS") == "1":
+        shutil.copy(shot, REPO / "docs" / name)
 FIRST = f"/lessons/{LESSON}/what-mixed-precision-means"
 
 
@@ -41,7 +49,7 @@ def test_lesson_one_in_three_languages(page: Page, live_server: str, shoot) -> N
     expect(page.locator(".cm-editor")).to_be_visible()
     assert page.eval_on_selector(".cm-content", "n => getComputedStyle(n).direction") == "ltr"
     assert page.eval_on_selector("body", "n => getComputedStyle(n).direction") == "rtl"
-    shutil.copy(shoot(page, "24-lesson-ar"), REPO / "docs" / "web-lesson-ar.png")
+    for_readme(shoot(page, "24-lesson-ar"), "web-lesson-ar.png")
 
 
 def test_japanese_on_a_phone(browser: Browser, live_server: str, shoot) -> None:  # noqa: ANN001
@@ -57,5 +65,5 @@ def test_japanese_on_a_phone(browser: Browser, live_server: str, shoot) -> None:
     page.locator("#language").select_option("it")
     expect(page).to_have_url(re.compile(rf"/it{FIRST}$"))
     page.goto(f"{live_server}/ja{FIRST}")
-    shutil.copy(shoot(page, "25-lesson-ja-phone"), REPO / "docs" / "web-lesson-ja-phone.png")
+    for_readme(shoot(page, "25-lesson-ja-phone"), "web-lesson-ja-phone.png")
     context.close()
