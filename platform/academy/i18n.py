@@ -32,6 +32,29 @@ RTL = {"ar"}
 # The sentence a page shows where parts of the lesson are still English (the seeds' own, in the catalogs).
 NOT_TRANSLATED = lazy_gettext("Parts of this lesson are not yet translated and are shown in English.")
 
+# What static/lesson.js writes into exercise pages, translated for the page (`js_text`); %(name)s-style
+# placeholders are filled in by lesson.js.
+JS_MESSAGES = [
+    lazy_gettext("Draft kept in this browser"), lazy_gettext("Saving draft…"), lazy_gettext("Draft saved"),
+    lazy_gettext("Running your code"), lazy_gettext("Queued"), lazy_gettext("All checks passed. Well done!"),
+    lazy_gettext("Your code ran out of time."),
+    lazy_gettext("Your code was stopped (it used too much memory or too many resources)."),
+    lazy_gettext("Your code could not be checked."), lazy_gettext("The grader failed; your submission is saved."),
+    lazy_gettext("%(passed)s of %(total)s checks passed."), lazy_gettext("Show a hint"),
+    lazy_gettext("Show the next hint"), lazy_gettext("No submissions yet."), lazy_gettext("Run finished"),
+    lazy_gettext("Run stopped"), lazy_gettext("Printed output"), lazy_gettext("Returned"),
+    lazy_gettext("Code editor: your %(name)s solution"), lazy_gettext("View"), lazy_gettext("Restore"),
+    lazy_gettext("Diff with previous"), lazy_gettext("When"), lazy_gettext("Score"), lazy_gettext("Status"),
+]
+
+
+def js_text() -> dict[str, str]:
+    """English message -> this page's translation, for lesson.js (empty in English: it has the English)."""
+    if g.get("language", "en") == "en":
+        return {}
+    return {message._args[0]: str(message) for message in JS_MESSAGES}
+
+
 bp = Blueprint("i18n", __name__)
 
 
@@ -302,7 +325,7 @@ def init_app(app: Flask) -> None:
     def _globals() -> dict[str, Any]:
         language = g.get("language", "en")
         return {"language": language, "direction": "rtl" if language in RTL else "ltr", "languages": LANGUAGES,
-                "alternates": alternates, "not_translated": NOT_TRANSLATED,
+                "alternates": alternates, "not_translated": NOT_TRANSLATED, "js_text": js_text,
                 "here": request.full_path.rstrip("?") if request.query_string else request.path}
 
 

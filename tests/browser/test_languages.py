@@ -48,6 +48,7 @@ def test_lesson_one_in_three_languages(page: Page, live_server: str, shoot) -> N
     page.goto(f"{live_server}/ar/lessons/{LESSON}/amp-step")
     expect(page.locator(".cm-editor")).to_be_visible()
     assert page.eval_on_selector(".cm-content", "n => getComputedStyle(n).direction") == "ltr"
+    expect(page.get_by_role("textbox", name="محرر الشيفرة: حلّك لـ amp-step")).to_be_visible()  # lesson.js's text
     assert page.eval_on_selector("body", "n => getComputedStyle(n).direction") == "rtl"
     for_readme(shoot(page, "24-lesson-ar"), "web-lesson-ar.png")
 

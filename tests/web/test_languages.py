@@ -2,6 +2,7 @@
 translated title and summary (the seeds'), the not-yet-translated notice, Arabic RTL, translation files."""
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -45,6 +46,10 @@ def test_lesson_one_in_each_language(web: WebSession) -> None:
     assert "Mixed precision with autocast and GradScaler" in english and 'id="not-translated"' not in english
     arabic = web.client.get(f"/ar/lessons/{LESSON}/amp-step").get_data(as_text=True)
     assert '<div id="editor" class="editor" dir="ltr">' in arabic and '<code dir="ltr">train_step(' in arabic
+    ui_text = json.loads(re.search(r'id="ui-text">(.*?)</script>', arabic).group(1))  # lesson.js's messages
+    assert ui_text["All checks passed. Well done!"] == "نجحت كل الفحوص. أحسنت!"
+    assert '<script type="application/json" id="ui-text">{}</script>' in web.client.get(
+        f"/lessons/{LESSON}/amp-step").get_data(as_text=True)  # English: lesson.js has its own text
 
 
 def test_a_url_without_a_language_redirects(web: WebSession) -> None:

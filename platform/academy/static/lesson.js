@@ -22,6 +22,12 @@
     document.getElementById("verdict-" + window.location.hash.slice(3));
   if (answered) answered.focus();
 
+  // The page's language: lesson.js's own messages, translated by the server (i18n.JS_MESSAGES); English as is.
+  const uiNode = document.getElementById("ui-text");
+  const TEXT = uiNode ? JSON.parse(uiNode.textContent) : {};
+  const T = (message, values) => (TEXT[message] || message)
+    .replace(/%\((\w+)\)s/g, (all, name) => (values && name in values ? String(values[name]) : all));
+
   const dataNode = document.getElementById("exercise-data");
   if (!dataNode) return;
   const data = JSON.parse(dataNode.textContent);
@@ -57,14 +63,14 @@
     if (data.visitor) {
       try {
         window.localStorage.setItem(localKey, editor.getCode());
-        draftState.textContent = "Draft kept in this browser";
+        draftState.textContent = T("Draft kept in this browser");
       } catch (e) { draftState.textContent = "Draft not kept (this browser blocks storage)"; }
       return;
     }
-    draftState.textContent = "Saving draft…";
+    draftState.textContent = T("Saving draft…");
     api("PUT", "/api/drafts/" + data.exercise, { code: editor.getCode() }, { keepalive: !!keepalive })
       .then((r) => {
-        draftState.textContent = r.ok ? "Draft saved" : "Draft not saved (" + r.status + ")";
+        draftState.textContent = r.ok ? T("Draft saved") : "Draft not saved (" + r.status + ")";
         if (r.ok) forgetLocalDraft();
       })
       .catch(() => { draftState.textContent = "Draft not saved (offline?)"; draftDirty = true; });
@@ -82,7 +88,7 @@
 
   const editor = window.AcademyEditor.create(document.getElementById("editor"), {
     doc: data.code,
-    label: "Code editor: your " + data.exercise.split("/").pop() + " solution",
+    label: T("Code editor: your %(name)s solution", { name: data.exercise.split("/").pop() }),
     describedBy: "editor-help",
     onSubmit: () => submit(),
     onChange: () => {
@@ -129,7 +135,7 @@
   function showProgress(status, startedAt) {
     clearInterval(ticking);
     const line = el("p", "progress-line");
-    const label = status === "running" ? "Running your code" : "Queued";
+    const label = status === "running" ? T("Running your code") : T("Queued");
     const render = () => {
       line.textContent = label + "… " + ((Date.now() - startedAt) / 1000).toFixed(1) + " s";
     };
@@ -141,11 +147,11 @@
   }
 
   const SUMMARY = {
-    passed: "All checks passed. Well done!",
-    timeout: "Your code ran out of time.",
-    killed: "Your code was stopped (it used too much memory or too many resources).",
-    error: "Your code could not be checked.",
-    "infra-error": "The grader failed; your submission is saved.",
+    passed: T("All checks passed. Well done!"),
+    timeout: T("Your code ran out of time."),
+    killed: T("Your code was stopped (it used too much memory or too many resources)."),
+    error: T("Your code could not be checked."),
+    "infra-error": T("The grader failed; your submission is saved."),
   };
 
   function lineLink(line) {
@@ -180,7 +186,7 @@
     const statusOf = (c) => c.status || (c.passed ? "passed" : "failed");
     const passedCount = result.checks.filter((c) => statusOf(c) === "passed").length;
     const summary = result.status === "failed"
-      ? passedCount + " of " + result.checks.length + " checks passed."
+      ? T("%(passed)s of %(total)s checks passed.", { passed: passedCount, total: result.checks.length })
       : SUMMARY[result.status] || result.status;
     const head = el("h2", "summary " + (result.passed ? "pass" : "fail"), summary);
     head.id = "result-summary";
@@ -247,7 +253,7 @@
       const nodes = hints.map((h, i) => prose("p", "hint", (total > 1 ? "Hint " + (i + 1) + " of " + total : "Hint") +
         ": " + h));
       if (hints.length < total) {
-        const more = el("button", "link reveal-hint", hints.length ? "Show the next hint" : "Show a hint");
+        const more = el("button", "link reveal-hint", hints.length ? T("Show the next hint") : T("Show a hint"));
         more.type = "button";
         more.addEventListener("click", async () => {
           more.disabled = true;
@@ -272,14 +278,14 @@
   const STATUS_WORDS = { passed: "passed", failed: "failed", error: "error", timeout: "timed out",
     killed: "stopped", "infra-error": "grader failed" };
   async function loadHistory() {
-    if (data.visitor) { historyList.replaceChildren(el("p", "muted", "No submissions yet.")); return; }
+    if (data.visitor) { historyList.replaceChildren(el("p", "muted", T("No submissions yet."))); return; }
     const r = await api("GET", "/api/submissions?exercise=" + encodeURIComponent(data.exercise));
     if (!r.ok) { historyList.replaceChildren(el("p", "flash error", "Could not load your attempts (" + r.status + ").")); return; }
     const subs = (await r.json()).submissions;
-    if (!subs.length) { historyList.replaceChildren(el("p", "muted", "No submissions yet.")); return; }
+    if (!subs.length) { historyList.replaceChildren(el("p", "muted", T("No submissions yet."))); return; }
     const table = el("table", "history-table");
     const head = el("tr");
-    for (const h of ["#", "When", "Score", "Status", ""]) head.append(el("th", null, h));
+    for (const h of ["#", T("When"), T("Score"), T("Status"), ""]) head.append(el("th", null, h));
     table.append(head);
     subs.forEach((sub, i) => {
       const row = el("tr");
@@ -296,9 +302,9 @@
         b.addEventListener("click", handler);
         actions.append(b, " ");
       };
-      button("View", () => showAttempt(sub.id, "view"));
-      button("Restore", () => showAttempt(sub.id, "restore"));
-      if (i < subs.length - 1) button("Diff with previous", () => showAttempt(sub.id, "diff"));
+      button(T("View"), () => showAttempt(sub.id, "view"));
+      button(T("Restore"), () => showAttempt(sub.id, "restore"));
+      if (i < subs.length - 1) button(T("Diff with previous"), () => showAttempt(sub.id, "diff"));
       row.append(actions);
       table.append(row);
     });
@@ -401,16 +407,16 @@
   function showRun(run, error) {
     runBox.hidden = false;
     if (!run) { runBox.replaceChildren(el("p", "flash error", error || "The Run failed; try again.")); return; }
-    const nodes = [el("h2", "summary", run.status === "ran" ? "Run finished" : "Run stopped")];
+    const nodes = [el("h2", "summary", run.status === "ran" ? T("Run finished") : T("Run stopped"))];
     if (run.error) {
       const message = el("p", "flash error error-message", run.error.message);
       if (run.error.line) { message.append(" ", lineLink(run.error.line)); editor.markLines([run.error.line]); }
       nodes.push(message);
     }
-    nodes.push(el("h3", null, "Printed output" + (run.output_truncated ? " (truncated)" : "")),
+    nodes.push(el("h3", null, T("Printed output") + (run.output_truncated ? " (truncated)" : "")),
       el("pre", "code run-printed", run.output || "(nothing printed)"));
     if (run.returned !== null) {
-      nodes.push(el("h3", null, "Returned" + (run.returned_truncated ? " (truncated)" : "")),
+      nodes.push(el("h3", null, T("Returned") + (run.returned_truncated ? " (truncated)" : "")),
         el("pre", "code run-returned", run.returned));
     }
     for (const note of run.notes || []) nodes.push(el("p", "note muted", note));
