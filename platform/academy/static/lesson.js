@@ -20,7 +20,11 @@
   // After answering a quiz question the page comes back at that question: focus its verdict there.
   const answered = window.location.hash.startsWith("#q-") &&
     document.getElementById("verdict-" + window.location.hash.slice(3));
-  if (answered) answered.focus();
+  if (answered) {
+    answered.focus();
+    // Again once the page has loaded and scrolled to the question, which may otherwise take the focus back.
+    window.addEventListener("load", () => { if (document.activeElement !== answered) answered.focus(); });
+  }
 
   // The page's language: lesson.js's own messages, translated by the server (i18n.JS_MESSAGES); English as is.
   const uiNode = document.getElementById("ui-text");
