@@ -61,6 +61,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         content,
         db,
         errors,
+        i18n,
         inputs,
         instructor,
         jobs,
@@ -76,6 +77,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     content.reload_content(app)
     security.init_app(app)
     limits.init_app(app)  # after security: per-account limits need the user that security loads
+    i18n.init_app(app)  # after security: the learner's saved language
     jobs.init_app(app)
     runners.init_app(app)
     errors.init_app(app)

@@ -15,7 +15,7 @@ from academy.content import get_content, render_markdown
 from academy.db import get_session
 from academy.limits import account_key, client_address, limit, limiter
 from academy.models import GRADED, PENDING, Draft, HintReveal, JobStatus, Submission, SubmissionKind
-from academy.security import login_required
+from academy.security import learner_required, login_required
 from academy.settings import settings
 from grader.course import Exercise
 from grader.grading import MAX_CODE_BYTES
@@ -140,7 +140,7 @@ def _queue(kind: SubmissionKind, exercise: Exercise, code: str, endpoint: str) -
 
 
 @bp.post("/submissions")
-@login_required
+@learner_required
 @limiter.limit(_submission_limit, key_func=account_key, error_message=_submission_limit_message)
 @limiter.limit(limit("limit_submissions_per_address"),
                error_message="Too many submissions from your network right now; try again in a minute.")
@@ -151,7 +151,7 @@ def create_submission() -> ResponseReturnValue:
 
 
 @bp.post("/runs")
-@login_required
+@learner_required
 @limiter.limit(limit("limit_runs_per_account"), key_func=account_key,
                error_message="Too many Runs; wait a minute, or submit.")
 @limiter.limit(limit("limit_runs_per_address"), error_message="Too many Runs from your network right now.")

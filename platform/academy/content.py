@@ -5,7 +5,7 @@ Rendering happens once per (re)load, not per request, so a lesson page costs a t
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nh3
@@ -46,7 +46,9 @@ def render_markdown(text: str) -> str:
 
 
 def pygments_css() -> str:
-    return _FORMATTER.get_style_defs(".highlight")
+    """static/highlight.css: the light palette, and github-dark in dark mode (academy.css, static/theme.js)."""
+    dark = HtmlFormatter(cssclass="highlight", nowrap=True, style="github-dark")
+    return f"{_FORMATTER.get_style_defs('.highlight')}\n{dark.get_style_defs(':root[data-theme=dark] .highlight')}"
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class Content:
     step's identity."""
     course: Course
     html: dict[int, str]
+    translations: dict = field(default_factory=dict)  # (lesson id, language) -> i18n.LessonText
 
     def step_html(self, step: Step) -> str:
         return self.html.get(id(step), "")
@@ -74,7 +77,8 @@ def build_content(root: Path | None) -> Content:
             markdown = step.page_markdown()
             if markdown is not None:
                 html[id(step)] = render_markdown(markdown)
-    return Content(course, html)
+    from academy.i18n import load_translations
+    return Content(course, html, load_translations(course))
 
 
 _lock = threading.Lock()

@@ -10,7 +10,7 @@ from flask import Blueprint, Response, abort, current_app, flash, redirect, rend
 from flask.typing import ResponseReturnValue
 from sqlalchemy import func, select
 
-from academy import gradebook, jobs
+from academy import gradebook, i18n, jobs
 from academy.content import get_content, reload_content
 from academy.db import get_session
 from academy.models import GRADED, PENDING, JobStatus, RegradeRun, Submission, User, ValidationRun
@@ -112,7 +112,8 @@ def overview() -> ResponseReturnValue:
     busy = any(r.status in PENDING for r in runs.values())
     return render_template("instructor/overview.html", course=get_content().course, runs=runs, busy=busy,
                            can_reload=settings().content_reload,
-                           image_note=jobs.grading_sandbox(current_app).stale_image_note())
+                           translations=i18n.coverage(get_content().course, get_content().translations),
+                           languages=i18n.LANGUAGES, image_note=jobs.grading_sandbox(current_app).stale_image_note())
 
 
 @bp.post("/validate/<path:exercise_id>")

@@ -10,8 +10,9 @@ from sqlalchemy import select
 from academy import progress
 from academy.content import get_content
 from academy.db import get_session
+from academy.i18n import localize
 from academy.models import GRADED, Draft, QuizAnswer, Submission
-from academy.security import login_required
+from academy.security import learner_required, public_lessons, public_page
 from grader.course import ExerciseStep, Lesson, Quiz, QuizQuestion, Step
 
 bp = Blueprint("lessons", __name__, url_prefix="/lessons")
@@ -20,7 +21,8 @@ bp = Blueprint("lessons", __name__, url_prefix="/lessons")
 def course() -> ResponseReturnValue:  # the site's front page, registered at "/"
     content = get_content()
     return render_template("lessons/course.html", course=content.course,
-                           statuses=progress.course_status(g.user, content.course.lessons))
+                           statuses=progress.course_status(g.user, content.course.lessons),
+                           public_lessons=public_lessons(), localize=localize)
 
 
 def _lesson_or_404(lesson_id: str) -> Lesson:
@@ -31,15 +33,15 @@ def _lesson_or_404(lesson_id: str) -> Lesson:
 
 
 @bp.route("/<lesson_id>")
-@login_required
+@public_page
 def resume(lesson_id: str) -> ResponseReturnValue:
     lesson = _lesson_or_404(lesson_id)
-    number = progress.resume_number(g.user, lesson)
+    number = progress.resume_number(g.user, lesson) if g.user else 1
     return redirect(url_for("lessons.step", lesson_id=lesson.id, step_id=lesson.steps[number - 1].id))
 
 
 @bp.route("/<lesson_id>/<int:number>")
-@login_required
+@public_page
 def numbered_step(lesson_id: str, number: int) -> ResponseReturnValue:
     """Step URLs by number (before step ids): the step at that position today."""
     lesson = _lesson_or_404(lesson_id)
@@ -50,7 +52,7 @@ def numbered_step(lesson_id: str, number: int) -> ResponseReturnValue:
 
 
 @bp.route("/<lesson_id>/<step_id>")
-@login_required
+@public_page
 def step(lesson_id: str, step_id: str) -> ResponseReturnValue:
     content = get_content()
     lesson = _lesson_or_404(lesson_id)
@@ -58,31 +60,45 @@ def step(lesson_id: str, step_id: str) -> ResponseReturnValue:
         number = lesson.index(step_id) + 1
     except KeyError:
         abort(404, description=f"Lesson '{lesson.id}' has no step '{step_id}'.")
-    progress.record_visit(g.user, lesson.id, step_id)
+    if g.user is not None:
+        progress.record_visit(g.user, lesson.id, step_id)
     current = lesson.steps[number - 1]
-    context = {"lesson": lesson, "number": number, "step": current, "html": content.step_html(current),
+    t = localize(lesson)
+    context = {"lesson": lesson, "number": number, "step": current, "t": t,
+               "html": t.step_html(current, content.step_html(current)),
                "status": progress.lesson_status(g.user, lesson)}
     extras = _PAGE_EXTRAS.get(current.kind)
     if extras is not None:
         context.update(extras(lesson, current))
+    if current.kind == "exercise":
+        for check in context["editor"]["checks"]:
+            check["title"] = t.check_title(current, check["id"], check["title"])
     return render_template("lessons/step.html", **context)
 
 
 def _editor_state(current: ExerciseStep) -> dict:
     exercise = current.exercise
+    if g.user is None:  # a visitor: the starter code; lesson.js keeps their draft in this browser
+        return {"exercise": exercise.id, "starter": exercise.starter_code(), "code": exercise.starter_code(),
+                "latest": None, "checks": [{"id": c.id, "title": c.title} for c in exercise.checks],
+                "solution_open": False, "solution_rule": progress.solution_rule(exercise), "visitor": True,
+                "has_draft": False}
     db = get_session()
     draft = db.scalar(select(Draft).where(Draft.user_id == g.user.id, Draft.exercise_id == exercise.id))
     latest = db.scalar(select(Submission.id).where(Submission.user_id == g.user.id,
                                                    Submission.exercise_id == exercise.id, GRADED)
                        .order_by(Submission.id.desc()).limit(1))
     return {"exercise": exercise.id, "starter": exercise.starter_code(),
-            "code": draft.code if draft else exercise.starter_code(), "latest": latest,
+            "code": draft.code if draft else exercise.starter_code(), "latest": latest, "visitor": False,
+            "has_draft": draft is not None,
             "checks": [{"id": c.id, "title": c.title} for c in exercise.checks],
             "solution_open": progress.solution_open(g.user, exercise),
             "solution_rule": progress.solution_rule(exercise)}
 
 
 def _answers(lesson: Lesson) -> list[QuizAnswer]:
+    if g.user is None:
+        return []
     return list(get_session().scalars(select(QuizAnswer).where(QuizAnswer.user_id == g.user.id,
                                                                QuizAnswer.lesson_id == lesson.id)
                                       .order_by(QuizAnswer.created_at, QuizAnswer.id)))
@@ -98,7 +114,7 @@ def first_tries(lesson: Lesson, quiz: Quiz) -> dict[str, bool]:
 
 def _quiz_state(lesson: Lesson, quiz: Quiz) -> dict[str, Any]:
     latest = {row.question_id: row for row in _answers(lesson)}  # the newest answer per question wins
-    salt = str(g.user.id)
+    salt = str(g.user.id) if g.user else "visitor"
     options: dict[str, tuple] = {q.id: q.shuffled(salt) for q in quiz.questions}
     return {"answers": latest, "options": options, "first_tries": first_tries(lesson, quiz)}
 
@@ -111,24 +127,25 @@ _PAGE_EXTRAS: dict[str, Callable[[Lesson, Step], dict[str, Any]]] = {
 
 
 @bp.route("/<lesson_id>/end")
-@login_required
+@public_page
 def lesson_end(lesson_id: str) -> ResponseReturnValue:
     """The lesson's completion page: the quiz's first-try result, what was practised, the next lesson."""
     content = get_content()
     lesson = _lesson_or_404(lesson_id)
     status = progress.lesson_status(g.user, lesson)
-    passed = progress.passed_exercises(g.user)
+    passed = progress.passed_exercises(g.user) if g.user else set()
     quiz = lesson.quiz
     tries = first_tries(lesson, quiz) if quiz else {}
     lessons = content.course.lessons
     following = lessons[lessons.index(lesson) + 1] if lesson is not lessons[-1] else None
-    return render_template("lessons/end.html", lesson=lesson, status=status, quiz=quiz, first_tries=tries,
+    return render_template("lessons/end.html", lesson=lesson, t=localize(lesson), status=status, quiz=quiz,
+                           first_tries=tries,
                            exercises=[(s, s.exercise.id in passed) for s in lesson.steps if s.kind == "exercise"],
                            cards=[s for s in lesson.steps if s.kind == "card"], following=following)
 
 
 @bp.post("/<lesson_id>/quiz/<question_id>")
-@login_required
+@learner_required
 def answer(lesson_id: str, question_id: str) -> ResponseReturnValue:
     """Grade one quiz answer on the server: the page never holds the correct option before this."""
     lesson = _lesson_or_404(lesson_id)

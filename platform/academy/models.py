@@ -34,6 +34,8 @@ class User(Base):
     # Last request of this user, written at most every SEEN_EVERY (security.py); guests idle for 30 days
     # are removed by `flask --app academy remove-idle-guests`.
     last_seen_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # The interface language the learner chose with the switcher (academy/i18n.py); None: not chosen.
+    language: Mapped[str | None] = mapped_column(String(8))
 
     tokens: Mapped[list[ApiToken]] = relationship(back_populates="user", cascade="all, delete-orphan")
 

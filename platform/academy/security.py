@@ -105,8 +105,9 @@ def _check_csrf() -> Any:
     # Bearer calls carry no ambient credential a third-party page could borrow, so they need no token.
     if request.method not in UNSAFE_METHODS or g.via_token:
         return None
-    if g.user is None and wants_json():
+    if g.user is None and wants_json() and not may_become_guest():
         # No credentials at all: that is a 401 (every unsafe API call needs a user), not a CSRF failure.
+        # A browser session (it holds a CSRF token) on a public course is checked below and may become a guest.
         return _deny(401, NO_CREDENTIALS)
     sent = request.headers.get("X-CSRF-Token") or request.form.get("csrf_token", "")
     expected = session.get("csrf")
@@ -130,6 +131,64 @@ def login_required(view: Callable) -> Callable:
                 return jsonify(error=NO_CREDENTIALS), 401
             return redirect(url_for("auth.signin", next=request.full_path.rstrip("?")))
         return view(*args, **kwargs)
+    return wrapped
+
+
+def public_lessons() -> bool:
+    from academy.settings import settings
+    return bool(settings().public_lessons)
+
+
+def public_page(view: Callable) -> Callable:
+    """A lesson page anyone may read when the course is public (DLA_PUBLIC_LESSONS); else login_required."""
+    closed = login_required(view)
+
+    @functools.wraps(view)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        return view(*args, **kwargs) if public_lessons() else closed(*args, **kwargs)
+    return wrapped
+
+
+def may_become_guest() -> bool:
+    """A browser session without a user, on a public course, sending an unsafe request: it holds a CSRF
+    token (only pages of this site put one in its cookie), so it may become a guest at its first action
+    that needs a learner. API requests without any cookie session still get 401."""
+    return (g.user is None and public_lessons() and "csrf" in session
+            and request.method in UNSAFE_METHODS and not g.get("via_token"))
+
+
+def become_guest() -> Any:
+    """Make this browser a guest (caller: after the CSRF check passed). The CSRF token is kept, so the
+    page already open goes on working; the limit on new guests per address holds as for /auth/guest."""
+    from limits import parse_many
+
+    from academy.limits import client_address, limiter
+    from academy.settings import settings
+
+    for item in parse_many(settings().limit_guests_per_address):
+        if not limiter.limiter.hit(item, "auto-guest", client_address()):
+            return _deny(429, "Too many new guests from your network; try again later, or sign in.")
+    token = session.get("csrf")
+    user = User(is_guest=True)
+    db = get_session()
+    db.add(user)
+    db.commit()
+    start_session(user)
+    session["csrf"] = token
+    g.user = user
+    return None
+
+
+def learner_required(view: Callable) -> Callable:
+    """Like login_required, for the actions that need a learner (Run, Submit, a quiz answer): a browser
+    session on a public course becomes a guest transparently, without an extra click."""
+    @functools.wraps(view)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        if g.user is None and may_become_guest():
+            refused = become_guest()
+            if refused is not None:
+                return refused
+        return login_required(view)(*args, **kwargs)
     return wrapped
 
 

@@ -97,6 +97,10 @@ class Settings:
         "the client address (rate limits, guests' grading turn) is then taken from them (Werkzeug's "
         "`ProxyFix`). `0`: the TCP peer. Never more than you run: one extra lets clients pick their own address",
         int)
+    public_lessons: bool = setting(
+        "DLA_PUBLIC_LESSONS", True, "anyone can read every lesson (cards, exercise prompts, starter code) "
+        "without an account; the first Run, Submit or quiz answer makes that browser a guest. `0`: a closed "
+        "course, where every lesson page needs a sign-in", flag, shown_default="`1`")
     guest_idle_days: int = setting(
         "DLA_GUEST_IDLE_DAYS", 30, "`flask --app academy remove-idle-guests` deletes guests with no request for "
         "longer", int)

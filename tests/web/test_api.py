@@ -159,7 +159,13 @@ def test_openapi_file_documents_every_api_route(app) -> None:  # noqa: ANN001
                 assert (path, method.lower()) in documented, f"{method} {path} is missing from docs/openapi.yaml"
 
 
-PUBLIC = {"index", "static", "auth.signup", "auth.signin", "auth.guest", "auth.signout", "api.list_exercises"}
+PUBLIC = {"index", "static", "auth.signup", "auth.signin", "auth.guest", "auth.signout", "api.list_exercises",
+          "i18n.choose"}
+# Public lessons (DLA_PUBLIC_LESSONS, on by default): anyone reads them; the first action that needs a
+# learner makes a browser session (one holding a CSRF token) a guest. tests/web/test_public_lessons.py
+# checks the closed course.
+PUBLIC_LESSON_PAGES = {"lessons.resume", "lessons.numbered_step", "lessons.step", "lessons.lesson_end"}
+MAKES_A_GUEST = {"api.create_submission", "api.create_run", "lessons.answer"}
 SAMPLE_ARGS = {"lesson_id": "mixed-precision", "number": 1, "question_id": "vanishing-gradients",
                "submission_id": 1, "exercise_id": EXERCISE, "token_id": 1, "step_id": "meet-autocast",
                "user_id": 1}
@@ -178,6 +184,16 @@ def test_every_route_checks_who_is_asking(web, app) -> None:  # noqa: ANN001
             url = url.replace(f"<{name}>", str(SAMPLE_ARGS[name]))
             url = re.sub(rf"<\w+:{name}>", str(SAMPLE_ARGS[name]), url)
         for method in rule.methods - {"HEAD", "OPTIONS"}:
+            if rule.endpoint in PUBLIC_LESSON_PAGES | MAKES_A_GUEST:
+                visitor = new_session(app)
+                answer = (visitor.post(url, data={"option": "1"}) if rule.endpoint == "lessons.answer"
+                          else visitor.api(method, url, {"code": "x", "exercise": EXERCISE}))
+                assert answer.status_code in (200, 202, 301, 302), (method, url, answer.status_code)
+                assert "/auth/signin" not in (answer.location or ""), (method, url)
+                signed_in = visitor.client.get("/auth/account").status_code == 200
+                assert signed_in == (rule.endpoint in MAKES_A_GUEST), (method, url)
+                checked += 1
+                continue
             stranger = web.api(method, url, {"code": "x", "exercise": EXERCISE})
             if rule.endpoint.startswith("api."):
                 assert stranger.status_code == 401, (method, url)

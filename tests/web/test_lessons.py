@@ -16,11 +16,6 @@ def test_course_page_lists_lessons_for_anyone(web) -> None:  # noqa: ANN001
     assert "Start as a guest" in page
 
 
-def test_lesson_pages_need_a_user(web) -> None:  # noqa: ANN001
-    response = web.client.get(f"/lessons/{LESSON}/the-catch-with-16-bit")
-    assert response.status_code == 302 and "/auth/signin?next=" in response.location
-
-
 def test_one_step_at_a_time_with_back_next_and_progress(web) -> None:  # noqa: ANN001
     web.guest()
     page = web.client.get(f"/lessons/{LESSON}/meet-autocast").get_data(as_text=True)

@@ -10,10 +10,27 @@
   document.addEventListener("keydown", (event) => {
     if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
     if (event.target.closest(".cm-editor, input, textarea, select, [contenteditable]")) return;
-    const link = { ArrowLeft: "prev", ArrowRight: "next" }[event.key];
+    // Right-to-left pages (Arabic) read from right to left: → goes back, ← goes on.
+    const rtl = document.documentElement.dir === "rtl";
+    const link = (rtl ? { ArrowLeft: "next", ArrowRight: "prev" } : { ArrowLeft: "prev", ArrowRight: "next" })[event.key];
     const target = link && document.getElementById(link);
     if (target) { event.preventDefault(); window.location.href = target.href; }
   });
+
+  // After answering a quiz question the page comes back at that question: focus its verdict there.
+  const answered = window.location.hash.startsWith("#q-") &&
+    document.getElementById("verdict-" + window.location.hash.slice(3));
+  if (answered) {
+    answered.focus();
+    // Again once the page has loaded and scrolled to the question, which may otherwise take the focus back.
+    window.addEventListener("load", () => { if (document.activeElement !== answered) answered.focus(); });
+  }
+
+  // The page's language: lesson.js's own messages, translated by the server (i18n.JS_MESSAGES); English as is.
+  const uiNode = document.getElementById("ui-text");
+  const TEXT = uiNode ? JSON.parse(uiNode.textContent) : {};
+  const T = (message, values) => (TEXT[message] || message)
+    .replace(/%\((\w+)\)s/g, (all, name) => (values && name in values ? String(values[name]) : all));
 
   const dataNode = document.getElementById("exercise-data");
   if (!dataNode) return;
@@ -31,21 +48,52 @@
     }, extra || {}));
   }
 
-  // Drafts: saved on the server shortly after each change, and on leaving the page.
+  // Drafts: saved on the server shortly after each change, and on leaving the page. A visitor without
+  // an account yet (public lessons) keeps them in this browser (localStorage) until their first Run or
+  // Submit makes them a guest; then the draft moves to the server.
+  const localKey = "dla-draft:" + data.exercise;
+  function localDraft() {
+    try { return window.localStorage.getItem(localKey); } catch (e) { return null; }
+  }
+  function forgetLocalDraft() {
+    try { window.localStorage.removeItem(localKey); } catch (e) { /* storage off: nothing kept */ }
+  }
   let draftTimer = null;
   let draftDirty = false;
   function saveDraft(keepalive) {
     if (!draftDirty) return;
     draftDirty = false;
     clearTimeout(draftTimer);
-    draftState.textContent = "Saving draft…";
+    if (data.visitor) {
+      try {
+        window.localStorage.setItem(localKey, editor.getCode());
+        draftState.textContent = T("Draft kept in this browser");
+      } catch (e) { draftState.textContent = "Draft not kept (this browser blocks storage)"; }
+      return;
+    }
+    draftState.textContent = T("Saving draft…");
     api("PUT", "/api/drafts/" + data.exercise, { code: editor.getCode() }, { keepalive: !!keepalive })
-      .then((r) => { draftState.textContent = r.ok ? "Draft saved" : "Draft not saved (" + r.status + ")"; })
+      .then((r) => {
+        draftState.textContent = r.ok ? T("Draft saved") : "Draft not saved (" + r.status + ")";
+        if (r.ok) forgetLocalDraft();
+      })
       .catch(() => { draftState.textContent = "Draft not saved (offline?)"; draftDirty = true; });
   }
+  // The first action that needs a learner made this visitor a guest: from now on drafts go to the server.
+  function becameLearner() {
+    if (!data.visitor) return;
+    data.visitor = false;
+    draftDirty = true;
+    saveDraft();
+  }
+  const kept = localDraft();
+  const adopt = kept !== null && (data.visitor || !data.has_draft);
+  if (adopt) data.code = kept;
 
   const editor = window.AcademyEditor.create(document.getElementById("editor"), {
     doc: data.code,
+    label: T("Code editor: your %(name)s solution", { name: data.exercise.split("/").pop() }),
+    describedBy: "editor-help",
     onSubmit: () => submit(),
     onChange: () => {
       draftDirty = true;
@@ -55,6 +103,7 @@
   });
   window.academyEditor = editor; // for scripts and browser tests
   window.addEventListener("pagehide", () => saveDraft(true));
+  if (adopt && !data.visitor) { draftDirty = true; saveDraft(); }  // kept here as a visitor: now on the server
 
   document.getElementById("reset-code").addEventListener("click", () => {
     editor.setCode(data.starter);
@@ -90,7 +139,7 @@
   function showProgress(status, startedAt) {
     clearInterval(ticking);
     const line = el("p", "progress-line");
-    const label = status === "running" ? "Running your code" : "Queued";
+    const label = status === "running" ? T("Running your code") : T("Queued");
     const render = () => {
       line.textContent = label + "… " + ((Date.now() - startedAt) / 1000).toFixed(1) + " s";
     };
@@ -102,11 +151,11 @@
   }
 
   const SUMMARY = {
-    passed: "All checks passed. Well done!",
-    timeout: "Your code ran out of time.",
-    killed: "Your code was stopped (it used too much memory or too many resources).",
-    error: "Your code could not be checked.",
-    "infra-error": "The grader failed; your submission is saved.",
+    passed: T("All checks passed. Well done!"),
+    timeout: T("Your code ran out of time."),
+    killed: T("Your code was stopped (it used too much memory or too many resources)."),
+    error: T("Your code could not be checked."),
+    "infra-error": T("The grader failed; your submission is saved."),
   };
 
   function lineLink(line) {
@@ -114,6 +163,14 @@
     jump.type = "button";
     jump.addEventListener("click", () => editor.markLines([line]));
     return jump;
+  }
+
+  // The verdict just arrived: focus moves to it, so a screen reader reads it and the keyboard starts there.
+  function focusVerdict() {
+    const head = resultBox.querySelector("#result-summary, .flash");
+    if (!head) return;
+    head.tabIndex = -1;
+    head.focus();
   }
 
   function showResult(sub) {
@@ -133,7 +190,7 @@
     const statusOf = (c) => c.status || (c.passed ? "passed" : "failed");
     const passedCount = result.checks.filter((c) => statusOf(c) === "passed").length;
     const summary = result.status === "failed"
-      ? passedCount + " of " + result.checks.length + " checks passed."
+      ? T("%(passed)s of %(total)s checks passed.", { passed: passedCount, total: result.checks.length })
       : SUMMARY[result.status] || result.status;
     const head = el("h2", "summary " + (result.passed ? "pass" : "fail"), summary);
     head.id = "result-summary";
@@ -149,14 +206,16 @@
       nodes.push(message);
     } else {
       const list = el("ul", "checks");
-      const titles = Object.fromEntries(result.checks.map((c) => [c.id, c.title]));
+      // Check titles as this page's language gives them (exercise.<lang>.yaml), else as the result has them.
+      const pageTitles = Object.fromEntries((data.checks || []).map((c) => [c.id, c.title]));
+      const titles = Object.fromEntries(result.checks.map((c) => [c.id, pageTitles[c.id] || c.title]));
       for (const check of result.checks) {
         const status = statusOf(check);
         const item = el("li", "check " + (status === "passed" ? "pass" : status === "skipped" ? "skip" : "fail"));
         item.dataset.check = check.id;
         item.id = "check-" + check.id;
         item.append(el("span", "mark", status === "passed" ? "✔" : status === "skipped" ? "–" : "✘"),
-          el("strong", null, check.title));
+          el("strong", null, titles[check.id]));
         if (status === "skipped") {
           item.append(el("p", "message muted", "Not judged: " + (titles[check.because] || "an earlier check") +
             " explains it."));
@@ -198,7 +257,7 @@
       const nodes = hints.map((h, i) => prose("p", "hint", (total > 1 ? "Hint " + (i + 1) + " of " + total : "Hint") +
         ": " + h));
       if (hints.length < total) {
-        const more = el("button", "link reveal-hint", hints.length ? "Show the next hint" : "Show a hint");
+        const more = el("button", "link reveal-hint", hints.length ? T("Show the next hint") : T("Show a hint"));
         more.type = "button";
         more.addEventListener("click", async () => {
           more.disabled = true;
@@ -223,13 +282,14 @@
   const STATUS_WORDS = { passed: "passed", failed: "failed", error: "error", timeout: "timed out",
     killed: "stopped", "infra-error": "grader failed" };
   async function loadHistory() {
+    if (data.visitor) { historyList.replaceChildren(el("p", "muted", T("No submissions yet."))); return; }
     const r = await api("GET", "/api/submissions?exercise=" + encodeURIComponent(data.exercise));
     if (!r.ok) { historyList.replaceChildren(el("p", "flash error", "Could not load your attempts (" + r.status + ").")); return; }
     const subs = (await r.json()).submissions;
-    if (!subs.length) { historyList.replaceChildren(el("p", "muted", "No submissions yet.")); return; }
+    if (!subs.length) { historyList.replaceChildren(el("p", "muted", T("No submissions yet."))); return; }
     const table = el("table", "history-table");
     const head = el("tr");
-    for (const h of ["#", "When", "Score", "Status", ""]) head.append(el("th", null, h));
+    for (const h of ["#", T("When"), T("Score"), T("Status"), ""]) head.append(el("th", null, h));
     table.append(head);
     subs.forEach((sub, i) => {
       const row = el("tr");
@@ -246,9 +306,9 @@
         b.addEventListener("click", handler);
         actions.append(b, " ");
       };
-      button("View", () => showAttempt(sub.id, "view"));
-      button("Restore", () => showAttempt(sub.id, "restore"));
-      if (i < subs.length - 1) button("Diff with previous", () => showAttempt(sub.id, "diff"));
+      button(T("View"), () => showAttempt(sub.id, "view"));
+      button(T("Restore"), () => showAttempt(sub.id, "restore"));
+      if (i < subs.length - 1) button(T("Diff with previous"), () => showAttempt(sub.id, "diff"));
       row.append(actions);
       table.append(row);
     });
@@ -310,7 +370,7 @@
       }
       if (!response.ok) { showMessage("error", "Could not fetch the result (" + response.status + ")."); break; }
       const sub = await response.json();
-      if (sub.status === "done" || sub.status === "error") { showResult(sub); break; }
+      if (sub.status === "done" || sub.status === "error") { showResult(sub); focusVerdict(); break; }
       if (resultBox.dataset.status !== sub.status) showProgress(sub.status, startedAt);
       await new Promise((r) => setTimeout(r, 600));
     }
@@ -334,6 +394,7 @@
       return;
     }
     const body = await response.json().catch(() => ({}));
+    if (response.status === 202) becameLearner();
     if (response.status !== 202) {
       clearInterval(ticking);
       submitButton.disabled = false;
@@ -350,16 +411,16 @@
   function showRun(run, error) {
     runBox.hidden = false;
     if (!run) { runBox.replaceChildren(el("p", "flash error", error || "The Run failed; try again.")); return; }
-    const nodes = [el("h2", "summary", run.status === "ran" ? "Run finished" : "Run stopped")];
+    const nodes = [el("h2", "summary", run.status === "ran" ? T("Run finished") : T("Run stopped"))];
     if (run.error) {
       const message = el("p", "flash error error-message", run.error.message);
       if (run.error.line) { message.append(" ", lineLink(run.error.line)); editor.markLines([run.error.line]); }
       nodes.push(message);
     }
-    nodes.push(el("h3", null, "Printed output" + (run.output_truncated ? " (truncated)" : "")),
+    nodes.push(el("h3", null, T("Printed output") + (run.output_truncated ? " (truncated)" : "")),
       el("pre", "code run-printed", run.output || "(nothing printed)"));
     if (run.returned !== null) {
-      nodes.push(el("h3", null, "Returned" + (run.returned_truncated ? " (truncated)" : "")),
+      nodes.push(el("h3", null, T("Returned") + (run.returned_truncated ? " (truncated)" : "")),
         el("pre", "code run-returned", run.returned));
     }
     for (const note of run.notes || []) nodes.push(el("p", "note muted", note));
@@ -378,6 +439,7 @@
       const response = await api("POST", "/api/runs", { exercise: data.exercise, code: editor.getCode() });
       const body = await response.json().catch(() => ({}));
       if (response.status !== 202) { showRun(null, body.error || "Run failed (" + response.status + ")."); return; }
+      becameLearner();
       for (;;) {
         await new Promise((r) => setTimeout(r, 500));
         const r = await api("GET", "/api/runs/" + body.id);

@@ -5,7 +5,8 @@ import { EditorView, basicSetup } from "codemirror";
 import { Decoration, keymap } from "@codemirror/view";
 import { EditorState, Prec, StateEffect, StateField } from "@codemirror/state";
 import { indentWithTab } from "@codemirror/commands";
-import { indentUnit } from "@codemirror/language";
+import { indentUnit, syntaxHighlighting } from "@codemirror/language";
+import { classHighlighter } from "@lezer/highlight";
 import { python } from "@codemirror/lang-python";
 
 const setMarks = StateEffect.define();
@@ -25,7 +26,13 @@ const marks = StateField.define({
 
 const failingLine = Decoration.line({ class: "cm-failing-line", attributes: { "data-failing": "true" } });
 
-function create(parent, { doc = "", onSubmit = () => {}, onChange = () => {} } = {}) {
+// Tokens get stable classes (tok-keyword, tok-string, ...): academy.css colours them, in light and in dark
+// mode, instead of basicSetup's fixed light palette (which it now only falls back to).
+// `label` is the editor's accessible name, `describedBy` the id of the text that says how to leave it.
+function create(parent, { doc = "", onSubmit = () => {}, onChange = () => {}, label = "Code editor",
+  describedBy = null } = {}) {
+  const aria = { "aria-label": label };
+  if (describedBy) aria["aria-describedby"] = describedBy;
   const view = new EditorView({
     parent,
     state: EditorState.create({
@@ -33,6 +40,8 @@ function create(parent, { doc = "", onSubmit = () => {}, onChange = () => {} } =
       extensions: [
         basicSetup, // line numbers, bracket matching, undo history, highlighting, search...
         python(),
+        syntaxHighlighting(classHighlighter),
+        EditorView.contentAttributes.of(aria),
         indentUnit.of("    "), // PEP 8: Tab and auto-indent use four spaces
         keymap.of([indentWithTab]),
         // Above basicSetup, whose Mod-Enter would insert a blank line.
