@@ -97,7 +97,9 @@ def test_translation_files_and_instructor_coverage(make_app, exercises_copy: Pat
         get_session().commit()
     overview = web.client.get("/instructor/").get_data(as_text=True)
     table = overview[overview.index('id="translations"'):]
-    steps = 15
+    from grader.course import load_course
+
+    steps = len(load_course(exercises_copy).lesson("mixed-precision").steps)
     assert re.search(rf'data-language="it">4 of {steps + 2}</td>', table)  # title, summary, a card, an exercise
     assert re.search(rf'data-language="ja">2 of {steps + 2}</td>', table)
 
