@@ -16,3 +16,10 @@ def test_no_exercise_imports_the_harness() -> None:
             offenders += [f"{path.relative_to(EXERCISES)}: {name}" for name in names
                           if name == "grader.harness" or name.startswith("grader.harness.")]
     assert offenders == []
+
+
+def test_every_exercise_draws_what_the_code_did() -> None:
+    """Issue 18: every verdict carries a timeline or figures, drawn by the exercise's own @figure test."""
+    missing = [str(meta.parent.relative_to(EXERCISES)) for meta in sorted(EXERCISES.rglob("exercise.yaml"))
+               if not any("@figure" in path.read_text() for path in (meta.parent / "checks").glob("test_*.py"))]
+    assert missing == []
