@@ -3,6 +3,7 @@ the harness may change under them as long as the API stays."""
 from __future__ import annotations
 
 import ast
+import re
 
 from tests.helpers import EXERCISES
 
@@ -21,5 +22,6 @@ def test_no_exercise_imports_the_harness() -> None:
 def test_every_exercise_draws_what_the_code_did() -> None:
     """Issue 18: every verdict carries a timeline or figures, drawn by the exercise's own @figure test."""
     missing = [str(meta.parent.relative_to(EXERCISES)) for meta in sorted(EXERCISES.rglob("exercise.yaml"))
-               if not any("@figure" in path.read_text() for path in (meta.parent / "checks").glob("test_*.py"))]
+               if not any(re.search(r"^@(\w+\.)?figure\b", path.read_text(), re.MULTILINE)
+                          for path in (meta.parent / "checks").glob("test_*.py"))]
     assert missing == []
