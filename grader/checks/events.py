@@ -103,7 +103,8 @@ EVENTS: dict[str, EventKind] = {
     "profile.key_averages": EventKind(
         "install_profiler_spies()", "prof.key_averages() was called",
         {"rows": "the learner's own regions in the table it returned, slowest first: [label, total CPU ms, calls] "
-                 "(for the verdict's table; nothing is judged on it)"}, profiler=True),
+                 "(for the verdict's table; only that the call happened is judged)"}, profiler=True),
+    "profile.events": EventKind("install_profiler_spies()", "prof.events() was called", profiler=True),
     "label.enter": EventKind(
         "install_profiler_spies()", "the learner's own record_function(label) region opened",
         {"label": "the region's name (str)", "depth": "how many of the learner's regions were already open (int)"},

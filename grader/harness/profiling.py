@@ -82,6 +82,10 @@ def _make_profile(base: type) -> type:
             LOG.add("profile.key_averages", rows=_label_rows(averages))
             return averages
 
+        def events(self, *args: Any, **kwargs: Any):
+            LOG.add("profile.events")
+            return super().events(*args, **kwargs)
+
     return profile
 
 

@@ -44,7 +44,8 @@ RECORD_EVERY_KIND = """
         "with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:\\n"
         "    with torch.profiler.record_function('step'):\\n"
         "        preprocess()\\n"
-        "prof.key_averages()\\n")
+        "prof.key_averages()\\n"
+        "prof.events()\\n")
     exec(compile(learner, "submission.py", "exec"), {"torch": torch, "preprocess": watch_calls(lambda: None, "p")})
     events = RECORDER.events + PROFILER_LOG.events
     print(json.dumps([[e["event"], sorted(e)] for e in events]))

@@ -81,7 +81,8 @@ def test_profiler_spies_record_learner_labels_only():
             "            with record_function('inner'):\\n"
             "                work()\\n"
             "        optimizer.step()\\n"
-            "    prof.key_averages()\\n",
+            "    prof.key_averages()\\n"
+            "    prof.events()\\n",
             "submission.py", "exec")
         scope = {}
         exec(learner, scope)
@@ -93,7 +94,8 @@ def test_profiler_spies_record_learner_labels_only():
         print(json.dumps(profiling.LOG.events))
     ''')
     kinds = [e["event"] for e in found]
-    assert kinds == ["profile.enter", "label.enter", "label.enter", "call", "profile.exit", "profile.key_averages"]
+    assert kinds == ["profile.enter", "label.enter", "label.enter", "call", "profile.exit", "profile.key_averages",
+                     "profile.events"]
     labels = [e["label"] for e in found if e["event"] == "label.enter"]
     assert labels == ["outer", "inner"]  # not torch.optim's "Optimizer.step#SGD.step"
     call = found[3]

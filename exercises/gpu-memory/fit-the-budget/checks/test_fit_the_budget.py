@@ -33,9 +33,9 @@ def reference(run):
 
 METERS = {"cgroup": "the kernel's count for the process's cgroup",
           "maxrss": "the process's peak resident memory as the kernel reports it"}
-# The CPU budget (scenario.BUDGET["cpu"]) is a fraction of the memory the original step needs above
-# building the model and batch, as the grading side's meter reads it (scenario.py has the measurements).
-OUTSIDE_BUDGET = scenario.BUDGET["cpu"]
+# The budget is a fraction of the original step's memory: on CPU of what it needs above building the
+# model and batch, as the grading side's meter reads it (scenario.py has the measurements).
+BUDGET = scenario.BUDGET
 # evaluate may need what a no_grad forward needs plus a quarter of the original step's extra memory;
 # measured: no_grad 25 MB, a forward that keeps its graph 194 MB, the original step 203 MB.
 EVAL_ALLOWANCE = 0.25
@@ -60,18 +60,17 @@ def test_step_fits_the_budget(observed, outside, run):
     if run["device"] == "cuda":
         # cgroups do not count device memory: on CUDA the peak is the allocator's, read in the learner's
         # process (docs/threat-model.md).
-        budget = scenario.BUDGET["cuda"]
         original, got = observed["original_bytes"], observed["learner_bytes"]
-        if got > budget * original:
+        if got > BUDGET * original:
             fail(f"Your step needs {_mb(got)}, {got / original:.0%} of the original step's {_mb(original)}; the "
-                 f"budget is {budget:.0%} ({_mb(budget * original)}). Measured: {observed['measure']}.")
+                 f"budget is {BUDGET:.0%} ({_mb(BUDGET * original)}). Measured: {observed['measure']}.")
         return
     original, got = _extra(outside, "original"), _extra(outside, "step")
-    if got > OUTSIDE_BUDGET * original:
+    if got > BUDGET * original:
         meter = METERS.get(outside["memory"]["step"]["meter"], "the kernel's count")
         fail(f"Your step needed {_mb(got)} above building the model and the batch, {got / original:.0%} of "
-             f"the original step's {_mb(original)}; the budget is {OUTSIDE_BUDGET:.0%} "
-             f"({_mb(OUTSIDE_BUDGET * original)}). Measured by the grader from outside: the peak memory of a "
+             f"the original step's {_mb(original)}; the budget is {BUDGET:.0%} "
+             f"({_mb(BUDGET * original)}). Measured by the grader from outside: the peak memory of a "
              f"process that ran only that step on a batch of {scenario.MEASURE_BATCH['cpu']} ({meter}).")
 
 
@@ -128,15 +127,15 @@ def test_evaluate_builds_no_graph(observed, outside, reference, run):
 @figure
 def test_show_the_memory(observed, outside, run):
     if run["device"] == "cuda":
-        original, got, budget = observed["original_bytes"], observed["learner_bytes"], scenario.BUDGET["cuda"]
+        original, got = observed["original_bytes"], observed["learner_bytes"]
         where = "the allocator's peak in your process"
     else:
-        original, got, budget = _extra(outside, "original"), _extra(outside, "step"), OUTSIDE_BUDGET
+        original, got = _extra(outside, "original"), _extra(outside, "step")
         where = f"measured by the grader from outside, a batch of {scenario.MEASURE_BATCH['cpu']}"
     show(figure=bar_figure(
         "memory", "Memory of your step, against the budget", "MB above building the model and the batch",
-        f"Your bar must end left of the budget line ({budget:.0%} of the original step); {where}.",
+        f"Your bar must end left of the budget line ({BUDGET:.0%} of the original step); {where}.",
         f"Bar chart: your step needed {got / 2**20:.1f} MB, the original step {original / 2**20:.1f} MB, "
-        f"the budget is {budget * original / 2**20:.1f} MB.",
+        f"the budget is {BUDGET * original / 2**20:.1f} MB.",
         [("Your step", got / 2**20, "yours"), ("Original step", original / 2**20, "reference"),
-         (f"Budget ({budget:.0%})", budget * original / 2**20, "limit")]))
+         (f"Budget ({BUDGET:.0%})", BUDGET * original / 2**20, "limit")]))

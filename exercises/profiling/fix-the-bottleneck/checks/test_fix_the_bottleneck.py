@@ -90,6 +90,12 @@ def _judge_profiled_run(observed, index, spot):
         situation = words["situation"].format(ms=f"{sum(c['seconds'] for c in calls) * 1000:.0f} ms", n=len(calls))
         fail(f"You named '{named}', but {situation}, which ran in the region "
              f"'{sorted(x for x in innermost if x)[0]}'.{hint}")
+    # The right region, named without reading the profile (a clock around the same regions names it too):
+    # the exercise is to read it from the profile.
+    if not [e for e in _of(observed, "profile.key_averages") + _of(observed, "profile.events") if e.get("run") == index]:
+        fail(f"You named '{named}', the right region, but your find_bottleneck never read the profile in that "
+             "run: it called neither `prof.key_averages()` nor `prof.events()`. Read the answer from the "
+             "profiler's table (the largest `cpu_time_total` among your labels), not from another clock.")
 
 
 @check("same-result")
