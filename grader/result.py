@@ -76,14 +76,13 @@ def validate_result(result: dict[str, Any]) -> None:
 SCHEMA_VERSION = 2  # 2: per-check "status" and "because", "grader_notes", a null device
 
 
-def build_result(exercise: Exercise, raw: RawVerdict, sandbox: str, duration_s: float) -> dict[str, Any]:
-    """Merge the harness's raw verdict with the exercise's check titles and hints.
+def shown_checks(exercise: Exercise, raw: RawVerdict) -> list[dict[str, Any]]:
+    """Each declared check as the learner sees it: passed, failed (with its message and hints) or skipped.
 
     One mistake, one message: code that did not load or run gives the error alone, every check
     "skipped" because of "load"; a check that failed after a check it names in `after` failed is
     "skipped" because of that one (its own message would only repeat the consequence)."""
-    status = raw.status.value
-    error = asdict(raw.error) if raw.error else None
+    error = raw.error
     checks: list[dict[str, Any]] = []
     causes: dict[str, list[str]] = {}  # failed check -> the checks whose failure may explain it
     for spec in exercise.checks:
@@ -102,6 +101,14 @@ def build_result(exercise: Exercise, raw: RawVerdict, sandbox: str, duration_s: 
             causes[spec.id] = [got["explained_by"]] if got.get("explained_by") else list(spec.after)
         checks.append(check)
     _explain(checks, causes)
+    return checks
+
+
+def build_result(exercise: Exercise, raw: RawVerdict, sandbox: str, duration_s: float) -> dict[str, Any]:
+    """Merge the harness's raw verdict with the exercise's check titles and hints (`shown_checks`)."""
+    status = raw.status.value
+    error = asdict(raw.error) if raw.error else None
+    checks = shown_checks(exercise, raw)
     passed_count = sum(c["status"] == "passed" for c in checks)
     all_passed = status == "passed" and passed_count == len(checks)
     on_cpu = bool(raw.device) and not raw.device.startswith("cuda")  # "cpu (cuda emulated)" on a CPU host

@@ -139,10 +139,9 @@ def verdict_for(exercise: Exercise, code: str, confinement: Confinement, *, seed
             # The timeline shows the call (or window) of the first event that a check the learner will see
             # failed names (checks reported skipped, one mistake one message, mark nothing).
             from grader.display import focus
-            from grader.result import build_result
+            from grader.result import shown_checks
 
-            shown = build_result(exercise, verdict, sandbox="", duration_s=0.0)["checks"]
-            marked = [check.get("event") for check in shown if check["status"] == "failed"]
+            marked = [check.get("event") for check in shown_checks(exercise, verdict) if check["status"] == "failed"]
             verdict.trace, verdict.figures = focus(check_run.trace, marked), check_run.figures
             missing = {c.id for c in exercise.checks} - set(results)
             if missing:

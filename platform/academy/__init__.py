@@ -36,7 +36,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     instance = settings_module.instance_folder(test_config)
     app = Flask(__name__, instance_path=instance, instance_relative_config=True)
     os.makedirs(app.instance_path, exist_ok=True)
-    config_file = settings_module.read_config_file(app)
+    config_file = settings_module.read_config_file(app.instance_path)
     settings = settings_module.load(Path(app.instance_path), config_file, test_config)
     app.extensions["academy.settings"] = settings
     # Flask and its extensions read app.config: the settings in upper case, then what config.py and

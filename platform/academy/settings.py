@@ -176,11 +176,16 @@ def instance_folder(test_config: Mapping[str, Any]) -> str | None:
     return str(Path(value).resolve()) if value else None
 
 
-def read_config_file(app: Flask) -> dict[str, Any]:
+def read_config_file(instance_path: str | Path) -> dict[str, Any]:
     """The instance's config.py (optional), as Flask reads it: its upper-case names."""
-    config = Config(app.instance_path)
+    config = Config(str(instance_path))
     config.from_pyfile("config.py", silent=True)
     return dict(config)
+
+
+def for_instance(instance_path: str | Path) -> Settings:
+    """The settings an app on this instance folder would read (scripts/run asks before starting one)."""
+    return load(Path(instance_path), read_config_file(instance_path), {})
 
 
 def settings(app: Flask | None = None) -> Settings:

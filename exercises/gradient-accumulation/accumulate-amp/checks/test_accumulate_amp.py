@@ -70,18 +70,19 @@ def test_every_backward_is_scaled(events):
 @pytest.fixture(scope="module")
 def updates(events, run):
     """Each real update: (its event, the micro-batches backpropagated before it, the first parameter whose
-    gradient differs from the large-batch gradient of the window it closes as (name, got, want), or None).
-    Computed once for the two checks that judge it."""
+    gradient differs from the large-batch gradient of the window it closes as (name, got, want), or None,
+    and that large-batch gradient, or None past the micro-batches). Computed once for the two checks that
+    judge it and the figure."""
     backward_indices = [e["index"] for e in of_kind(events, "backward")]
     found = []
     for event in of_kind(events, "optimizer.grads"):
         done = sum(1 for index in backward_indices if index < event["index"])
-        gap = None
+        gap = want = None
         if 0 < done <= scenario.MICRO_BATCHES:
             want = _large_batch_gradient(run, event["params"], _window_of(done - 1))
             gap = next(((name, event["grads"][name], w) for name, w in want.items()
                         if event["grads"][name] is None or not _within(event["grads"][name], w)), None)
-        found.append((event, done, gap))
+        found.append((event, done, gap, want))
     return found
 
 
@@ -94,7 +95,7 @@ def test_loss_divided_by_window_size(backwards, events, updates):
     # Every update used its window's mean gradient however it got there (fairseq divides the summed
     # gradients after the window, `multiply_grads`, instead of dividing each loss).
     if len(updates) == len(scenario.windows()) and all(0 < done <= scenario.MICRO_BATCHES and gap is None
-                                                       for _, done, gap in updates):
+                                                       for _, done, gap, _want in updates):
         return  # divided after the window instead of before backward: the same update (docs/course.md)
     losses = of_kind(events, "loss")
     for i, event in enumerate(backwards):
@@ -191,7 +192,7 @@ def _large_batch_gradient(run, params, window):
 def test_each_update_uses_the_large_batch_gradient(events, updates):
     if not updates:
         fail("The optimizer never stepped, so the model did not learn.")
-    for j, (event, done, gap) in enumerate(updates):
+    for j, (event, done, gap, _want) in enumerate(updates):
         # The window this update closes: the one holding the last micro-batch backpropagated before it.
         if done == 0:
             fail(f"Update {j + 1}{at(event)} ran before any backward().", event.get("line"))
@@ -287,17 +288,16 @@ def _compare_outcome(got, reference, when, why=None):
 # -- what the verdict shows (grader/display.py) ------------------------------------------------------------
 
 @figure
-def test_show_the_windows(observed, events, updates, run):
+def test_show_the_windows(events, updates):
     show(trace=timeline(
         events, group_by="update", group_label="window", title="What one accumulation window did",
         caption="The calls of one window of your loop (the window a failing check names, else the first): "
                 "a scaled backward per micro-batch, then one scaler.step(optimizer) and scaler.update()."))
     yours, large = [], []
-    for number, (event, done, _gap) in enumerate(updates, 1):
+    for number, (event, _done, _gap, want) in enumerate(updates, 1):
         grads = [g for g in event["grads"].values() if g is not None]
         yours.append((number, float(torch.cat([g.reshape(-1) for g in grads]).norm()) if grads else 0.0))
-        if 0 < done <= scenario.MICRO_BATCHES:
-            want = _large_batch_gradient(run, event["params"], _window_of(done - 1))
+        if want is not None:
             large.append((number, float(torch.cat([w.reshape(-1) for w in want.values()]).norm())))
     show(figure=line_figure(
         "update-size", "Size of each update's gradient, against the large batch's",
