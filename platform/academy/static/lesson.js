@@ -232,16 +232,20 @@
       }
       nodes.push(list);
     }
-    if (window.academyFigures) nodes.push(...window.academyFigures.render(result, (line) => editor.markLines([line]), T));
+    if (window.academyFigures) {
+      nodes.push(...window.academyFigures.render(result, (line) => editor.markLines([line]), T));
+    }
     for (const note of result.notes || []) nodes.push(el("p", "note muted", note));
     if (result.output) {
       const details = el("details", "output");
-      details.append(el("summary", null, T("Output of your code") + (result.output_truncated ? " " + T("(truncated)") : "")),
+      const truncated = result.output_truncated ? " " + T("(truncated)") : "";
+      details.append(el("summary", null, T("Output of your code") + truncated),
         el("pre", "code", result.output));
       nodes.push(details);
     }
     const took = { seconds: result.duration_s.toFixed(1), device: result.device };
-    nodes.push(el("p", "muted", result.device ? T("Graded in %(seconds)s s on %(device)s.", took) : T("Graded in %(seconds)s s.", took)));
+    nodes.push(el("p", "muted",
+      result.device ? T("Graded in %(seconds)s s on %(device)s.", took) : T("Graded in %(seconds)s s.", took)));
     resultBox.replaceChildren(...nodes);
     editor.markLines(lines);
     if (result.passed) openSolution();
@@ -264,7 +268,10 @@
           const r = await api("POST", "/api/submissions/" + submissionId + "/hints", { check: check.id });
           const body = await r.json().catch(() => ({}));
           if (r.ok) render(body.hints, body.hints_total);
-          else { more.disabled = false; more.textContent = body.error || T("Could not show the hint (%(status)s)", { status: r.status }); }
+          else {
+            more.disabled = false;
+            more.textContent = body.error || T("Could not show the hint (%(status)s)", { status: r.status });
+          }
         });
         nodes.push(more);
       }
@@ -284,7 +291,11 @@
   async function loadHistory() {
     if (data.visitor) { historyList.replaceChildren(el("p", "muted", T("No submissions yet."))); return; }
     const r = await api("GET", "/api/submissions?exercise=" + encodeURIComponent(data.exercise));
-    if (!r.ok) { historyList.replaceChildren(el("p", "flash error", T("Could not load your attempts (%(status)s).", { status: r.status }))); return; }
+    if (!r.ok) {
+      const failed = T("Could not load your attempts (%(status)s).", { status: r.status });
+      historyList.replaceChildren(el("p", "flash error", failed));
+      return;
+    }
     const subs = (await r.json()).submissions;
     if (!subs.length) { historyList.replaceChildren(el("p", "muted", T("No submissions yet."))); return; }
     const table = el("table", "history-table");
@@ -316,7 +327,11 @@
   }
   async function showAttempt(id, action) {
     const r = await api("GET", "/api/submissions/" + id + (action === "diff" ? "/diff" : ""));
-    if (!r.ok) { historyView.hidden = false; historyView.replaceChildren(el("p", "flash error", T("Could not load it."))); return; }
+    if (!r.ok) {
+      historyView.hidden = false;
+      historyView.replaceChildren(el("p", "flash error", T("Could not load it.")));
+      return;
+    }
     const body = await r.json();
     historyView.hidden = false;
     if (action === "restore") {
@@ -332,10 +347,12 @@
         pre.append(el("span", line.startsWith("+") && !line.startsWith("+++") ? "add" :
           line.startsWith("-") && !line.startsWith("---") ? "del" : null, line + "\n"));
       }
-      historyView.replaceChildren(el("h3", null, T("Submission #%(id)s against #%(previous)s", { id, previous: body.previous })), pre);
+      const heading = T("Submission #%(id)s against #%(previous)s", { id, previous: body.previous });
+      historyView.replaceChildren(el("h3", null, heading), pre);
       return;
     }
-    historyView.replaceChildren(el("h3", null, T("Submission #%(id)s", { id })), el("pre", "code attempt-code", body.code));
+    historyView.replaceChildren(el("h3", null, T("Submission #%(id)s", { id })),
+      el("pre", "code attempt-code", body.code));
   }
   historyBox.addEventListener("toggle", () => { if (historyBox.open) loadHistory(); });
 
@@ -350,7 +367,10 @@
     const body = document.getElementById("solution-body");
     const r = await api("GET", "/api/exercises/" + data.exercise + "/solution");
     const sol = await r.json().catch(() => ({}));
-    if (!r.ok) { body.replaceChildren(el("p", "muted", sol.error || T("Not available (%(status)s).", { status: r.status }))); return; }
+    if (!r.ok) {
+      body.replaceChildren(el("p", "muted", sol.error || T("Not available (%(status)s).", { status: r.status })));
+      return;
+    }
     solutionBox.dataset.loaded = "1";
     const explanation = el("div", "prose");
     // Rendered from solution.md on the server and sanitised there (academy.content.render_markdown).
@@ -368,7 +388,10 @@
         await new Promise((r) => setTimeout(r, 2000));
         continue;
       }
-      if (!response.ok) { showMessage("error", T("Could not fetch the result (%(status)s).", { status: response.status })); break; }
+      if (!response.ok) {
+        showMessage("error", T("Could not fetch the result (%(status)s).", { status: response.status }));
+        break;
+      }
       const sub = await response.json();
       if (sub.status === "done" || sub.status === "error") { showResult(sub); focusVerdict(); break; }
       if (resultBox.dataset.status !== sub.status) showProgress(sub.status, startedAt);
@@ -436,11 +459,15 @@
     saveDraft();
     editor.markLines([]);
     runBox.hidden = false;
-    runBox.replaceChildren(el("div", "spinner"), el("p", "progress-line", T("Running your function on the example…")));
+    runBox.replaceChildren(el("div", "spinner"),
+      el("p", "progress-line", T("Running your function on the example…")));
     try {
       const response = await api("POST", "/api/runs", { exercise: data.exercise, code: editor.getCode() });
       const body = await response.json().catch(() => ({}));
-      if (response.status !== 202) { showRun(null, body.error || T("Run failed (%(status)s).", { status: response.status })); return; }
+      if (response.status !== 202) {
+        showRun(null, body.error || T("Run failed (%(status)s).", { status: response.status }));
+        return;
+      }
       becameLearner();
       for (;;) {
         await new Promise((r) => setTimeout(r, 500));
