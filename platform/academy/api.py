@@ -7,6 +7,7 @@ from typing import Any
 
 from flask import Blueprint, abort, g, jsonify, request, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import force_locale
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
@@ -277,7 +278,8 @@ def get_solution(exercise_id: str) -> ResponseReturnValue:
     """The reference solution and its explanation, once the learner may see them (progress.solution_open)."""
     exercise = _exercise_or_404(exercise_id)
     if not progress.solution_open(g.user, exercise):
-        response = jsonify(error=progress.solution_rule(exercise))
+        with force_locale("en"):  # the JSON API speaks English
+            response = jsonify(error=progress.solution_rule(exercise))
         response.status_code = 403
         return response
     explanation = exercise.solution_markdown()

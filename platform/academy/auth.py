@@ -6,6 +6,7 @@ import re
 
 from flask import Blueprint, abort, flash, g, redirect, render_template, request, session, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext
 from sqlalchemy import func, select
 from werkzeug.security import check_password_hash, generate_password_hash
 
@@ -33,12 +34,12 @@ def create_account(email: str, password: str, *, role: str = "learner", user: Us
     """
     email = email.strip().lower()
     if not EMAIL.match(email) or len(email) > 254:
-        raise AccountError("Enter a valid email address.")
+        raise AccountError(gettext("Enter a valid email address."))
     if len(password) < MIN_PASSWORD:
-        raise AccountError(f"Use a password of at least {MIN_PASSWORD} characters.")
+        raise AccountError(gettext("Use a password of at least %(num)d characters.", num=MIN_PASSWORD))
     db = get_session()
     if db.scalar(select(User).where(func.lower(User.email) == email)) is not None:
-        raise AccountError("An account with this email already exists. Sign in instead.")
+        raise AccountError(gettext("An account with this email already exists. Sign in instead."))
     user = user or User()
     user.email, user.password_hash, user.role, user.is_guest = email, generate_password_hash(password), role, False
     db.add(user)
@@ -74,7 +75,7 @@ _POST = ["POST"]
 
 @bp.route("/signup", methods=["GET", "POST"])
 @limiter.limit(limit("limit_signups_per_address"), methods=_POST,
-               error_message="Too many sign-ups from your network; try again later.")
+               error_message=lambda: gettext("Too many sign-ups from your network; try again later."))
 def signup() -> ResponseReturnValue:
     if request.method == "POST":
         db = get_session()
@@ -86,23 +87,25 @@ def signup() -> ResponseReturnValue:
             return render_template("auth/signup.html", email=request.form.get("email", "")), 400
         db.commit()
         start_session(user)
-        flash("Your account is ready." + (" Your guest progress is kept." if guest else ""), "info")
+        flash(gettext("Your account is ready. Your guest progress is kept.") if guest else
+              gettext("Your account is ready."), "info")
         return redirect(_safe_next(url_for("index")))
     return render_template("auth/signup.html", email="")
 
 
 @bp.route("/signin", methods=["GET", "POST"])
 @limiter.limit(limit("limit_signins_per_address"), methods=_POST,
-               error_message="Too many sign-in attempts from your network; try again later.")
+               error_message=lambda: gettext("Too many sign-in attempts from your network; try again later."))
 @limiter.limit(limit("limit_signin_failures"), methods=_POST, key_func=_signin_key,
                deduct_when=lambda response: response.status_code == 401,
-               error_message="Too many wrong passwords for this account from here; wait before trying again.")
+               error_message=lambda: gettext("Too many wrong passwords for this account from here; wait before "
+                                             "trying again."))
 def signin() -> ResponseReturnValue:
     if request.method == "POST":
         email = request.form.get("email", "").strip().lower()
         user = get_session().scalar(select(User).where(func.lower(User.email) == email))
         if not check_password(user, request.form.get("password", "")):
-            flash("Wrong email or password.", "error")
+            flash(gettext("Wrong email or password."), "error")
             return render_template("auth/signin.html", email=email), 401
         guest = g.user if g.user is not None and g.user.is_guest and g.user.id != user.id else None
         start_session(user)
@@ -131,9 +134,9 @@ def merge() -> ResponseReturnValue:
         if request.form.get("action") == "merge":
             progress.merge_guest(guest, g.user)
             db.commit()
-            flash("Your guest progress is now part of your account.", "info")
+            flash(gettext("Your guest progress is now part of your account."), "info")
         else:
-            flash("Your guest progress was not merged; it is no longer reachable.", "info")
+            flash(gettext("Your guest progress was not merged; it is no longer reachable."), "info")
         return redirect(target)
     return render_template("auth/merge.html", summary=progress.summary(guest), next=target)
 
@@ -147,7 +150,7 @@ def signout_page() -> ResponseReturnValue:
 
 @bp.post("/guest")
 @limiter.limit(limit("limit_guests_per_address"),
-               error_message="Too many new guests from your network; try again later, or sign in.")
+               error_message=lambda: gettext("Too many new guests from your network; try again later, or sign in."))
 def guest() -> ResponseReturnValue:
     """Start learning without an account; /auth/signup later keeps everything done as a guest."""
     if g.user is None:
@@ -176,7 +179,7 @@ def end_others() -> ResponseReturnValue:
     """"Sign out everywhere else": every other browser (and copied cookie) of this account is signed out."""
     end_other_sessions(g.user)
     get_session().commit()
-    flash("Every other session of your account is signed out.", "info")
+    flash(gettext("Every other session of your account is signed out."), "info")
     return redirect(url_for("auth.account"))
 
 
@@ -184,18 +187,18 @@ def end_others() -> ResponseReturnValue:
 @login_required
 def change_password() -> ResponseReturnValue:
     if g.user.is_guest:
-        abort(403, description="Create an account first: guests have no password.")
+        abort(403, description=gettext("Create an account first: guests have no password."))
     if not check_password(g.user, request.form.get("current", "")):
-        flash("Your current password is not right.", "error")
+        flash(gettext("Your current password is not right."), "error")
         return redirect(url_for("auth.account")), 303
     new = request.form.get("new", "")
     if len(new) < MIN_PASSWORD:
-        flash(f"Use a password of at least {MIN_PASSWORD} characters.", "error")
+        flash(gettext("Use a password of at least %(num)d characters.", num=MIN_PASSWORD), "error")
         return redirect(url_for("auth.account")), 303
     g.user.password_hash = generate_password_hash(new)
     end_other_sessions(g.user)  # whoever knew the old password is signed out everywhere else
     get_session().commit()
-    flash("Password changed; every other session of your account is signed out.", "info")
+    flash(gettext("Password changed; every other session of your account is signed out."), "info")
     return redirect(url_for("auth.account"))
 
 
@@ -217,9 +220,9 @@ def _account_page(new_token: str | None = None) -> ResponseReturnValue:
 @no_store
 def create_token() -> ResponseReturnValue:
     if g.via_token:  # unreachable today (tokens only reach /api/), kept so a route move cannot reopen it
-        abort(403, description="An API token cannot create tokens; use the account page while signed in.")
+        abort(403, description=gettext("An API token cannot create tokens; use the account page while signed in."))
     if g.user.is_guest:
-        abort(403, description="Create an account first: guests cannot have API tokens.")
+        abort(403, description=gettext("Create an account first: guests cannot have API tokens."))
     name = request.form.get("name", "").strip()[:100] or "token"
     token = new_api_token(g.user, name)
     get_session().commit()
@@ -236,5 +239,5 @@ def revoke_token(token_id: int) -> ResponseReturnValue:
         abort(404)
     db.delete(token)
     db.commit()
-    flash(f"Token '{token.name}' revoked.", "info")
+    flash(gettext("Token '%(name)s' revoked.", name=token.name), "info")
     return redirect(url_for("auth.account"))

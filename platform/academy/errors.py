@@ -3,24 +3,54 @@ from __future__ import annotations
 
 from flask import Flask, jsonify, render_template, request
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext, lazy_gettext
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from academy import MAX_REQUEST_BYTES
+from academy.i18n import N_
+
+# Error pages in the page's language. Werkzeug's names and default descriptions are the msgids, so English
+# pages read as before; a view's own description (abort(..., description=...)) is translated where the view
+# raises it. The JSON API keeps English.
+NAMES = {400: lazy_gettext("Bad Request"), 401: lazy_gettext("Unauthorized"), 403: lazy_gettext("Forbidden"),
+         404: lazy_gettext("Not Found"), 405: lazy_gettext("Method Not Allowed"),
+         413: lazy_gettext("Request Entity Too Large"), 429: lazy_gettext("Too Many Requests"),
+         500: lazy_gettext("Internal Server Error")}
+DESCRIPTIONS = [
+    lazy_gettext("The browser (or proxy) sent a request that this server could not understand."),
+    lazy_gettext("The server could not verify that you are authorized to access the URL requested. You either "
+                 "supplied the wrong credentials (e.g. a bad password), or your browser doesn't understand how to "
+                 "supply the credentials required."),
+    lazy_gettext("You don't have the permission to access the requested resource. It is either read-protected or "
+                 "not readable by the server."),
+    lazy_gettext("The requested URL was not found on the server. If you entered the URL manually please check your "
+                 "spelling and try again."),
+    lazy_gettext("The method is not allowed for the requested URL."),
+    lazy_gettext("This user has exceeded an allotted request count. Try again later."),
+    lazy_gettext("The server encountered an internal error and was unable to complete your request. Either the "
+                 "server is overloaded or there is an error in the application."),
+]
+_DEFAULTS = {message._args[0]: message for message in DESCRIPTIONS}
+TOO_LARGE = N_("The request is larger than %(size)s KB; code may be at most 256 KB.")
 
 
 def _handle(exc: HTTPException) -> ResponseReturnValue:
-    message = exc.description or exc.name
-    if isinstance(exc, RequestEntityTooLarge):
-        message = (f"The request is larger than {MAX_REQUEST_BYTES // 1024} KB; "
-                   f"code may be at most 256 KB.")
     if request.blueprint == "api" or request.path.startswith("/api/"):
+        message = exc.description or exc.name
+        if isinstance(exc, RequestEntityTooLarge):
+            message = TOO_LARGE % {"size": MAX_REQUEST_BYTES // 1024}
         response = jsonify(error=message)
         response.status_code = exc.code or 500
         for header in ("Retry-After", "Allow"):
             if exc.get_response().headers.get(header):
                 response.headers[header] = exc.get_response().headers[header]
         return response
-    return render_template("error.html", code=exc.code, name=exc.name, message=message), exc.code
+    if isinstance(exc, RequestEntityTooLarge):
+        message = gettext(TOO_LARGE, size=MAX_REQUEST_BYTES // 1024)
+    else:
+        message = _DEFAULTS.get(str(exc.description), exc.description or exc.name)
+    return render_template("error.html", code=exc.code, name=NAMES.get(exc.code or 500, exc.name),
+                           message=message), exc.code
 
 
 def init_app(app: Flask) -> None:

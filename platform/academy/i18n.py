@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from flask import Blueprint, Flask, g, redirect, request, session
+from flask import Blueprint, Flask, g, has_request_context, redirect, request, session
 from flask.typing import ResponseReturnValue
 from flask_babel import Babel, gettext, lazy_gettext
 from markupsafe import Markup
@@ -32,8 +32,16 @@ RTL = {"ar"}
 # The sentence a page shows where parts of the lesson are still English (the seeds' own, in the catalogs).
 NOT_TRANSLATED = lazy_gettext("Parts of this lesson are not yet translated and are shown in English.")
 
-# What static/lesson.js writes into exercise pages, translated for the page (`js_text`); %(name)s-style
-# placeholders are filled in by lesson.js.
+
+
+def N_(message: str) -> str:  # noqa: N802 (the gettext name pybabel extracts)
+    """Marks an English message for the catalogs where it is defined; `gettext(message)` translates it where a
+    page shows it (the JSON API keeps the English)."""
+    return message
+
+
+# What static/lesson.js and figures.js write into exercise pages, translated for the page (`js_text`);
+# %(name)s-style placeholders are filled in by lesson.js.
 JS_MESSAGES = [
     lazy_gettext("Draft kept in this browser"), lazy_gettext("Saving draft…"), lazy_gettext("Draft saved"),
     lazy_gettext("Running your code"), lazy_gettext("Queued"), lazy_gettext("All checks passed. Well done!"),
@@ -45,7 +53,38 @@ JS_MESSAGES = [
     lazy_gettext("Run stopped"), lazy_gettext("Printed output"), lazy_gettext("Returned"),
     lazy_gettext("Code editor: your %(name)s solution"), lazy_gettext("View"), lazy_gettext("Restore"),
     lazy_gettext("Diff with previous"), lazy_gettext("When"), lazy_gettext("Score"), lazy_gettext("Status"),
+    lazy_gettext("Draft not kept (this browser blocks storage)"), lazy_gettext("Draft not saved (%(status)s)"),
+    lazy_gettext("Draft not saved (offline?)"), lazy_gettext("Reset to the starter code (Ctrl+Z undoes it)."),
+    lazy_gettext("line %(line)s"), lazy_gettext("Grading failed; your submission is saved. Try again."),
+    lazy_gettext("Not judged: %(check)s explains it."), lazy_gettext("an earlier check"),
+    lazy_gettext("Output of your code"), lazy_gettext("(truncated)"), lazy_gettext("Graded in %(seconds)s s."),
+    lazy_gettext("Graded in %(seconds)s s on %(device)s."), lazy_gettext("Hint"),
+    lazy_gettext("Hint %(number)s of %(total)s"), lazy_gettext("Could not show the hint (%(status)s)"),
+    lazy_gettext("passed"), lazy_gettext("failed"), lazy_gettext("error"), lazy_gettext("timed out"),
+    lazy_gettext("stopped"), lazy_gettext("grader failed"), lazy_gettext("queued"), lazy_gettext("running"),
+    lazy_gettext("Could not load your attempts (%(status)s)."), lazy_gettext("Could not load it."),
+    lazy_gettext("Restored submission #%(id)s into the editor (Ctrl+Z undoes it)."),
+    lazy_gettext("Submission #%(id)s is in the editor."), lazy_gettext("Submission #%(id)s against #%(previous)s"),
+    lazy_gettext("Submission #%(id)s"), lazy_gettext("Not available (%(status)s)."),
+    lazy_gettext("Could not fetch the result (%(status)s)."),
+    lazy_gettext("Could not reach the server. Your code is still in the editor; try again."),
+    lazy_gettext("Submitting failed (%(status)s)."), lazy_gettext("The Run failed; try again."),
+    lazy_gettext("(nothing printed)"), lazy_gettext("Ran once on the example in %(seconds)s s. Not graded: Submit to "
+                                                    "check it."),
+    lazy_gettext("Ran once on the example in %(seconds)s s on %(device)s. Not graded: Submit to check it."),
+    lazy_gettext("Running your function on the example…"), lazy_gettext("Run failed (%(status)s)."),
+    lazy_gettext("Could not fetch the Run (%(status)s)."),
+    # figures.js: its own headings and labels (the figures' titles and captions come from the grader)
+    lazy_gettext("What your code did"), lazy_gettext("Line"), lazy_gettext("Call"), lazy_gettext("Autocast"),
+    lazy_gettext("Output dtype"), lazy_gettext("Backward on"), lazy_gettext("Gradients"), lazy_gettext("Step"),
+    lazy_gettext("Scale after"), lazy_gettext("on"), lazy_gettext("off"),
+    lazy_gettext("%(title)s (%(group_label)s %(group)s of %(groups)s)"),
 ]
+
+# The status words instructor pages show in badges (`_(status)`): of jobs, validation runs and results.
+STATUSES = [lazy_gettext("queued"), lazy_gettext("running"), lazy_gettext("done"), lazy_gettext("ok"),
+            lazy_gettext("passed"), lazy_gettext("failed"), lazy_gettext("error"), lazy_gettext("timeout"),
+            lazy_gettext("killed"), lazy_gettext("infra-error"), lazy_gettext("not run")]
 
 
 def js_text() -> dict[str, str]:
@@ -301,7 +340,7 @@ def coverage(course: Course, translations: dict[tuple[str, str], LessonText]) ->
 
 
 def _babel_locale() -> str:
-    return current_language()
+    return current_language() if has_request_context() else "en"  # CLI commands (create-user) speak English
 
 
 def init_app(app: Flask) -> None:

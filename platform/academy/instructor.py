@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from flask import Blueprint, Response, abort, current_app, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext, ngettext
 from sqlalchemy import func, select
 
 from academy import gradebook, i18n, jobs
@@ -63,7 +64,7 @@ def page_number() -> int:
     try:
         return max(1, int(request.args.get("page", "1")))
     except ValueError:
-        abort(400, description="page must be a whole number.")
+        abort(400, description=gettext("page must be a whole number."))
 
 
 def exercise_stats(exercise_id: str, page: int = 1) -> ExerciseStats:
@@ -124,12 +125,13 @@ def validate(exercise_id: str) -> ResponseReturnValue:
     db = get_session()
     for ex_id in ids:
         if ex_id not in content.course.exercises:
-            abort(404, description=f"There is no exercise '{ex_id}'.")
+            abort(404, description=gettext("There is no exercise '%(id)s'.", id=ex_id))
         run = ValidationRun(exercise_id=ex_id)
         db.add(run)
         db.commit()
         jobs.enqueue_validation(run.id)
-    flash(f"Validating {len(ids)} exercise(s) in the background; this page refreshes until done.", "info")
+    flash(ngettext("Validating %(num)d exercise in the background; this page refreshes until done.",
+                   "Validating %(num)d exercises in the background; this page refreshes until done.", len(ids)), "info")
     return redirect(url_for("instructor.overview"))
 
 
@@ -137,13 +139,15 @@ def validate(exercise_id: str) -> ResponseReturnValue:
 @instructor_required
 def regrade(exercise_id: str) -> ResponseReturnValue:
     if exercise_id not in get_content().course.exercises:
-        abort(404, description=f"There is no exercise '{exercise_id}'.")
+        abort(404, description=gettext("There is no exercise '%(id)s'.", id=exercise_id))
     run, started = jobs.request_regrade(exercise_id)
     if started:
-        flash(f"Regrading {run.total} finished submission(s) in the background; this page refreshes until done.",
-              "info")
+        flash(ngettext("Regrading %(num)d finished submission in the background; this page refreshes until done.",
+                       "Regrading %(num)d finished submissions in the background; this page refreshes until done.",
+                       run.total), "info")
     else:
-        flash(f"A regrade of this exercise is already {run.status} (run {run.id}); it is shown below.", "info")
+        flash(gettext("A regrade of this exercise is already %(status)s (run %(id)s); it is shown below.",
+                      status=gettext(run.status), id=run.id), "info")  # "queued"/"running": i18n.STATUSES
     return redirect(url_for("instructor.dashboard", exercise_id=exercise_id))
 
 
@@ -156,13 +160,18 @@ def latest_regrade(exercise_id: str) -> RegradeRun | None:
 @instructor_required
 def reload() -> ResponseReturnValue:
     if not settings().content_reload:
-        abort(403, description="Content reload is switched off (DLA_CONTENT_RELOAD=0); restart to load content.")
+        abort(403, description=gettext("Content reload is switched off (DLA_CONTENT_RELOAD=0); restart to load "
+                                       "content."))
     try:
         content = reload_content(current_app)
     except CourseError as exc:
-        flash(f"The course files have a problem; the previous content stays live. {exc}", "error")
+        flash(gettext("The course files have a problem; the previous content stays live. %(problem)s",
+                      problem=exc), "error")
     else:
-        flash(f"Reloaded {len(content.course.lessons)} lesson(s), {len(content.course.exercises)} exercise(s).",
+        # Two counts, two plurals: the sentence is made of its two halves, each translated on its own.
+        flash(gettext("Reloaded %(lessons)s, %(exercises)s.",
+                      lessons=ngettext("%(num)d lesson", "%(num)d lessons", len(content.course.lessons)),
+                      exercises=ngettext("%(num)d exercise", "%(num)d exercises", len(content.course.exercises))),
               "info")
     return redirect(url_for("instructor.overview"))
 
@@ -173,7 +182,7 @@ def dashboard(exercise_id: str) -> ResponseReturnValue:
     try:
         exercise = get_content().exercise(exercise_id)
     except KeyError:
-        abort(404, description=f"There is no exercise '{exercise_id}'.")
+        abort(404, description=gettext("There is no exercise '%(id)s'.", id=exercise_id))
     return render_template("instructor/dashboard.html", exercise=exercise,
                            stats=exercise_stats(exercise.id, page_number()), regrade=latest_regrade(exercise.id))
 
@@ -194,7 +203,7 @@ def learner(user_id: int) -> ResponseReturnValue:
     course = get_content().course
     found = gradebook.records(course, [user_id])
     if not found:
-        abort(404, description="There is no such learner.")
+        abort(404, description=gettext("There is no such learner."))
     return render_template("instructor/learner.html", course=course, record=found[0])
 
 
@@ -203,7 +212,7 @@ def learner(user_id: int) -> ResponseReturnValue:
 def gradebook_csv() -> ResponseReturnValue:
     shape = request.args.get("format", "plain")
     if shape not in gradebook.FORMATS:
-        abort(400, description=f"format must be one of {', '.join(gradebook.FORMATS)}.")
+        abort(400, description=gettext("format must be one of %(formats)s.", formats=", ".join(gradebook.FORMATS)))
     body = gradebook.gradebook_csv(get_content().course, shape)
     return Response(body, mimetype="text/csv", headers={
         "Content-Disposition": f'attachment; filename="gradebook-{shape}.csv"', "Cache-Control": "no-store"})

@@ -5,6 +5,7 @@ from typing import Any, Callable
 
 from flask import Blueprint, abort, g, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext
 from sqlalchemy import select
 
 from academy import progress
@@ -29,7 +30,7 @@ def _lesson_or_404(lesson_id: str) -> Lesson:
     try:
         return get_content().lesson(lesson_id)
     except KeyError:
-        abort(404, description=f"There is no lesson '{lesson_id}'.")
+        abort(404, description=gettext("There is no lesson '%(id)s'.", id=lesson_id))
 
 
 @bp.route("/<lesson_id>")
@@ -46,7 +47,8 @@ def numbered_step(lesson_id: str, number: int) -> ResponseReturnValue:
     """Step URLs by number (before step ids): the step at that position today."""
     lesson = _lesson_or_404(lesson_id)
     if not 1 <= number <= len(lesson.steps):
-        abort(404, description=f"Lesson '{lesson.id}' has steps 1 to {len(lesson.steps)}.")
+        abort(404, description=gettext("Lesson '%(id)s' has steps 1 to %(last)s.", id=lesson.id,
+                                       last=len(lesson.steps)))
     target = url_for("lessons.step", lesson_id=lesson.id, step_id=lesson.steps[number - 1].id)
     return redirect(f"{target}?{request.query_string.decode()}" if request.query_string else target, code=301)
 
@@ -59,7 +61,7 @@ def step(lesson_id: str, step_id: str) -> ResponseReturnValue:
     try:
         number = lesson.index(step_id) + 1
     except KeyError:
-        abort(404, description=f"Lesson '{lesson.id}' has no step '{step_id}'.")
+        abort(404, description=gettext("Lesson '%(id)s' has no step '%(step)s'.", id=lesson.id, step=step_id))
     if g.user is not None:
         progress.record_visit(g.user, lesson.id, step_id)
     current = lesson.steps[number - 1]
@@ -141,7 +143,7 @@ def lesson_end(lesson_id: str) -> ResponseReturnValue:
     return render_template("lessons/end.html", lesson=lesson, t=localize(lesson), status=status, quiz=quiz,
                            first_tries=tries,
                            exercises=[(s, s.exercise.id in passed) for s in lesson.steps if s.kind == "exercise"],
-                           cards=[s for s in lesson.steps if s.kind == "card"], following=following)
+                           cards=[s for s in lesson.steps if s.kind == "card"], following=following, localize=localize)
 
 
 @bp.post("/<lesson_id>/quiz/<question_id>")
@@ -152,7 +154,7 @@ def answer(lesson_id: str, question_id: str) -> ResponseReturnValue:
     quiz = lesson.quiz
     question = next((q for q in quiz.questions if q.id == question_id), None) if quiz else None
     if question is None:
-        abort(404, description="There is no such quiz question.")
+        abort(404, description=gettext("There is no such quiz question."))
     option = _chosen_option(question)
     db = get_session()
     db.add(QuizAnswer(user_id=g.user.id, lesson_id=lesson.id, question_id=question.id, option_id=option.id,
@@ -165,4 +167,4 @@ def _chosen_option(question: QuizQuestion):  # noqa: ANN202 - grader.course.Quiz
     try:
         return question.option(request.form["option"])
     except KeyError:
-        abort(400, description="Choose one of the options.")
+        abort(400, description=gettext("Choose one of the options."))

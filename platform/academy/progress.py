@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from flask_babel import gettext, ngettext
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
@@ -63,10 +64,12 @@ def solution_open(user: User, exercise: Exercise) -> bool:
 
 
 def solution_rule(exercise: Exercise) -> str:
+    """When the worked solution opens, in the page's language."""
     if exercise.solution_after is None:
-        return "The worked solution opens once you pass this exercise."
-    return (f"The worked solution opens once you pass this exercise or after {exercise.solution_after} "
-            "submissions.")
+        return gettext("The worked solution opens once you pass this exercise.")
+    return ngettext("The worked solution opens once you pass this exercise or after %(num)d submission.",
+                    "The worked solution opens once you pass this exercise or after %(num)d submissions.",
+                    exercise.solution_after)
 
 
 def correct_answers(user: User, lesson_id: str) -> set[str]:

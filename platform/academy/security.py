@@ -9,9 +9,11 @@ from datetime import timedelta
 from typing import Any, Callable
 
 from flask import Flask, Response, abort, g, jsonify, make_response, redirect, request, session, url_for
+from flask_babel import gettext
 from sqlalchemy import select
 
 from academy.db import get_session
+from academy.i18n import N_
 from academy.models import ApiToken, User, utcnow
 
 TOKEN_PREFIX = "dla_"
@@ -19,7 +21,7 @@ UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 # How often a user's last_seen_at is written: often enough to tell a guest idle for 30 days, rarely
 # enough that page views stay reads.
 SEEN_EVERY = timedelta(hours=1)
-NO_CREDENTIALS = "Sign in or send an API token (Authorization: Bearer ...)."
+NO_CREDENTIALS = N_("Sign in or send an API token (Authorization: Bearer ...).")
 
 
 def hash_token(token: str) -> str:
@@ -67,11 +69,11 @@ def _load_user() -> Any:
         # Tokens are for scripts on the JSON API. Elsewhere (the account page that makes tokens, forms)
         # a stolen token must not act like a signed-in browser.
         if not request.path.startswith("/api/"):
-            return _deny(403, "API tokens work only for the JSON API under /api/; sign in to use this page.")
+            return _deny(403, N_("API tokens work only for the JSON API under /api/; sign in to use this page."))
         db = get_session()
         token = db.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(header[7:].strip())))
         if token is None:
-            return _deny(401, "The API token is not valid (it may have been revoked).")
+            return _deny(401, N_("The API token is not valid (it may have been revoked)."))
         token.last_used_at = utcnow()
         _seen(token.user)
         db.commit()
@@ -112,15 +114,16 @@ def _check_csrf() -> Any:
     sent = request.headers.get("X-CSRF-Token") or request.form.get("csrf_token", "")
     expected = session.get("csrf")
     if not expected or not hmac.compare_digest(sent, expected):
-        return _deny(400, "The form expired or did not come from this site (CSRF check failed). "
-                          "Reload the page and try again.")
+        return _deny(400, N_("The form expired or did not come from this site (CSRF check failed). "
+                             "Reload the page and try again."))
     return None
 
 
 def _deny(status: int, message: str) -> Any:
+    """`message` (marked with N_): English for the JSON API, in the page's language on an error page."""
     if wants_json():
         return jsonify(error=message), status
-    abort(status, description=message)
+    abort(status, description=gettext(message))
 
 
 def login_required(view: Callable) -> Callable:
@@ -167,7 +170,7 @@ def become_guest() -> Any:
 
     for item in parse_many(settings().limit_guests_per_address):
         if not limiter.limiter.hit(item, "auto-guest", client_address()):
-            return _deny(429, "Too many new guests from your network; try again later, or sign in.")
+            return _deny(429, N_("Too many new guests from your network; try again later, or sign in."))
     token = session.get("csrf")
     user = User(is_guest=True)
     db = get_session()
@@ -197,7 +200,7 @@ def instructor_required(view: Callable) -> Callable:
     @login_required
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         if not g.user.is_instructor:
-            return _deny(403, "This page is for instructors.")
+            return _deny(403, N_("This page is for instructors."))
         return view(*args, **kwargs)
     return wrapped
 

@@ -122,3 +122,50 @@ def test_catalogs_are_current_and_complete(tmp_path: Path) -> None:
     for code in ("it", "ja", "ar"):
         catalog = read_po((academy / "translations" / code / "LC_MESSAGES" / "messages.po").open("rb"))
         assert {m.id for m in catalog if m.id and m.string} == ids, code
+    # What lesson.js and figures.js look up with T("..."): each one is in i18n.JS_MESSAGES, so the page has it.
+    from academy.i18n import JS_MESSAGES
+
+    looked_up = set()
+    for script in ("lesson.js", "figures.js"):
+        looked_up |= set(re.findall(r'\bT\("([^"]+)"', (academy / "static" / script).read_text(encoding="utf-8")))
+    assert looked_up and looked_up <= {message._args[0] for message in JS_MESSAGES}
+
+
+def test_account_instructor_and_error_pages_in_arabic(app) -> None:  # noqa: ANN001
+    """The pages beyond the lessons speak the page's language too: account, sign-out, an error page, the
+    instructor's pages, and the flash message of a real action (a wrong current password)."""
+    from academy.auth import create_account
+    from academy.db import get_session
+
+    with app.app_context():
+        create_account("teacher@example.org", "password123", role="instructor")
+        get_session().commit()
+    teacher = WebSession(app.test_client())
+    teacher.signin("teacher@example.org")
+    wrong = teacher.post("/ar/auth/password", data={"current": "not-it", "new": "password456"})
+    assert wrong.status_code == 303 and wrong.location.endswith("/ar/auth/account")
+    pages = {
+        "/ar/auth/account": ["كلمة المرور الحالية غير صحيحة.", "<h1>حسابك</h1>", "سجّل الخروج من كل مكان آخر",
+                             "رموز API", "(مدرّس)"],
+        "/ar/auth/signout": ["<h1>تسجيل الخروج</h1>"],
+        "/ar/no-such-page": ["404 · غير موجود", "العودة إلى الدورة"],
+        f"/ar/lessons/{LESSON}/no-such-step": [f"لا توجد في الدرس «{LESSON}» خطوة «no-such-step»."],
+        "/ar/instructor/": ["تحقّق من كل التمارين", "الترجمات", "لم يُشغَّل"],
+        "/ar/instructor/learners/": ["<h1>المتعلّمون</h1>", "التمارين الناجحة"],
+        "/ar/instructor/exercises/mixed-precision/amp-step": ["المتعلّمون الناجحون", "الفحوص الأكثر إخفاقاً",
+                                                               "لا توجد إرسالات بعد."],
+    }
+    english = ["Your current password is not right.", "Your account", "Sign out everywhere else", "Change password",
+               "Not Found", "Back to the course", "There is no step", "Validate all exercises", "Translations",
+               "not run", "Learners who passed", "Most frequently failing checks", "No submissions yet.",
+               "Exercises passed", "has no step"]
+    for url, translated in pages.items():
+        page = teacher.client.get(url).get_data(as_text=True)
+        assert '<html lang="ar" dir="rtl">' in page, url
+        for text in translated:
+            assert text in page, (url, text)
+        for text in english:
+            assert text not in page, (url, text)
+    guest = WebSession(app.test_client()).guest()
+    warning = guest.client.get("/ar/auth/signout").get_data(as_text=True)
+    assert "أنت ضيف. تسجيل الخروج يُفقدك تقدمك" in warning and "Signing out loses" not in warning

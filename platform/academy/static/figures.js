@@ -1,6 +1,7 @@
 // The verdict's pictures (grader/display.py): the timeline of the learner's calls and the checks' figures,
 // drawn as a table and inline SVG from the result's "trace" and "figures". No library, nothing from a CDN.
-// window.academyFigures.render(result, markLine) returns the nodes to add to the verdict.
+// window.academyFigures.render(result, markLine, T) returns the nodes to add to the verdict; T translates this
+// file's own labels (lesson.js's lookup, i18n.JS_MESSAGES); the figures' texts come from the grader as they are.
 (function () {
   "use strict";
   const SVG = "http://www.w3.org/2000/svg";
@@ -33,7 +34,7 @@
     return size !== 0 && (size < 1e-3 || size >= 1e5) ? value.toExponential(2) : String(+value.toPrecision(4));
   }
 
-  function trace(data, checks, markLine) {
+  function trace(data, checks, markLine, T) {
     const byEvent = {};
     for (const check of checks) if (check.status === "failed" && check.event !== undefined && check.event !== null) {
       byEvent[check.event] = check;
@@ -41,7 +42,7 @@
     const table = el("table", "data trace");
     const head = el("tr");
     for (const name of ["Line", "Call", "Autocast", "Output dtype", "Backward on", "Gradients", "Step", "Scale after"]) {
-      head.append(el("th", null, name));
+      head.append(el("th", null, T(name)));
     }
     table.append(el("thead"));
     table.tHead.append(head);
@@ -66,7 +67,7 @@
         call.append(" ", link);
       }
       tr.append(line, call,
-        el("td", null, row.autocast === null || row.autocast === undefined ? "" : row.autocast ? "on" : "off"),
+        el("td", null, row.autocast === null || row.autocast === undefined ? "" : row.autocast ? T("on") : T("off")),
         el("td", null, row.dtype || ""), el("td", null, row.backward || ""), el("td", null, row.grads || ""),
         el("td", null, row.step || ""), el("td", null, number(row.scale)));
       body.append(tr);
@@ -74,8 +75,8 @@
     table.append(body);
     const box = el("div", "table-scroll");
     box.append(table);
-    const figure = frame({kind: "trace", id: "trace", title: data.title + " (" + data.group_label + " " + data.group +
-      " of " + data.groups + ")", caption: data.caption}, box);
+    const title = T("%(title)s (%(group_label)s %(group)s of %(groups)s)", data);
+    const figure = frame({kind: "trace", id: "trace", title, caption: data.caption}, box);
     return figure;
   }
 
@@ -163,9 +164,12 @@
     return box;
   }
 
-  function render(result, markLine) {
+  // Without a lookup (benchmarks/verdict_pictures.py): the English, its placeholders filled in.
+  const ENGLISH = (message, values) => message.replace(/%\((\w+)\)s/g, (all, name) => String(values[name]));
+
+  function render(result, markLine, T = ENGLISH) {
     const nodes = [];
-    if (result.trace) nodes.push(trace(result.trace, result.checks || [], markLine));
+    if (result.trace) nodes.push(trace(result.trace, result.checks || [], markLine, T));
     for (const fig of result.figures || []) {
       if (fig.kind === "line") {
         const box = el("div");
@@ -179,7 +183,7 @@
     }
     if (!nodes.length) return [];
     const section = el("section", "pictures");
-    section.setAttribute("aria-label", "What your code did");
+    section.setAttribute("aria-label", T("What your code did"));
     section.append(...nodes);
     return [section];
   }

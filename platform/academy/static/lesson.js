@@ -68,16 +68,16 @@
       try {
         window.localStorage.setItem(localKey, editor.getCode());
         draftState.textContent = T("Draft kept in this browser");
-      } catch (e) { draftState.textContent = "Draft not kept (this browser blocks storage)"; }
+      } catch (e) { draftState.textContent = T("Draft not kept (this browser blocks storage)"); }
       return;
     }
     draftState.textContent = T("Saving draft…");
     api("PUT", "/api/drafts/" + data.exercise, { code: editor.getCode() }, { keepalive: !!keepalive })
       .then((r) => {
-        draftState.textContent = r.ok ? T("Draft saved") : "Draft not saved (" + r.status + ")";
+        draftState.textContent = r.ok ? T("Draft saved") : T("Draft not saved (%(status)s)", { status: r.status });
         if (r.ok) forgetLocalDraft();
       })
-      .catch(() => { draftState.textContent = "Draft not saved (offline?)"; draftDirty = true; });
+      .catch(() => { draftState.textContent = T("Draft not saved (offline?)"); draftDirty = true; });
   }
   // The first action that needs a learner made this visitor a guest: from now on drafts go to the server.
   function becameLearner() {
@@ -108,7 +108,7 @@
   document.getElementById("reset-code").addEventListener("click", () => {
     editor.setCode(data.starter);
     editor.markLines([]);
-    draftState.textContent = "Reset to the starter code (Ctrl+Z undoes it).";
+    draftState.textContent = T("Reset to the starter code (Ctrl+Z undoes it).");
     editor.focus();
   });
   submitButton.addEventListener("click", () => submit());
@@ -159,7 +159,7 @@
   };
 
   function lineLink(line) {
-    const jump = el("button", "link line-link", "line " + line);
+    const jump = el("button", "link line-link", T("line %(line)s", { line }));
     jump.type = "button";
     jump.addEventListener("click", () => editor.markLines([line]));
     return jump;
@@ -182,7 +182,7 @@
     const nodes = [];
     const result = sub.result;
     if (!result) {
-      nodes.push(el("p", "flash error", sub.error || "Grading failed; your submission is saved. Try again."));
+      nodes.push(el("p", "flash error", sub.error || T("Grading failed; your submission is saved. Try again.")));
       resultBox.replaceChildren(...nodes);
       return;
     }
@@ -217,8 +217,8 @@
         item.append(el("span", "mark", status === "passed" ? "✔" : status === "skipped" ? "–" : "✘"),
           el("strong", null, titles[check.id]));
         if (status === "skipped") {
-          item.append(el("p", "message muted", "Not judged: " + (titles[check.because] || "an earlier check") +
-            " explains it."));
+          item.append(el("p", "message muted",
+            T("Not judged: %(check)s explains it.", { check: titles[check.because] || T("an earlier check") })));
         } else if (status === "failed") {
           if (check.message) item.append(prose("p", "message", check.message));
           if (check.line) {
@@ -232,16 +232,20 @@
       }
       nodes.push(list);
     }
-    if (window.academyFigures) nodes.push(...window.academyFigures.render(result, (line) => editor.markLines([line])));
+    if (window.academyFigures) {
+      nodes.push(...window.academyFigures.render(result, (line) => editor.markLines([line]), T));
+    }
     for (const note of result.notes || []) nodes.push(el("p", "note muted", note));
     if (result.output) {
       const details = el("details", "output");
-      details.append(el("summary", null, "Output of your code" + (result.output_truncated ? " (truncated)" : "")),
+      const truncated = result.output_truncated ? " " + T("(truncated)") : "";
+      details.append(el("summary", null, T("Output of your code") + truncated),
         el("pre", "code", result.output));
       nodes.push(details);
     }
-    nodes.push(el("p", "muted", "Graded in " + result.duration_s.toFixed(1) + " s" +
-      (result.device ? " on " + result.device : "") + "."));
+    const took = { seconds: result.duration_s.toFixed(1), device: result.device };
+    nodes.push(el("p", "muted",
+      result.device ? T("Graded in %(seconds)s s on %(device)s.", took) : T("Graded in %(seconds)s s.", took)));
     resultBox.replaceChildren(...nodes);
     editor.markLines(lines);
     if (result.passed) openSolution();
@@ -254,8 +258,8 @@
   function hintsOf(submissionId, check) {
     const box = el("div", "hints");
     const render = (hints, total) => {
-      const nodes = hints.map((h, i) => prose("p", "hint", (total > 1 ? "Hint " + (i + 1) + " of " + total : "Hint") +
-        ": " + h));
+      const nodes = hints.map((h, i) => prose("p", "hint",
+        (total > 1 ? T("Hint %(number)s of %(total)s", { number: i + 1, total }) : T("Hint")) + ": " + h));
       if (hints.length < total) {
         const more = el("button", "link reveal-hint", hints.length ? T("Show the next hint") : T("Show a hint"));
         more.type = "button";
@@ -264,7 +268,10 @@
           const r = await api("POST", "/api/submissions/" + submissionId + "/hints", { check: check.id });
           const body = await r.json().catch(() => ({}));
           if (r.ok) render(body.hints, body.hints_total);
-          else { more.disabled = false; more.textContent = body.error || "Could not show the hint (" + r.status + ")"; }
+          else {
+            more.disabled = false;
+            more.textContent = body.error || T("Could not show the hint (%(status)s)", { status: r.status });
+          }
         });
         nodes.push(more);
       }
@@ -279,12 +286,16 @@
   const historyBox = document.getElementById("history");
   const historyList = document.getElementById("history-list");
   const historyView = document.getElementById("history-view");
-  const STATUS_WORDS = { passed: "passed", failed: "failed", error: "error", timeout: "timed out",
-    killed: "stopped", "infra-error": "grader failed" };
+  const STATUS_WORDS = { passed: T("passed"), failed: T("failed"), error: T("error"), timeout: T("timed out"),
+    killed: T("stopped"), "infra-error": T("grader failed"), queued: T("queued"), running: T("running") };
   async function loadHistory() {
     if (data.visitor) { historyList.replaceChildren(el("p", "muted", T("No submissions yet."))); return; }
     const r = await api("GET", "/api/submissions?exercise=" + encodeURIComponent(data.exercise));
-    if (!r.ok) { historyList.replaceChildren(el("p", "flash error", "Could not load your attempts (" + r.status + ").")); return; }
+    if (!r.ok) {
+      const failed = T("Could not load your attempts (%(status)s).", { status: r.status });
+      historyList.replaceChildren(el("p", "flash error", failed));
+      return;
+    }
     const subs = (await r.json()).submissions;
     if (!subs.length) { historyList.replaceChildren(el("p", "muted", T("No submissions yet."))); return; }
     const table = el("table", "history-table");
@@ -297,7 +308,7 @@
       const result = sub.result;
       const when = new Date(sub.created_at).toLocaleString();
       const score = result ? Math.round(result.score * 100) + "%" : "–";
-      const status = result ? (STATUS_WORDS[result.status] || result.status) : sub.status;
+      const status = STATUS_WORDS[result ? result.status : sub.status] || (result ? result.status : sub.status);
       row.append(el("td", null, "#" + sub.id), el("td", null, when), el("td", null, score), el("td", null, status));
       const actions = el("td");
       const button = (label, handler) => {
@@ -316,14 +327,18 @@
   }
   async function showAttempt(id, action) {
     const r = await api("GET", "/api/submissions/" + id + (action === "diff" ? "/diff" : ""));
-    if (!r.ok) { historyView.hidden = false; historyView.replaceChildren(el("p", "flash error", "Could not load it.")); return; }
+    if (!r.ok) {
+      historyView.hidden = false;
+      historyView.replaceChildren(el("p", "flash error", T("Could not load it.")));
+      return;
+    }
     const body = await r.json();
     historyView.hidden = false;
     if (action === "restore") {
       editor.setCode(body.code);
       editor.markLines([]);
-      draftState.textContent = "Restored submission #" + id + " into the editor (Ctrl+Z undoes it).";
-      historyView.replaceChildren(el("p", "muted", "Submission #" + id + " is in the editor."));
+      draftState.textContent = T("Restored submission #%(id)s into the editor (Ctrl+Z undoes it).", { id });
+      historyView.replaceChildren(el("p", "muted", T("Submission #%(id)s is in the editor.", { id })));
       return;
     }
     if (action === "diff") {
@@ -332,10 +347,12 @@
         pre.append(el("span", line.startsWith("+") && !line.startsWith("+++") ? "add" :
           line.startsWith("-") && !line.startsWith("---") ? "del" : null, line + "\n"));
       }
-      historyView.replaceChildren(el("h3", null, "Submission #" + id + " against #" + body.previous), pre);
+      const heading = T("Submission #%(id)s against #%(previous)s", { id, previous: body.previous });
+      historyView.replaceChildren(el("h3", null, heading), pre);
       return;
     }
-    historyView.replaceChildren(el("h3", null, "Submission #" + id), el("pre", "code attempt-code", body.code));
+    historyView.replaceChildren(el("h3", null, T("Submission #%(id)s", { id })),
+      el("pre", "code attempt-code", body.code));
   }
   historyBox.addEventListener("toggle", () => { if (historyBox.open) loadHistory(); });
 
@@ -350,7 +367,10 @@
     const body = document.getElementById("solution-body");
     const r = await api("GET", "/api/exercises/" + data.exercise + "/solution");
     const sol = await r.json().catch(() => ({}));
-    if (!r.ok) { body.replaceChildren(el("p", "muted", sol.error || "Not available (" + r.status + ").")); return; }
+    if (!r.ok) {
+      body.replaceChildren(el("p", "muted", sol.error || T("Not available (%(status)s).", { status: r.status })));
+      return;
+    }
     solutionBox.dataset.loaded = "1";
     const explanation = el("div", "prose");
     // Rendered from solution.md on the server and sanitised there (academy.content.render_markdown).
@@ -368,7 +388,10 @@
         await new Promise((r) => setTimeout(r, 2000));
         continue;
       }
-      if (!response.ok) { showMessage("error", "Could not fetch the result (" + response.status + ")."); break; }
+      if (!response.ok) {
+        showMessage("error", T("Could not fetch the result (%(status)s).", { status: response.status }));
+        break;
+      }
       const sub = await response.json();
       if (sub.status === "done" || sub.status === "error") { showResult(sub); focusVerdict(); break; }
       if (resultBox.dataset.status !== sub.status) showProgress(sub.status, startedAt);
@@ -390,7 +413,7 @@
     } catch (e) {
       clearInterval(ticking);
       submitButton.disabled = false;
-      showMessage("error", "Could not reach the server. Your code is still in the editor; try again.");
+      showMessage("error", T("Could not reach the server. Your code is still in the editor; try again."));
       return;
     }
     const body = await response.json().catch(() => ({}));
@@ -398,7 +421,7 @@
     if (response.status !== 202) {
       clearInterval(ticking);
       submitButton.disabled = false;
-      showMessage("error", body.error || "Submitting failed (" + response.status + ").");
+      showMessage("error", body.error || T("Submitting failed (%(status)s).", { status: response.status }));
       return;
     }
     await follow(body.id, startedAt);
@@ -410,22 +433,24 @@
   const runBox = document.getElementById("run-output");
   function showRun(run, error) {
     runBox.hidden = false;
-    if (!run) { runBox.replaceChildren(el("p", "flash error", error || "The Run failed; try again.")); return; }
+    if (!run) { runBox.replaceChildren(el("p", "flash error", error || T("The Run failed; try again."))); return; }
     const nodes = [el("h2", "summary", run.status === "ran" ? T("Run finished") : T("Run stopped"))];
     if (run.error) {
       const message = el("p", "flash error error-message", run.error.message);
       if (run.error.line) { message.append(" ", lineLink(run.error.line)); editor.markLines([run.error.line]); }
       nodes.push(message);
     }
-    nodes.push(el("h3", null, T("Printed output") + (run.output_truncated ? " (truncated)" : "")),
-      el("pre", "code run-printed", run.output || "(nothing printed)"));
+    nodes.push(el("h3", null, T("Printed output") + (run.output_truncated ? " " + T("(truncated)") : "")),
+      el("pre", "code run-printed", run.output || T("(nothing printed)")));
     if (run.returned !== null) {
-      nodes.push(el("h3", null, T("Returned") + (run.returned_truncated ? " (truncated)" : "")),
+      nodes.push(el("h3", null, T("Returned") + (run.returned_truncated ? " " + T("(truncated)") : "")),
         el("pre", "code run-returned", run.returned));
     }
     for (const note of run.notes || []) nodes.push(el("p", "note muted", note));
-    nodes.push(el("p", "muted", "Ran once on the example in " + run.duration_s.toFixed(1) + " s" +
-      (run.device ? " on " + run.device : "") + ". Not graded: Submit to check it."));
+    const took = { seconds: run.duration_s.toFixed(1), device: run.device };
+    nodes.push(el("p", "muted", run.device
+      ? T("Ran once on the example in %(seconds)s s on %(device)s. Not graded: Submit to check it.", took)
+      : T("Ran once on the example in %(seconds)s s. Not graded: Submit to check it.", took)));
     runBox.replaceChildren(...nodes);
   }
   async function runOnce() {
@@ -434,22 +459,26 @@
     saveDraft();
     editor.markLines([]);
     runBox.hidden = false;
-    runBox.replaceChildren(el("div", "spinner"), el("p", "progress-line", "Running your function on the example…"));
+    runBox.replaceChildren(el("div", "spinner"),
+      el("p", "progress-line", T("Running your function on the example…")));
     try {
       const response = await api("POST", "/api/runs", { exercise: data.exercise, code: editor.getCode() });
       const body = await response.json().catch(() => ({}));
-      if (response.status !== 202) { showRun(null, body.error || "Run failed (" + response.status + ")."); return; }
+      if (response.status !== 202) {
+        showRun(null, body.error || T("Run failed (%(status)s).", { status: response.status }));
+        return;
+      }
       becameLearner();
       for (;;) {
         await new Promise((r) => setTimeout(r, 500));
         const r = await api("GET", "/api/runs/" + body.id);
-        if (!r.ok) { showRun(null, "Could not fetch the Run (" + r.status + ")."); return; }
+        if (!r.ok) { showRun(null, T("Could not fetch the Run (%(status)s).", { status: r.status })); return; }
         const run = await r.json();
         if (run.status === "done") { showRun(run.run); return; }
         if (run.status === "error") { showRun(null, run.error); return; }
       }
     } catch (e) {
-      showRun(null, "Could not reach the server. Your code is still in the editor; try again.");
+      showRun(null, T("Could not reach the server. Your code is still in the editor; try again."));
     } finally {
       runButton.disabled = submitButton.disabled = false;
     }
