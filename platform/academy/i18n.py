@@ -33,7 +33,6 @@ RTL = {"ar"}
 NOT_TRANSLATED = lazy_gettext("Parts of this lesson are not yet translated and are shown in English.")
 
 
-
 def N_(message: str) -> str:  # noqa: N802 (the gettext name pybabel extracts)
     """Marks an English message for the catalogs where it is defined; `gettext(message)` translates it where a
     page shows it (the JSON API keeps the English)."""
