@@ -1,4 +1,6 @@
-"""The JSON API (docs/openapi.yaml): submissions, drafts, progress. Session cookie + CSRF header, or Bearer."""
+"""The JSON API (docs/openapi.yaml): submissions, drafts, progress. Session cookie + CSRF header, or Bearer.
+
+Error messages are in the language the request's Accept-Language names (i18n.current_language), else English."""
 from __future__ import annotations
 
 import difflib
@@ -7,7 +9,7 @@ from typing import Any
 
 from flask import Blueprint, abort, g, jsonify, request, url_for
 from flask.typing import ResponseReturnValue
-from flask_babel import force_locale
+from flask_babel import gettext
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
@@ -61,35 +63,35 @@ def hints_on_request(submission: Submission, result: dict[str, Any]) -> dict[str
 def _own_submission(submission_id: int) -> Submission:
     submission = get_session().get(Submission, submission_id)
     if submission is None or submission.user_id != g.user.id or submission.kind != SubmissionKind.GRADE:
-        abort(404, description="There is no such submission of yours.")
+        abort(404, description=gettext("There is no such submission of yours."))
     return submission
 
 
 def _json_body() -> dict[str, Any]:
     data = request.get_json()  # a body that is not JSON, or hostile JSON, answers 400 (academy/inputs.py)
     if not isinstance(data, dict):
-        abort(400, description='Send a JSON object, e.g. {"exercise": "...", "code": "..."}.')
+        abort(400, description=gettext('Send a JSON object, e.g. {"exercise": "...", "code": "..."}.'))
     return data
 
 
 def _code_field(data: dict[str, Any]) -> str:
     code = data.get("code")
     if not isinstance(code, str):
-        abort(400, description='"code" must be a string of Python source.')
+        abort(400, description=gettext('"code" must be a string of Python source.'))
     if len(code.encode("utf-8")) > MAX_CODE_BYTES:
-        abort(413, description=f"The code is larger than {MAX_CODE_BYTES // 1024} KB.")
+        abort(413, description=gettext("The code is larger than %(size)s KB.", size=MAX_CODE_BYTES // 1024))
     if "\x00" in code:
-        abort(400, description="The code contains a NUL character; send Python source text.")
+        abort(400, description=gettext("The code contains a NUL character; send Python source text."))
     return code
 
 
 def _exercise_or_404(exercise_id: Any) -> Exercise:
     if not isinstance(exercise_id, str):
-        abort(400, description='"exercise" must be an exercise id such as "mixed-precision/amp-step".')
+        abort(400, description=gettext('"exercise" must be an exercise id such as "mixed-precision/amp-step".'))
     try:
         return get_content().exercise(exercise_id)
     except KeyError:
-        abort(404, description=f"There is no exercise '{exercise_id}'.")
+        abort(404, description=gettext("There is no exercise '%(exercise)s'.", exercise=exercise_id))
 
 
 def _submission_limit() -> str:
@@ -99,7 +101,7 @@ def _submission_limit() -> str:
 
 def _submission_limit_message() -> str:
     count, window_s = settings().submission_rate
-    return f"Too many submissions: at most {count} per {window_s} s."
+    return gettext("Too many submissions: at most %(count)s per %(seconds)s s.", count=count, seconds=window_s)
 
 
 def fair_key() -> str:
@@ -112,10 +114,13 @@ def _pending_message(user_id: int) -> str:
     pending = get_session().scalar(select(Submission).where(
         Submission.user_id == user_id, Submission.status.in_(PENDING)))
     if pending is not None and pending.kind == SubmissionKind.RUN:
-        return "Your Run is still going. Wait for its output, then try again: one job at a time per learner."
-    which = f" (#{pending.id})" if pending is not None else ""
-    return (f"Your previous submission{which} is still being graded. Wait for its verdict, then submit "
-            "again: a new submission does not replace one that is waiting.")
+        return gettext("Your Run is still going. Wait for its output, then try again: one job at a time per "
+                       "learner.")
+    if pending is None:  # it finished meanwhile
+        return gettext("Your previous submission is still being graded. Wait for its verdict, then submit again: "
+                       "a new submission does not replace one that is waiting.")
+    return gettext("Your previous submission (#%(id)s) is still being graded. Wait for its verdict, then submit "
+                   "again: a new submission does not replace one that is waiting.", id=pending.id)
 
 
 def _queue(kind: SubmissionKind, exercise: Exercise, code: str, endpoint: str) -> ResponseReturnValue:
@@ -144,7 +149,8 @@ def _queue(kind: SubmissionKind, exercise: Exercise, code: str, endpoint: str) -
 @learner_required
 @limiter.limit(_submission_limit, key_func=account_key, error_message=_submission_limit_message)
 @limiter.limit(limit("limit_submissions_per_address"),
-               error_message="Too many submissions from your network right now; try again in a minute.")
+               error_message=lambda: gettext("Too many submissions from your network right now; try again in a "
+                                             "minute."))
 def create_submission() -> ResponseReturnValue:
     data = _json_body()
     exercise = _exercise_or_404(data.get("exercise"))
@@ -154,8 +160,9 @@ def create_submission() -> ResponseReturnValue:
 @bp.post("/runs")
 @learner_required
 @limiter.limit(limit("limit_runs_per_account"), key_func=account_key,
-               error_message="Too many Runs; wait a minute, or submit.")
-@limiter.limit(limit("limit_runs_per_address"), error_message="Too many Runs from your network right now.")
+               error_message=lambda: gettext("Too many Runs; wait a minute, or submit."))
+@limiter.limit(limit("limit_runs_per_address"),
+               error_message=lambda: gettext("Too many Runs from your network right now."))
 def create_run() -> ResponseReturnValue:
     """Run the learner's function once on the exercise's example: output, return value or error; no verdict,
     not an attempt. It is one job like a submission: one pending job per learner, whichever kind."""
@@ -169,7 +176,7 @@ def create_run() -> ResponseReturnValue:
 def get_run(submission_id: int) -> ResponseReturnValue:
     run = get_session().get(Submission, submission_id)
     if run is None or run.user_id != g.user.id or run.kind != SubmissionKind.RUN:
-        abort(404, description="There is no such Run of yours.")
+        abort(404, description=gettext("There is no such Run of yours."))
     return jsonify(id=run.id, exercise=run.exercise_id, status=run.status, error=run.error_message,
                    created_at=run.created_at.isoformat() + "Z",
                    run=json.loads(run.result_json) if run.result_json and run.status == JobStatus.DONE else None)
@@ -182,7 +189,7 @@ def get_submission(submission_id: int) -> ResponseReturnValue:
     # Someone else's submission answers 404, not 403: ids of other learners' work are not confirmed.
     if submission is None or submission.kind != SubmissionKind.GRADE or \
             (submission.user_id != g.user.id and not g.user.is_instructor):
-        abort(404, description="There is no such submission of yours.")
+        abort(404, description=gettext("There is no such submission of yours."))
     return jsonify(submission_json(submission, code=True))
 
 
@@ -197,7 +204,7 @@ def reveal_hint(submission_id: int) -> ResponseReturnValue:
     result = submission.result
     check = next((c for c in (result or {}).get("checks", []) if c["id"] == check_id), None)
     if check is None or check["status"] != "failed":
-        abort(404, description="That check did not fail in this submission: it has no hint to show.")
+        abort(404, description=gettext("That check did not fail in this submission: it has no hint to show."))
     hints = _all_hints(check)
     db = get_session()
     shown = db.scalar(select(func.count()).select_from(HintReveal).where(
@@ -243,9 +250,9 @@ def list_submissions() -> ResponseReturnValue:
 @bp.put("/drafts/<path:exercise_id>")
 @login_required
 @limiter.limit(limit("limit_drafts_per_account"), key_func=account_key,
-               error_message="Too many draft saves; the draft is saved again on your next change.")
+               error_message=lambda: gettext("Too many draft saves; the draft is saved again on your next change."))
 @limiter.limit(limit("limit_drafts_per_address"),
-               error_message="Too many draft saves from your network right now.")
+               error_message=lambda: gettext("Too many draft saves from your network right now."))
 def save_draft(exercise_id: str) -> ResponseReturnValue:
     exercise = _exercise_or_404(exercise_id)
     code = _code_field(_json_body())
@@ -278,8 +285,7 @@ def get_solution(exercise_id: str) -> ResponseReturnValue:
     """The reference solution and its explanation, once the learner may see them (progress.solution_open)."""
     exercise = _exercise_or_404(exercise_id)
     if not progress.solution_open(g.user, exercise):
-        with force_locale("en"):  # the JSON API speaks English
-            response = jsonify(error=progress.solution_rule(exercise))
+        response = jsonify(error=progress.solution_rule(exercise))
         response.status_code = 403
         return response
     explanation = exercise.solution_markdown()

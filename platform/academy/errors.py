@@ -11,7 +11,7 @@ from academy.i18n import N_
 
 # Error pages in the page's language. Werkzeug's names and default descriptions are the msgids, so English
 # pages read as before; a view's own description (abort(..., description=...)) is translated where the view
-# raises it. The JSON API keeps English.
+# raises it. The JSON API's errors follow its request's Accept-Language, else English (i18n.current_language).
 NAMES = {400: lazy_gettext("Bad Request"), 401: lazy_gettext("Unauthorized"), 403: lazy_gettext("Forbidden"),
          404: lazy_gettext("Not Found"), 405: lazy_gettext("Method Not Allowed"),
          413: lazy_gettext("Request Entity Too Large"), 429: lazy_gettext("Too Many Requests"),
@@ -34,23 +34,23 @@ _DEFAULTS = {message._args[0]: message for message in DESCRIPTIONS}
 TOO_LARGE = N_("The request is larger than %(size)s KB; code may be at most 256 KB.")
 
 
+def _message(exc: HTTPException) -> str:
+    """The error's description in the request's language (Werkzeug's defaults through the catalogs)."""
+    if isinstance(exc, RequestEntityTooLarge):
+        return gettext(TOO_LARGE, size=MAX_REQUEST_BYTES // 1024)
+    return _DEFAULTS.get(str(exc.description), exc.description or NAMES.get(exc.code or 500, exc.name))
+
+
 def _handle(exc: HTTPException) -> ResponseReturnValue:
     if request.blueprint == "api" or request.path.startswith("/api/"):
-        message = exc.description or exc.name
-        if isinstance(exc, RequestEntityTooLarge):
-            message = TOO_LARGE % {"size": MAX_REQUEST_BYTES // 1024}
-        response = jsonify(error=message)
+        response = jsonify(error=str(_message(exc)))
         response.status_code = exc.code or 500
         for header in ("Retry-After", "Allow"):
             if exc.get_response().headers.get(header):
                 response.headers[header] = exc.get_response().headers[header]
         return response
-    if isinstance(exc, RequestEntityTooLarge):
-        message = gettext(TOO_LARGE, size=MAX_REQUEST_BYTES // 1024)
-    else:
-        message = _DEFAULTS.get(str(exc.description), exc.description or exc.name)
     return render_template("error.html", code=exc.code, name=NAMES.get(exc.code or 500, exc.name),
-                           message=message), exc.code
+                           message=_message(exc)), exc.code
 
 
 def init_app(app: Flask) -> None:

@@ -4,7 +4,9 @@ switcher, and translated course content with English fallback.
 URLs: every page answers under a language prefix too (`/it/lessons/...`): `LanguagePrefix` moves the
 prefix from PATH_INFO to SCRIPT_NAME, so `url_for` keeps the language in every link of that page. A public
 page without a prefix redirects by the learner's saved choice, else `Accept-Language`, to its prefixed
-URL; where that is English it answers in English itself (`Vary: Accept-Language`).
+URL; where that is English it answers in English itself (`Vary: Accept-Language`). The JSON API (`/api/`)
+answers in the language its request's `Accept-Language` names (lesson.js sends the page's), else English, so
+scripts get English.
 
 Content: next to each English file, `lesson.<lang>.yaml` (title, summary), `cards/<lang>/<card>.md`,
 `quiz.<lang>.yaml`, `exercise.<lang>.yaml` (docs/course.md). Whatever is missing is shown in English, and
@@ -19,7 +21,7 @@ from typing import Any
 import yaml
 from flask import Blueprint, Flask, g, has_request_context, redirect, request, session
 from flask.typing import ResponseReturnValue
-from flask_babel import Babel, gettext, lazy_gettext
+from flask_babel import Babel, gettext, lazy_gettext, lazy_pgettext
 from markupsafe import Markup
 
 from academy.db import get_session
@@ -34,8 +36,8 @@ NOT_TRANSLATED = lazy_gettext("Parts of this lesson are not yet translated and a
 
 
 def N_(message: str) -> str:  # noqa: N802 (the gettext name pybabel extracts)
-    """Marks an English message for the catalogs where it is defined; `gettext(message)` translates it where a
-    page shows it (the JSON API keeps the English)."""
+    """Marks an English message for the catalogs where it is defined; `gettext(message)` translates it where it
+    is shown (a page, or a JSON error in the language the request asks for)."""
     return message
 
 
@@ -75,7 +77,8 @@ JS_MESSAGES = [
     lazy_gettext("Could not fetch the Run (%(status)s)."),
     # figures.js: its own headings and labels (the figures' titles and captions come from the grader)
     lazy_gettext("What your code did"), lazy_gettext("Line"), lazy_gettext("Call"), lazy_gettext("Autocast"),
-    lazy_gettext("Output dtype"), lazy_gettext("Backward on"), lazy_gettext("Gradients"), lazy_gettext("Step"),
+    lazy_gettext("Output dtype"), lazy_gettext("Backward on"), lazy_gettext("Gradients"),
+    lazy_pgettext("optimizer step", "Step"),
     lazy_gettext("Scale after"), lazy_gettext("on"), lazy_gettext("off"),
     lazy_gettext("%(title)s (%(group_label)s %(group)s of %(groups)s)"),
 ]
@@ -86,11 +89,44 @@ STATUSES = [lazy_gettext("queued"), lazy_gettext("running"), lazy_gettext("done"
             lazy_gettext("killed"), lazy_gettext("infra-error"), lazy_gettext("not run")]
 
 
+# CodeMirror's own phrases (EditorState.phrases) in the extensions the editor bundle includes (basicSetup:
+# search, go to line, folding, completion, lint panel); "$" is CodeMirror's placeholder.
+EDITOR_PHRASES = [
+    lazy_pgettext("code editor", "Find"), lazy_pgettext("code editor", "Replace"),
+    lazy_pgettext("code editor", "next"), lazy_pgettext("code editor", "previous"),
+    lazy_pgettext("code editor", "all"), lazy_pgettext("code editor", "match case"),
+    lazy_pgettext("code editor", "regexp"), lazy_pgettext("code editor", "by word"),
+    lazy_pgettext("code editor", "replace"), lazy_pgettext("code editor", "replace all"),
+    lazy_pgettext("code editor", "close"), lazy_pgettext("code editor", "current match"),
+    lazy_pgettext("code editor", "on line"), lazy_pgettext("code editor", "replaced match on line $"),
+    lazy_pgettext("code editor", "replaced $ matches"), lazy_pgettext("code editor", "Go to line"),
+    lazy_pgettext("code editor", "go"), lazy_pgettext("code editor", "Folded lines"),
+    lazy_pgettext("code editor", "Unfolded lines"), lazy_pgettext("code editor", "to"),
+    lazy_pgettext("code editor", "folded code"), lazy_pgettext("code editor", "unfold"),
+    lazy_pgettext("code editor", "Fold line"), lazy_pgettext("code editor", "Unfold line"),
+    lazy_pgettext("code editor", "Completions"), lazy_pgettext("code editor", "Diagnostics"),
+    lazy_pgettext("code editor", "No diagnostics"), lazy_pgettext("code editor", "Selection deleted"),
+    lazy_pgettext("code editor", "Control character"),
+]
+
+
+def msgid(message: Any) -> str:
+    """A lazy message's English text (the last argument: lazy_pgettext's first is its context)."""
+    return message._args[-1]
+
+
 def js_text() -> dict[str, str]:
     """English message -> this page's translation, for lesson.js (empty in English: it has the English)."""
     if g.get("language", "en") == "en":
         return {}
-    return {message._args[0]: str(message) for message in JS_MESSAGES}
+    return {msgid(message): str(message) for message in JS_MESSAGES}
+
+
+def editor_phrases() -> dict[str, str]:
+    """CodeMirror's English phrase -> this page's translation (empty in English)."""
+    if g.get("language", "en") == "en":
+        return {}
+    return {msgid(phrase): str(phrase) for phrase in EDITOR_PHRASES}
 
 
 bp = Blueprint("i18n", __name__)
@@ -123,10 +159,21 @@ def preferred_language() -> str:
         return user.language
     if session.get("language") in LANGUAGES:
         return session["language"]
+    return accepted_language()
+
+
+def accepted_language() -> str:
+    """The language this request's Accept-Language prefers among LANGUAGES, else English."""
     return request.accept_languages.best_match(list(LANGUAGES)) or "en"
 
 
+def api_request() -> bool:
+    return request.path.startswith("/api/")
+
+
 def current_language() -> str:
+    if api_request():  # the JSON API: what this request asks for (lesson.js sends its page's), else English
+        return accepted_language()
     return url_language() or preferred_language()
 
 
@@ -355,8 +402,8 @@ def init_app(app: Flask) -> None:
 
     @app.after_request
     def _vary(response: Any) -> Any:
-        if url_language() is None and _public_page():
-            response.vary.add("Accept-Language")
+        if (url_language() is None and _public_page()) or (api_request() and response.status_code >= 400):
+            response.vary.add("Accept-Language")  # an API error's message follows Accept-Language
         return response
 
     @app.context_processor
@@ -364,6 +411,7 @@ def init_app(app: Flask) -> None:
         language = g.get("language", "en")
         return {"language": language, "direction": "rtl" if language in RTL else "ltr", "languages": LANGUAGES,
                 "alternates": alternates, "not_translated": NOT_TRANSLATED, "js_text": js_text,
+                "editor_phrases": editor_phrases,
                 "here": request.full_path.rstrip("?") if request.query_string else request.path}
 
 

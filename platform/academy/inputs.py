@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 from flask import Flask, Request
 from flask.json.provider import DefaultJSONProvider
+from flask_babel import gettext
 from werkzeug.exceptions import BadRequest
 
 MAX_JSON_DEPTH = 32  # the API's bodies are two levels deep; anything near Python's recursion limit is hostile
@@ -31,7 +32,21 @@ def safe_next(target: str | None, default: str) -> str:
 
 
 class JSONBodyError(ValueError):
-    """A request body that is not acceptable JSON; the message says why, for the client."""
+    """A request body that is not acceptable JSON: `reason` ("surrogate", "too-deep", "not-utf8") says why;
+    the client reads it in the request's language (`_reason`)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _reason(reason: str) -> str:
+    if reason == "surrogate":
+        return gettext("The JSON holds a lone surrogate escape (such as \\ud800), which is not text; send valid "
+                       "Unicode.")
+    if reason == "too-deep":
+        return gettext("The JSON is nested more than %(depth)s levels deep.", depth=MAX_JSON_DEPTH)
+    return gettext("The body is not UTF-8 text; send JSON encoded as UTF-8.")
 
 
 def _check_value(value: Any) -> None:
@@ -44,11 +59,10 @@ def _check_value(value: Any) -> None:
             try:
                 item.encode("utf-8")
             except UnicodeEncodeError:
-                raise JSONBodyError("The JSON holds a lone surrogate escape (such as \\ud800), which is not "
-                                    "text; send valid Unicode.") from None
+                raise JSONBodyError("surrogate") from None
         elif isinstance(item, (dict, list)):
             if depth > MAX_JSON_DEPTH:
-                raise JSONBodyError(f"The JSON is nested more than {MAX_JSON_DEPTH} levels deep.")
+                raise JSONBodyError("too-deep")
             children = item.items() if isinstance(item, dict) else ((None, v) for v in item)
             for key, child in children:
                 if key is not None:
@@ -64,11 +78,11 @@ class StrictJSONProvider(DefaultJSONProvider):
             try:
                 s = bytes(s).decode("utf-8")
             except UnicodeDecodeError:
-                raise JSONBodyError("The body is not UTF-8 text; send JSON encoded as UTF-8.") from None
+                raise JSONBodyError("not-utf8") from None
         try:
             value = json.loads(s, **kwargs)
         except RecursionError:
-            raise JSONBodyError(f"The JSON is nested more than {MAX_JSON_DEPTH} levels deep.") from None
+            raise JSONBodyError("too-deep") from None
         _check_value(value)
         return value
 
@@ -76,10 +90,10 @@ class StrictJSONProvider(DefaultJSONProvider):
 class AcademyRequest(Request):
     def on_json_loading_failed(self, e: ValueError | None) -> Any:
         if isinstance(e, JSONBodyError):
-            raise BadRequest(description=str(e))
+            raise BadRequest(description=_reason(e.reason))
         if e is None:  # not sent as application/json
-            raise BadRequest(description='Send the body as JSON with "Content-Type: application/json".')
-        raise BadRequest(description=f"The body is not valid JSON ({e}).")
+            raise BadRequest(description=gettext('Send the body as JSON with "Content-Type: application/json".'))
+        raise BadRequest(description=gettext("The body is not valid JSON (%(reason)s).", reason=str(e)))
 
 
 def init_app(app: Flask) -> None:

@@ -120,9 +120,10 @@ def _check_csrf() -> Any:
 
 
 def _deny(status: int, message: str) -> Any:
-    """`message` (marked with N_): English for the JSON API, in the page's language on an error page."""
+    """`message` (marked with N_) in the request's language: the page's on an error page; for the JSON API the
+    one its Accept-Language names, else English (i18n.current_language)."""
     if wants_json():
-        return jsonify(error=message), status
+        return jsonify(error=gettext(message)), status
     abort(status, description=gettext(message))
 
 
@@ -131,7 +132,7 @@ def login_required(view: Callable) -> Callable:
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         if g.user is None:
             if wants_json():
-                return jsonify(error=NO_CREDENTIALS), 401
+                return jsonify(error=gettext(NO_CREDENTIALS)), 401
             return redirect(url_for("auth.signin", next=request.full_path.rstrip("?")))
         return view(*args, **kwargs)
     return wrapped

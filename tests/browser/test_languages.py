@@ -68,6 +68,11 @@ def test_lesson_one_in_three_languages(page: Page, live_server: str, shoot) -> N
     expect(page.get_by_role("textbox", name="محرر الشيفرة: حلّك لـ amp-step")).to_be_visible()  # lesson.js's text
     assert page.eval_on_selector("body", "n => getComputedStyle(n).direction") == "rtl"
     for_readme(shoot(page, "24-lesson-ar"), "web-lesson-ar.png")
+    # CodeMirror's own phrases come in the page's language too (i18n.EDITOR_PHRASES): its search panel.
+    page.locator(".cm-content").click()
+    page.keyboard.press("Control+f")
+    expect(page.get_by_role("textbox", name="بحث", exact=True)).to_be_focused()
+    expect(page.locator(".cm-search button[name=close]")).to_have_attribute("aria-label", "إغلاق")
 
 
 def test_japanese_on_a_phone(browser: Browser, live_server: str, shoot) -> None:  # noqa: ANN001

@@ -104,6 +104,29 @@ def test_translation_files_and_instructor_coverage(make_app, exercises_copy: Pat
     assert re.search(rf'data-language="ja">2 of {steps + 2}</td>', table)
 
 
+def test_api_errors_follow_accept_language(web: WebSession) -> None:
+    """The JSON API answers in the language Accept-Language names (lesson.js sends its page's), else English:
+    scripts, tokens and a learner who chose Arabic on the pages all get English without the header."""
+    web.signup("arabic@example.org")
+    page = web.post("/auth/tokens", data={"name": "t"}).get_data(as_text=True)
+    token = "dla_" + page.split("<code>dla_", 1)[1].split("</code>", 1)[0]
+    web.post("/language", data={"language": "ar", "next": "/"})  # saved on the account: the API ignores it
+    csrf = re.search(r'name="csrf-token" content="([^"]+)"', web.client.get("/ar/").get_data(as_text=True)).group(1)
+    english = 'Send a JSON object, e.g. {"exercise": "...", "code": "..."}.'
+    arabic = web.client.post("/api/submissions", json=["not", "an", "object"],
+                             headers={"X-CSRF-Token": csrf, "Accept-Language": "ar"})
+    assert arabic.status_code == 400
+    assert arabic.json == {"error": 'أرسل كائن JSON، مثل {"exercise": "...", "code": "..."}.'}
+    assert "Accept-Language" in arabic.headers["Vary"]
+    plain = web.client.post("/api/submissions", json=["not", "an", "object"], headers={"X-CSRF-Token": csrf})
+    assert plain.status_code == 400 and plain.json == {"error": english}
+    script = web.client.application.test_client()
+    bearer = script.post("/api/submissions", json=["not", "an", "object"], headers={"Authorization": f"Bearer {token}"})
+    assert bearer.status_code == 400 and bearer.json == {"error": english}
+    refused = script.get("/api/progress", headers={"Authorization": "Bearer dla_nope", "Accept-Language": "it-IT,it"})
+    assert refused.status_code == 401 and refused.json["error"].startswith("Il token API non è valido")
+
+
 def test_catalogs_are_current_and_complete(tmp_path: Path) -> None:
     """The committed messages.pot is what extraction gives today, and it/ja/ar translate every message."""
     import subprocess
@@ -114,21 +137,22 @@ def test_catalogs_are_current_and_complete(tmp_path: Path) -> None:
     academy = REPO / "platform" / "academy"
     fresh = tmp_path / "messages.pot"
     pybabel = [sys.executable, "-c", "from babel.messages.frontend import main; main()", "-q"]
-    subprocess.run([*pybabel, "extract", "-F", "babel.cfg", "-k", "lazy_gettext", "--no-location", "-o", str(fresh),
-                    "."], cwd=academy, check=True)
-    ids = {m.id for m in read_po(fresh.open("rb")) if m.id}
-    assert ids == {m.id for m in read_po((academy / "translations" / "messages.pot").open("rb")) if m.id}, (
-        "run pybabel extract (docs/web.md, Languages)")
+    subprocess.run([*pybabel, "extract", "-F", "babel.cfg", "-k", "lazy_gettext", "-k", "lazy_pgettext:1c,2",
+                    "--no-location", "-o", str(fresh), "."], cwd=academy, check=True)
+    ids = {(m.context, m.id) for m in read_po(fresh.open("rb")) if m.id}
+    assert ids == {(m.context, m.id) for m in read_po((academy / "translations" / "messages.pot").open("rb"))
+                   if m.id}, "run pybabel extract (docs/web.md, Languages)"
+    assert (None, "Step") in ids and ("optimizer step", "Step") in ids  # a lesson's step, figures.js' column
     for code in ("it", "ja", "ar"):
         catalog = read_po((academy / "translations" / code / "LC_MESSAGES" / "messages.po").open("rb"))
-        assert {m.id for m in catalog if m.id and m.string} == ids, code
+        assert {(m.context, m.id) for m in catalog if m.id and m.string and not m.fuzzy} == ids, code
     # What lesson.js and figures.js look up with T("..."): each one is in i18n.JS_MESSAGES, so the page has it.
-    from academy.i18n import JS_MESSAGES
+    from academy.i18n import JS_MESSAGES, msgid
 
     looked_up = set()
     for script in ("lesson.js", "figures.js"):
         looked_up |= set(re.findall(r'\bT\("([^"]+)"', (academy / "static" / script).read_text(encoding="utf-8")))
-    assert looked_up and looked_up <= {message._args[0] for message in JS_MESSAGES}
+    assert looked_up and looked_up <= {msgid(message) for message in JS_MESSAGES}
 
 
 def test_account_instructor_and_error_pages_in_arabic(app) -> None:  # noqa: ANN001

@@ -29,6 +29,7 @@
   // The page's language: lesson.js's own messages, translated by the server (i18n.JS_MESSAGES); English as is.
   const uiNode = document.getElementById("ui-text");
   const TEXT = uiNode ? JSON.parse(uiNode.textContent) : {};
+  const phrasesNode = document.getElementById("editor-phrases");  // CodeMirror's own (i18n.EDITOR_PHRASES)
   const T = (message, values) => (TEXT[message] || message)
     .replace(/%\((\w+)\)s/g, (all, name) => (values && name in values ? String(values[name]) : all));
 
@@ -39,10 +40,14 @@
   const submitButton = document.getElementById("submit-code");
   const draftState = document.getElementById("draft-state");
 
+  // The API answers its errors in the language Accept-Language names (else English): this page's, whatever
+  // the browser's own setting.
+  const language = document.documentElement.lang || "en";
   function api(method, url, body, extra) {
     return fetch(url, Object.assign({
       method,
-      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf, Accept: "application/json" },
+      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf, Accept: "application/json",
+        "Accept-Language": language },
       body: body === undefined ? undefined : JSON.stringify(body),
       credentials: "same-origin",
     }, extra || {}));
@@ -94,6 +99,7 @@
     doc: data.code,
     label: T("Code editor: your %(name)s solution", { name: data.exercise.split("/").pop() }),
     describedBy: "editor-help",
+    phrases: phrasesNode ? JSON.parse(phrasesNode.textContent) : {},
     onSubmit: () => submit(),
     onChange: () => {
       draftDirty = true;

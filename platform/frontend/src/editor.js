@@ -28,9 +28,11 @@ const failingLine = Decoration.line({ class: "cm-failing-line", attributes: { "d
 
 // Tokens get stable classes (tok-keyword, tok-string, ...): academy.css colours them, in light and in dark
 // mode, instead of basicSetup's fixed light palette (which it now only falls back to).
-// `label` is the editor's accessible name, `describedBy` the id of the text that says how to leave it.
+// `label` is the editor's accessible name, `describedBy` the id of the text that says how to leave it,
+// `phrases` CodeMirror's own texts (search panel, go to line, folding...) in the page's language: English
+// phrase -> translation (EditorState.phrases).
 function create(parent, { doc = "", onSubmit = () => {}, onChange = () => {}, label = "Code editor",
-  describedBy = null } = {}) {
+  describedBy = null, phrases = {} } = {}) {
   const aria = { "aria-label": label };
   if (describedBy) aria["aria-describedby"] = describedBy;
   const view = new EditorView({
@@ -40,6 +42,7 @@ function create(parent, { doc = "", onSubmit = () => {}, onChange = () => {}, la
       extensions: [
         basicSetup, // line numbers, bracket matching, undo history, highlighting, search...
         python(),
+        EditorState.phrases.of(phrases),
         syntaxHighlighting(classHighlighter),
         EditorView.contentAttributes.of(aria),
         indentUnit.of("    "), // PEP 8: Tab and auto-indent use four spaces
