@@ -35,6 +35,7 @@ from grader.harness.ampchecks import (
     calls,
     check_autocast_scope,
     check_grads_cleared,
+    check_returned_losses,
     check_scaled_backward,
     check_step_then_update,
     fail_if_clipped_scaled_gradients,
@@ -48,6 +49,7 @@ __all__ = [
     "check", "fail", "explained_by", "CheckFailed",
     "EVENTS", "EventKind", "Event", "of_kind", "calls", "iterations", "at",
     "check_autocast_scope", "check_scaled_backward", "check_step_then_update", "check_grads_cleared",
+    "check_returned_losses",
     "fail_if_clipped_scaled_gradients", "backward_divisor", "speedup",
     "figure", "show", "timeline", "line_figure", "bar_figure", "table_figure",
 ]

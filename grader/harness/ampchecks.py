@@ -5,9 +5,10 @@ where a call can be traced to the submission, its line. They run in the grading 
 """
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, Callable
 
-from grader.harness.checking import fail
+from grader.harness.checking import explained_by, fail
 
 Event = dict[str, Any]
 SIXTEEN_BIT = {"float16", "bfloat16"}
@@ -146,3 +147,29 @@ def check_grads_cleared(events: list[Event]) -> None:
                      "caller left them clear; clear them before backward.", event=event)
             fail(f"When backward(){at(event)} ran, the gradients still held values from an earlier step, "
                  "so the new ones were added to them. Call optimizer.zero_grad() before backward.", event=event)
+
+
+def check_returned_losses(observed: dict[str, Any], reference: dict[str, Any], calls: int,
+                          weights_went_wrong: Callable[[int], bool]) -> None:
+    """Each completed call returned its batch's loss: not None, not the scaled loss, and within 1% of a correct
+    run's. A correct run's loss is only what a call should return from a correct run's weights: once the
+    weights went wrong after an earlier call (`weights_went_wrong(i)`), a differing loss is that update's
+    fault, explained by `matches-reference` (a skipped first step moved amp-step's call 3 by 1.2%, for 2 of
+    103 seeds tried)."""
+    for i in range(calls):
+        if observed["errors"][i]:
+            continue
+        got, want = observed["returns"][i], reference["losses"][i]
+        if got is None:
+            fail(f"Call {i + 1}: train_step returned {observed['returned_types'][i]}; return the loss "
+                 "(a tensor or a float).")
+        if math.isclose(got, want * observed["scale_after"][i], rel_tol=1e-2):
+            fail(f"Call {i + 1}: train_step returned {got:.4g}, the scaled loss; return the loss itself "
+                 f"({want:.4g}).")
+        if not math.isclose(got, want, rel_tol=1e-2, abs_tol=1e-4):
+            if i and weights_went_wrong(i - 1):
+                blew_up = "" if math.isfinite(got) else ", and this call's forward pass blew up on them"
+                explained_by("matches-reference", f"Call {i + 1}: train_step returned {got:.4g}, where a correct "
+                             f"run's loss of that batch is {want:.4g}: the weights were already wrong after call "
+                             f"{i}{blew_up}.")
+            fail(f"Call {i + 1}: train_step returned {got:.4g}, but the loss of that batch is {want:.4g}.")

@@ -11,6 +11,7 @@ from grader.checks.judging import (
     check,
     check_autocast_scope,
     check_grads_cleared,
+    check_returned_losses,
     check_scaled_backward,
     check_step_then_update,
     explained_by,
@@ -57,21 +58,8 @@ def test_every_call_completes(observed):
 
 @check("runs")
 def test_returns_the_loss(observed, reference):
-    for i in range(scenario.CALLS):
-        if observed["errors"][i]:
-            continue
-        got, want = observed["returns"][i], reference["losses"][i]
-        if got is not None and not math.isfinite(got) and i and _weights_went_wrong(observed, reference, i - 1):
-            explained_by("matches-reference", f"Call {i + 1}: train_step returned {got}: the weights were already "
-                         f"wrong after call {i}, and this call's forward pass blew up on them.")
-        if got is None:
-            fail(f"Call {i + 1}: train_step returned {observed['returned_types'][i]}; return the loss "
-                 "(a tensor or a float).")
-        if math.isclose(got, want * observed["scale_after"][i], rel_tol=1e-2):
-            fail(f"Call {i + 1}: train_step returned {got:.4g}, the scaled loss; return the loss itself "
-                 f"({want:.4g}).")
-        if not math.isclose(got, want, rel_tol=1e-2, abs_tol=1e-4):
-            fail(f"Call {i + 1}: train_step returned {got:.4g}, but the loss of that batch is {want:.4g}.")
+    check_returned_losses(observed, reference, scenario.CALLS,
+                          lambda i: _weights_went_wrong(observed, reference, i))
 
 
 @check("autocast-scope")
