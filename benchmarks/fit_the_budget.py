@@ -73,9 +73,13 @@ def modelled_cuda_peak(step: Callable, seed: int, batch: int) -> int:
     return peak - start
 
 
+@functools.cache
+def _original_peak(seed: int, batch: int) -> int:
+    return modelled_cuda_peak(scenario().original_train_step, seed, batch)
+
+
 def modelled_share(path: Path, seed: int, batch: int) -> float:
-    original = modelled_cuda_peak(scenario().original_train_step, seed, batch)
-    return modelled_cuda_peak(load(path).train_step, seed, batch) / original
+    return modelled_cuda_peak(load(path).train_step, seed, batch) / _original_peak(seed, batch)
 
 
 def main() -> None:

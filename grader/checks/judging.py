@@ -35,12 +35,17 @@ from grader.harness.ampchecks import (
     calls,
     check_autocast_scope,
     check_grads_cleared,
+    check_overflowing_step_skipped,
     check_returned_losses,
     check_scaled_backward,
+    check_small_gradients_survive,
     check_step_then_update,
     fail_if_clipped_scaled_gradients,
     iterations,
+    largest_difference,
     of_kind,
+    weight_tolerance,
+    weights_went_wrong,
 )
 from grader.harness.checking import CheckFailed, check, explained_by, fail, figure, show
 from grader.harness.profiling import speedup
@@ -49,7 +54,8 @@ __all__ = [
     "check", "fail", "explained_by", "CheckFailed",
     "EVENTS", "EventKind", "Event", "of_kind", "calls", "iterations", "at",
     "check_autocast_scope", "check_scaled_backward", "check_step_then_update", "check_grads_cleared",
-    "check_returned_losses",
+    "check_returned_losses", "check_overflowing_step_skipped", "check_small_gradients_survive",
+    "largest_difference", "weight_tolerance", "weights_went_wrong",
     "fail_if_clipped_scaled_gradients", "backward_divisor", "speedup",
     "figure", "show", "timeline", "line_figure", "bar_figure", "table_figure",
 ]

@@ -6,7 +6,9 @@ where a call can be traced to the submission, its line. They run in the grading 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any
+
+import torch
 
 from grader.harness.checking import explained_by, fail
 
@@ -149,11 +151,10 @@ def check_grads_cleared(events: list[Event]) -> None:
                  "so the new ones were added to them. Call optimizer.zero_grad() before backward.", event=event)
 
 
-def check_returned_losses(observed: dict[str, Any], reference: dict[str, Any], calls: int,
-                          weights_went_wrong: Callable[[int], bool]) -> None:
+def check_returned_losses(observed: dict[str, Any], reference: dict[str, Any], calls: int) -> None:
     """Each completed call returned its batch's loss: not None, not the scaled loss, and within 1% of a correct
     run's. A correct run's loss is only what a call should return from a correct run's weights: once the
-    weights went wrong after an earlier call (`weights_went_wrong(i)`), a differing loss is that update's
+    weights went wrong after an earlier call (`weights_went_wrong`), a differing loss is that update's
     fault, explained by `matches-reference` (a skipped first step moved amp-step's call 3 by 1.2%, for 2 of
     103 seeds tried)."""
     for i in range(calls):
@@ -167,9 +168,71 @@ def check_returned_losses(observed: dict[str, Any], reference: dict[str, Any], c
             fail(f"Call {i + 1}: train_step returned {got:.4g}, the scaled loss; return the loss itself "
                  f"({want:.4g}).")
         if not math.isclose(got, want, rel_tol=1e-2, abs_tol=1e-4):
-            if i and weights_went_wrong(i - 1):
+            if i and weights_went_wrong(observed, reference, i - 1):
                 blew_up = "" if math.isfinite(got) else ", and this call's forward pass blew up on them"
                 explained_by("matches-reference", f"Call {i + 1}: train_step returned {got:.4g}, where a correct "
                              f"run's loss of that batch is {want:.4g}: the weights were already wrong after call "
                              f"{i}{blew_up}.")
             fail(f"Call {i + 1}: train_step returned {got:.4g}, but the loss of that batch is {want:.4g}.")
+
+
+# -- the weights after each call, against a correct run's (observed/reference["params_after"][i]) -------------
+
+def weight_tolerance(want: dict[str, Any]) -> float:
+    return 1e-3 * max(1.0, max(float(w.abs().max()) for w in want.values()))
+
+
+def largest_difference(got: dict[str, Any], want: dict[str, Any]) -> tuple[str | None, float]:
+    """(the parameter that differs most, by how much); inf as soon as one difference is not finite."""
+    worst_name, worst = None, 0.0
+    for name, value in want.items():
+        diff = float((got[name] - value).abs().max())
+        if not math.isfinite(diff):
+            return name, math.inf
+        if diff > worst:
+            worst_name, worst = name, diff
+    return worst_name, worst
+
+
+def weights_went_wrong(observed: dict[str, Any], reference: dict[str, Any], i: int) -> bool:
+    want = reference["params_after"][i]
+    return largest_difference(observed["params_after"][i], want)[1] > weight_tolerance(want)
+
+
+def check_overflowing_step_skipped(observed: dict[str, Any], reference: dict[str, Any], last: int) -> None:
+    """Call `last` fed a batch whose fp16 loss overflows: scaler.step must skip it and the scale drop."""
+    before, after = observed["params_after"][last - 1], observed["params_after"][last]
+    if any(not torch.isfinite(t).all() for t in after.values()):
+        fail("On a batch that overflows float16, your step wrote inf/NaN into the weights. "
+             "scaler.step(optimizer) skips such steps; calling optimizer.step() yourself does not.")
+    name, diff = largest_difference(after, before)
+    if diff > 0:
+        fail(f"On a batch that overflows float16 (inputs of 1e6), the weights still changed (by up to "
+             f"{diff:.3g} in '{name}'). Under autocast that step's gradients are inf and scaler.step skips it.")
+    want_scale = reference["scale_after"][last]
+    if observed["scale_after"][last] != want_scale:
+        fail(f"After an overflowing step the scale should drop to {want_scale:g}; the scaler you were "
+             f"given is at {observed['scale_after'][last]:g}. Call scaler.update() on it every step.")
+
+
+def check_small_gradients_survive(observed: dict[str, Any], reference: dict[str, Any], i: int) -> None:
+    """Call `i` used a tiny loss: only a scaled backward keeps its float16 gradients from underflowing."""
+    if len(observed["params_after"]) <= i or observed["errors"][i]:
+        fail(f"Call {i + 1} of train_step did not complete, so the grader could not compare its update.")
+    name, diff, allowed = None, 0.0, 0.0
+    for key, want_after in reference["params_after"][i].items():
+        want = want_after - reference["params_after"][i - 1][key]
+        got = observed["params_after"][i][key] - observed["params_after"][i - 1][key]
+        # 5% of the update, plus a few float32 steps of the weights it was added to.
+        tolerance = 0.05 * float(want.abs().max()) + 4 * torch.finfo(torch.float32).eps * float(
+            want_after.abs().max())
+        worst = float((got - want).abs().max())
+        if not worst <= tolerance and (name is None or worst - tolerance > diff - allowed):
+            name, diff, allowed = key, worst, tolerance
+    if name is not None:
+        fail_if_clipped_scaled_gradients(observed["events"])
+        fail(f"Call {i + 1} used a loss a millionth of the usual size, whose float16 gradients underflow to zero "
+             f"unless the loss is scaled before backward. Your step's update differs from a correct AMP step's by "
+             f"up to {diff:.3g} in '{name}' (allowed {allowed:.3g}). A correct step clears the old gradients, "
+             "backpropagates scaler.scale(loss) (only that keeps these gradients from underflowing) and lets "
+             "scaler.step(optimizer) unscale them.")
