@@ -15,7 +15,9 @@ format's per-check status) is not a failure.
 """
 from __future__ import annotations
 
+import os
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -183,7 +185,10 @@ def test_corpus_file(path, corpus_sandbox):
         entry = parse(path)
     except HeaderError as exc:
         pytest.fail(f"malformed corpus header: {exc}", pytrace=False)
-    result = run_submission(entry.exercise, entry.code, sandbox=corpus_sandbox)
+    # A seed fixed per file, so CI's verdicts do not depend on the draw (random draws found real seed-dependent
+    # verdicts, e.g. test_a_loss_moved_by_an_earlier_skipped_step_is_not_blamed; DLA_CORPUS_SEED=random redraws).
+    seed = None if os.environ.get("DLA_CORPUS_SEED") == "random" else zlib.crc32(corpus_id(path).encode()) % 2**31 + 1
+    result = run_submission(entry.exercise, entry.code, sandbox=corpus_sandbox, seed=seed)
     assert result["status"] != "infra-error", f"the grader failed: {result.get('error')}"
     failed = failed_ids(result)
     if entry.expect == "pass":
