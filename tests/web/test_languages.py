@@ -213,7 +213,9 @@ MALFORMED = {
     "a check the exercise lacks": ("mixed-precision/amp-step/exercise.ar.yaml",
                                    "checks:\n  no-such-check:\n    title: x\n",
                                    "check 'no-such-check' is not one of the exercise's"),
-    "not YAML": ("course.ja.yaml", "summary: [unclosed\n", "not valid YAML"),
+    "not YAML": ("profiling/lesson.ja.yaml", "summary: [unclosed\n", "not valid YAML"),
+    "a misspelt key in the course's file": ("course.ar.yaml", "title: x\ndescription: y\n",
+                                            "unknown key(s) description"),
 }
 
 
@@ -221,17 +223,16 @@ MALFORMED = {
 def test_a_malformed_translation_file_is_named_with_its_problem(exercises_copy: Path, case: str) -> None:
     """Loading the course refuses a translation file that names what the English lacks, or is malformed,
     with the file and the problem, rather than showing English without saying why."""
-    from academy.i18n import load_course_translations, load_translations
+    from academy import i18n
     from grader.course import CourseError, load_course
 
     relative, text, message = MALFORMED[case]
     path = exercises_copy / relative
     path.parent.mkdir(exist_ok=True)
     path.write_text(text, encoding="utf-8")
-    course = load_course(exercises_copy)
+    load = i18n.load_course_translations if relative.startswith("course.") else i18n.load_translations
     with pytest.raises(CourseError) as error:
-        load_translations(course)
-        load_course_translations(course)
+        load(load_course(exercises_copy))
     assert str(path) in str(error.value) and message in str(error.value)
 
 
