@@ -260,6 +260,7 @@ class LessonText(Heading):
     cards: dict[str, tuple[str, str]] = field(default_factory=dict)  # step id -> (title, markdown)
     exercises: dict[str, dict[str, Any]] = field(default_factory=dict)  # step id -> exercise.<lang>.yaml
     quiz: QuizText | None = None  # quiz.<lang>.yaml
+    html: dict[str, str] = field(default_factory=dict)  # step id -> its card or prompt as safe HTML, rendered once
 
     def pieces(self, lesson: Lesson) -> tuple[int, int]:
         """(translated, total): the title, the summary and each step count one."""
@@ -269,6 +270,14 @@ class LessonText(Heading):
             done += step.id in self.exercises if step.kind == "exercise" else 0
             done += self.quiz is not None if step.kind == "quiz" else 0
         return done, 2 + len(lesson.steps)
+
+    def prose(self, step: Step) -> str | None:
+        """A card's or an exercise prompt's translated markdown, if a file gives it."""
+        if isinstance(step, Card):
+            return self.cards.get(step.id, (None, None))[1]
+        if isinstance(step, ExerciseStep):
+            return self.exercises.get(step.id, {}).get("prompt") or None
+        return None
 
 
 # What each translation file may hold (docs/course.md, "Translations"); anything else is a mistake to report.
@@ -374,7 +383,10 @@ def load_course_translations(course: Course) -> dict[str, Heading]:
 
 def load_translations(course: Course) -> dict[tuple[str, str], LessonText]:
     """(lesson id, language) -> LessonText, for every lesson and every language other than English. Raises
-    CourseError, naming the file, where a translation file is malformed or names what the English lacks."""
+    CourseError, naming the file, where a translation file is malformed or names what the English lacks.
+    Cards and prompts are rendered here, once per (re)load, like the English ones (academy.content)."""
+    from academy.content import render_markdown
+
     texts: dict[tuple[str, str], LessonText] = {}
     for lesson in course.lessons:
         folder = Path(course.root) / lesson.id
@@ -396,6 +408,10 @@ def load_translations(course: Course) -> dict[tuple[str, str], LessonText]:
                         text.exercises[step.id] = data
                 elif isinstance(step, Quiz):
                     text.quiz = _quiz(folder / f"{Path(str(ref)).stem}.{language}.yaml", step)
+            for step in lesson.steps:
+                prose = text.prose(step)
+                if prose:
+                    text.html[step.id] = render_markdown(prose)
             texts[(lesson.id, language)] = text
     return texts
 
@@ -430,9 +446,9 @@ class Localized(LocalizedHeading):
 
     text: LessonText | None
 
-    def __init__(self, lesson: Lesson, language: str, text: LessonText | None, render: Any):
+    def __init__(self, lesson: Lesson, language: str, text: LessonText | None):
         super().__init__(lesson, language, text)
-        self.lesson, self._render = lesson, render
+        self.lesson = lesson
 
     def _step_title(self, step: Step) -> str | None:
         if isinstance(step, Card):
@@ -451,27 +467,20 @@ class Localized(LocalizedHeading):
             return self._pick(found, step.title)
         return found or Untranslated(step.title)
 
-    def _prose(self, step: Step) -> str | None:
-        if isinstance(step, Card):
-            return self.text.cards.get(step.id, (None, None))[1]
-        if isinstance(step, ExerciseStep):
-            return self.text.exercises.get(step.id, {}).get("prompt")
-        return None
-
     def step_html(self, step: Step, english_html: str) -> Markup | str:
         """A card's or exercise prompt's HTML in this language, else the English (`english` marks it)."""
         if self.text is None or step.kind == "quiz":
             return english_html
-        found = self._prose(step)
+        found = self.text.html.get(step.id)
         if found:
-            return self._render(found)
+            return Markup(found)  # render_markdown's output, sanitised by nh3
         self.missing = True
         return english_html
 
     def english(self, step: Step) -> Markup:
         """` lang="en" dir="ltr"` for the prose of a card or exercise shown in English on another language's
         page (a quiz marks each of its texts instead: `marked`)."""
-        if self.text is None or step.kind == "quiz" or self._prose(step):
+        if self.text is None or step.kind == "quiz" or step.id in self.text.html:
             return Markup("")
         return Markup(' lang="en" dir="ltr"')
 
@@ -495,11 +504,11 @@ class Localized(LocalizedHeading):
 
 
 def localize(lesson: Lesson, language: str | None = None) -> Localized:
-    from academy.content import get_content, render_markdown
+    from academy.content import get_content
 
     language = language or current_language()
     text = get_content().translations.get((lesson.id, language)) if language != "en" else None
-    return Localized(lesson, language, text, lambda md: Markup(render_markdown(md)))
+    return Localized(lesson, language, text)
 
 
 def localize_course(course: Course, language: str | None = None) -> LocalizedHeading:

@@ -42,7 +42,7 @@ def test_the_bf16_prompt_names_a_check_that_says_no_on_emulating_gpus(course, mo
     for major, native in ((7, False), (8, True), (9, True)):
         _simulate_gpu(monkeypatch, major)
         for code in checks:
-            assert bool(eval(code, {"torch": torch})) is native, (code, major)  # noqa: S307 - the prompt's code
+            assert bool(eval(code, {"torch": torch})) is native, (code, major)  # the prompt's own code
         assert torch.cuda.is_bf16_supported() is True  # what the prompt says the bare call answers
 
 
@@ -63,7 +63,7 @@ def test_the_saved_tensor_snippet_counts_each_storage_once(course):
     loss_fn = nn.functional.cross_entropy
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        exec(_card_code(course, "gpu-memory", "count-saved-activations"),  # noqa: S102 - the card's code
+        exec(_card_code(course, "gpu-memory", "count-saved-activations"),  # the card's own code
              {"torch": torch, "model": model, "loss_fn": loss_fn, "x": x, "y": y})
     card_mb = float(printed.getvalue().split()[0])
     with SavedTensorMeter(exclude=model.parameters()) as meter:
