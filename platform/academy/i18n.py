@@ -365,6 +365,8 @@ def _exercise(path: Path, step: ExerciseStep) -> dict[str, Any] | None:
     data = _file(path, EXERCISE_KEYS)
     if data is None:
         return None
+    for key in ("title", "prompt"):
+        _text(data, key, str(path))
     checks = data.get("checks") or {}
     if not isinstance(checks, dict):
         raise CourseError(f"{path}: 'checks' must map each check's id to its title")
@@ -372,7 +374,7 @@ def _exercise(path: Path, step: ExerciseStep) -> dict[str, Any] | None:
     for check_id, entry in checks.items():
         if check_id not in known:
             raise CourseError(f"{path}: check '{check_id}' is not one of the exercise's ({', '.join(known)})")
-        _mapping(entry, CHECK_KEYS, f"{path}: check '{check_id}'")
+        _text(_mapping(entry, CHECK_KEYS, f"{path}: check '{check_id}'"), "title", f"{path}: check '{check_id}'")
     return data
 
 
