@@ -58,8 +58,10 @@ def _group_starts(events: list[dict[str, Any]], group_by: str) -> list[int]:
 
 def timeline(events: list[dict[str, Any]], *, group_by: str, group_label: str, title: str,
              caption: str) -> dict[str, Any]:
-    """The trace of `events` (observed["events"]): every group, one row per call; `focus` later keeps one."""
+    """The trace of `events` (observed["events"]): every group, one row per call; `focus` later keeps one.
+    One pass each way, whatever the number of events (the stream is the learner's to fill)."""
     groups = _group_starts(events, group_by)
+    outcomes = _step_outcomes(events, groups)
     rows: list[dict[str, Any]] = []
     for position, (event, group) in enumerate(zip(events, groups)):
         kind = event.get("event")
@@ -76,7 +78,7 @@ def timeline(events: list[dict[str, Any]], *, group_by: str, group_label: str, t
                                ("clear" if event.get("grads_clear") else "not clear"),
                                "step": None, "scale": None}
         if kind == "scaler.step":
-            row["step"] = _step_outcome(events[position + 1:], groups[position + 1:], group)
+            row["step"] = outcomes[position]
         if kind == "optimizer.step":
             row["step"] = "taken, directly"
         if kind == "scaler.update":
@@ -86,16 +88,27 @@ def timeline(events: list[dict[str, Any]], *, group_by: str, group_label: str, t
             "groups": max(groups, default=1), "rows": rows}
 
 
-def _step_outcome(following: list[dict[str, Any]], groups: list[int], group: int) -> str:
-    """What became of a scaler.step: the optimizer stepped under it ("taken"); it returned without a step,
-    as it does for inf/NaN gradients ("skipped"); or nothing followed in its group (it raised)."""
-    same = [e for e, g in zip(following, groups) if g == group]
-    until = next((i for i, e in enumerate(same) if e.get("event") in ("scaler.update", "scaler.step")), len(same))
-    if any(e.get("event") == "optimizer.step" and e.get("via_scaler") for e in same[:until]):
-        return "taken"
-    if until < len(same) or any(e.get("event") in CALLS for e in same):
-        return "skipped (inf/NaN gradients)"
-    return "did not complete (it raised)"
+def _step_outcomes(events: list[dict[str, Any]], groups: list[int]) -> dict[int, str]:
+    """What became of each scaler.step (by position), read in one backward pass: the optimizer stepped
+    under it before the next scaler.step or update of its group ("taken"); it returned without a step, as
+    it does for inf/NaN gradients, and its group went on ("skipped"); or nothing followed in its group (it
+    raised)."""
+    outcomes: dict[int, str] = {}
+    group = None
+    for position in range(len(events) - 1, -1, -1):
+        event = events[position]
+        if groups[position] != group:  # what lies after, within this group only
+            group, stepped, ended, called = groups[position], False, False, False
+        kind = event.get("event")
+        if kind == "scaler.step":
+            outcomes[position] = ("taken" if stepped else "skipped (inf/NaN gradients)" if ended or called
+                                  else "did not complete (it raised)")
+        if kind in ("scaler.update", "scaler.step"):
+            ended, stepped = True, False
+        elif kind == "optimizer.step" and event.get("via_scaler"):
+            stepped = True
+        called = called or kind in CALLS
+    return outcomes
 
 
 def focus(trace: dict[str, Any] | None, marked: Iterable[int]) -> dict[str, Any] | None:

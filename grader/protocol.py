@@ -34,6 +34,8 @@ MAX_CODE_BYTES = 256 * 1024  # a submission's source, UTF-8
 # JSON escaping can make code up to 6x longer (\uXXXX); anything beyond that is not a real request.
 MAX_REQUEST_BYTES = 6 * MAX_CODE_BYTES + 4096
 VERDICT_CAP = 1024 * 1024  # one verdict line; a longer one is the sandbox's failure
+TEXT_CAP = 4000  # characters of one message, hint, note or problem in a verdict (RawVerdict.bounded)
+MAX_PROBLEMS = 40
 STDERR_CAP = 64 * 1024  # what a sandbox keeps of the grading process's stderr (for infra-errors)
 STARTUP_TIMEOUT_S = 60.0  # start + torch imports; generous because refills compete for the CPUs
 # After the learner's time limit: the checks' own reference runs and the process's exit. A grading
@@ -139,6 +141,26 @@ class RawVerdict:
         data["status"] = self.status.value
         return data
 
+    def bounded(self) -> RawVerdict:
+        """This verdict within VERDICT_CAP, whatever the learner's code made the checks say: texts cut to
+        TEXT_CAP, at most MAX_PROBLEMS problems, the trace and figures within grader.display.DISPLAY_CAP. A
+        verdict the sandbox could not read would be the platform's failure, not the learner's."""
+        from grader.display import capped
+
+        self.trace, self.figures, cut = capped(self.trace, self.figures)
+        if self.error is not None:
+            self.error = ErrorInfo(self.error.kind[:40], _cut(self.error.message), self.error.line)
+        for result in self.checks.values():
+            for key in ("message", "hint"):
+                if isinstance(result.get(key), str):
+                    result[key] = _cut(result[key])
+        problems = [_cut(p) for p in [*self.problems, *cut]]
+        if len(problems) > MAX_PROBLEMS:
+            problems = problems[:MAX_PROBLEMS] + [f"... and {len(problems) - MAX_PROBLEMS} more"]
+        self.problems = problems
+        self.notes = [_cut(n) for n in self.notes[:MAX_PROBLEMS]]
+        return self
+
     def encode(self) -> bytes:
         return json.dumps({"type": "verdict", "verdict": self.to_dict()}, default=str).encode() + b"\n"
 
@@ -162,6 +184,10 @@ class RawVerdict:
 @cache
 def _raw_schema() -> dict[str, Any]:
     return json.loads((Path(__file__).parent / "schemas" / "raw-verdict.json").read_text())
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= TEXT_CAP else text[:TEXT_CAP - 20] + " ... (cut)"
 
 
 def error_verdict(status: Status, kind: str, message: str, line: int | None = None) -> RawVerdict:

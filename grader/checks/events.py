@@ -11,11 +11,18 @@ each kind to the fields it adds and what recorded it. tests/course/test_event_ki
 and checks that every event they record is listed here with exactly these fields, so this table is the
 spies' documentation and cannot drift from them.
 
+The stream is written by the learner's process, so the grading side takes nothing on trust but the
+order of arrival: `check_event` refuses an event of an unknown kind, with a field its kind does not
+have, or with a value of the wrong type (`FIELD_TYPES`), and the grading side numbers the events itself
+(`index` is the position in its copy). An event is append-only: a later message may only add a field its
+kind lists in `AMENDABLE` to the most recent event, one the spy fills in when the call returns.
+
 This module imports nothing heavy: the web app and the docs can read it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 COMMON = {
     "event": "the kind, a key of EVENTS",
@@ -115,6 +122,63 @@ EVENTS: dict[str, EventKind] = {
          "seconds": "its wall time in the learner's process (float)"},
         profiler=True),
 }
+
+
+# Fields a spy adds to the most recent event when the call it recorded returns (channel.amend): nothing else
+# of an event can change after it was streamed.
+AMENDABLE: dict[str, frozenset[str]] = {"forward": frozenset({"output_dtype"}), "loss": frozenset({"output_dtype"})}
+
+_NUMBER = (int, float)
+_TENSORS = "tensors"  # {name: tensor}
+_TENSORS_OR_NONE = "tensors or None"  # {name: tensor or None}
+FIELD_TYPES: dict[str, Any] = {
+    "event": str, "line": (int, None), "index": int, "label": str, "profiling": bool, "run": (int, None),
+    "autocast": bool, "autocast_dtype": (str, None), "output_dtype": str, "on": str, "ratio": (*_NUMBER, None),
+    "grads_clear": bool, "value": (*_NUMBER, None), "loss": (*_NUMBER, None), "scale": (*_NUMBER, None),
+    "function": str, "after_unscale": bool, "enabled": bool, "internal": bool, "scale_before": (*_NUMBER, None),
+    "scale_after": (*_NUMBER, None), "via_scaler": bool, "zero_grad_fraction": (*_NUMBER, None),
+    "grads": _TENSORS_OR_NONE, "params": _TENSORS, "activities": list, "schedule": bool, "rows": list,
+    "depth": int, "name": str, "labels": list, "seconds": _NUMBER,
+}
+
+
+class MalformedEvent(ValueError):
+    """An event the grading side refuses: the learner's process sent it (a spy never does)."""
+
+
+def check_event(event: Any) -> None:
+    """Raise MalformedEvent unless `event` is a documented kind with its fields, each of its type. The
+    `index` is the grading side's to set; a `mark` may carry any other plain data."""
+    if not isinstance(event, dict) or not isinstance(event.get("event"), str) or event["event"] not in EVENTS:
+        kind = event.get("event") if isinstance(event, dict) else type(event).__name__
+        raise MalformedEvent(f"an event of unknown kind {str(kind)[:40]!r}")
+    kind = event["event"]
+    always, optional = fields_of(kind)
+    missing = always - set(event) - {"index"}
+    if missing:
+        raise MalformedEvent(f"a '{kind}' event without {', '.join(sorted(missing))}")
+    for name, value in event.items():
+        if name not in always and name not in optional and kind != "mark":
+            raise MalformedEvent(f"a '{kind}' event with a field '{str(name)[:40]}' it does not have")
+        _check_type(kind, name, value)
+
+
+def _check_type(kind: str, name: str, value: Any) -> None:
+    import torch  # here: this module stays importable without torch
+
+    wanted = FIELD_TYPES.get(name)
+    if wanted is None:
+        return  # a mark's own data
+    if wanted in (_TENSORS, _TENSORS_OR_NONE):
+        ok = isinstance(value, dict) and all(
+            isinstance(k, str) and (isinstance(v, torch.Tensor) or v is None and wanted == _TENSORS_OR_NONE)
+            for k, v in value.items())
+    else:
+        types = wanted if isinstance(wanted, tuple) else (wanted,)
+        ok = (value is None and None in types) or any(
+            isinstance(value, t) and not (isinstance(value, bool) and t is not bool) for t in types if t is not None)
+    if not ok:
+        raise MalformedEvent(f"a '{kind}' event whose '{name}' is a {type(value).__name__}")
 
 
 def fields_of(kind: str) -> tuple[set[str], set[str]]:

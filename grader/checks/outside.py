@@ -8,12 +8,27 @@ must define a class named `Referee`):
             ...                               # processes may be paused (learner.pause/resume)
         def outside(self):                    # what the checks get as their `outside` fixture
             ...
-        memory_runs = (("step", True),)       # dedicated processes running probe.measure(api, "step"),
-                                              # True: with the learner's code loaded; their peak memory,
-                                              # read by the kernel, lands in outside()["memory"]["step"]
+        memory_runs = (("evaluate", True),    # more processes, confined like the main run: True, the
+                       ("original", False))   # learner's code under the probe's same probe(api) (api.run
+                                              # = the name; its observations reach the checks as
+                                              # observed["runs"][name]); False, the probe's
+                                              # measure(api, name), no learner code. Every run's peak
+                                              # memory, read by the kernel, lands in
+                                              # outside()["memory"][name] (the main run's: main_run)
+        main_run = "main"                     # the main run's name (api.run there)
+        helper_channel = False                # True: a channel for a process the probe forks before the
+        def answer_helper(self, request):     # learner's code loads (probing.start_helper); what it
+            ...                               # asks or reports is answered here
 
-`Stopwatch` times on this process's clock; `ChannelError` refuses a question asked out of turn (the
-channel closes and the run says so). The learner's side asks with `grader.checks.probing.ask`.
+`Stopwatch` times on this process's clock (`stop(at=self.arrived)`: when the question being answered
+arrived); `ChannelError` refuses a question asked out of turn or malformed (the channel closes and the
+verdict is the learner's error, saying why; any other exception in `answer` is refused the same way, and
+the author finds its traceback among the verdict's problems). The learner's side asks with
+`grader.checks.probing.ask`.
+
+Secrets live here: draw anything a check compares against or an outcome depends on (data, orders,
+choices) from `secrets`, never from `self.seed` (which the learner's process can read), and tell it to
+the learner's process only when its code needs it.
 """
 from __future__ import annotations
 

@@ -13,6 +13,10 @@ Calling the learner's function: `api.call(*args)` (an exception ends the run wit
 message) or `api.try_call(*args)` -> (value, None) or (None, {kind, message, line}), to go on and let a
 check say which call failed. Another function of the submission: `sys.modules["submission"].NAME`,
 wrapped so that its exceptions become `describe_exception(exc, api.memory_mb)` (a `LearnerError`).
+
+A grading-side process beside the learner's (a referee with `helper_channel = True`): `start_helper(run)`
+from `prepare()`, before the learner's code loads, forks one that runs `run(channel)` and reports on a
+channel of its own (`channel.ask(...)`, answered by the referee's `answer_helper`); `wait_helper(pid, s)`.
 """
 from __future__ import annotations
 
@@ -21,6 +25,8 @@ from grader.harness.accumulation import watch_step_gradients
 from grader.harness.amp import RECORDER, watch_loss, watch_model, watch_optimizer
 from grader.harness.channel import ask
 from grader.harness.emulation import install_cuda_emulation
+from grader.harness.helper import start as start_helper
+from grader.harness.helper import wait as wait_helper
 from grader.harness.learner import LearnerError, ProbeAPI, describe_exception
 from grader.harness.memory import SavedTensorMeter, cuda_peak, measure_step, return_freed_memory
 from grader.harness.profiling import slow_forward, swap_in, watch_calls
@@ -32,7 +38,7 @@ __all__ = [
     "install_amp_spies", "install_accumulation_spies", "install_profiler_spies", "install_cuda_emulation",
     "RECORDER", "watch_model", "watch_optimizer", "watch_loss", "watch_step_gradients", "watch_calls",
     "swap_in", "slow_forward",
-    "PROFILER_LOG", "ask",
+    "PROFILER_LOG", "ask", "start_helper", "wait_helper",
     "SavedTensorMeter", "measure_step", "cuda_peak", "return_freed_memory", "memory_measure",
 ]
 

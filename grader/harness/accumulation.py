@@ -3,7 +3,8 @@
 Two facts the AMP event log does not hold: how much each backward call propagated relative to the loss
 the loss function returned (that ratio reveals the loss scale and the accumulation divisor), and which
 gradients and weights each real optimizer step saw (so the checks can recompute the large-batch
-gradient at those weights). Both are added to `amp.RECORDER.events`, in the learner's process.
+gradient at those weights). Both are recorded in `amp.RECORDER.events`, in the learner's process, as
+part of the event when it happens.
 """
 from __future__ import annotations
 
@@ -21,41 +22,18 @@ def _value(tensor: Any) -> float | None:
     return None
 
 
-def _annotate_backward(first_new_index: int, target: Any) -> None:
-    """Add the backward target's value, the last loss and the current scale to amp's backward event."""
-    for event in RECORDER.events[first_new_index:]:
-        if event["event"] == "backward":
-            scaler = RECORDER.scalers[-1] if RECORDER.scalers else None
-            RECORDER.amend(event, value=_value(target),
-                           loss=RECORDER.last_loss_value(),
-                           scale=float(scaler.get_scale()) if scaler is not None and scaler.is_enabled() else None)
-            return
+def _backward_details(target: Any) -> dict[str, Any]:
+    """The backward target's value, the last loss and the current scale, for amp's backward event: all
+    known before the backward runs, so the event is complete when it is streamed."""
+    scaler = RECORDER.scalers[-1] if RECORDER.scalers else None
+    return {"value": _value(target), "loss": RECORDER.last_loss_value(),
+            "scale": float(scaler.get_scale()) if scaler is not None and scaler.is_enabled() else None}
 
 
 def install() -> type:
-    """amp.install(), then record the value each top-level backward call starts from."""
+    """amp.install(), and every top-level backward event also records the value it starts from."""
     scaler_class = amp.install()
-    tensor_backward, autograd_backward = torch.Tensor.backward, torch.autograd.backward
-
-    def backward(self, *args, **kwargs):  # noqa: ANN001 - takes what torch's own method takes
-        start = len(RECORDER.events)
-        nested = RECORDER.in_backward > 0
-        result = tensor_backward(self, *args, **kwargs)
-        if not nested:
-            _annotate_backward(start, self)
-        return result
-
-    def autograd_backward_patched(tensors, *args, **kwargs):  # noqa: ANN001 - takes what torch's own method takes
-        start = len(RECORDER.events)
-        nested = RECORDER.in_backward > 0
-        result = autograd_backward(tensors, *args, **kwargs)
-        if not nested:
-            first = tensors[0] if isinstance(tensors, (list, tuple)) and tensors else tensors
-            _annotate_backward(start, first)
-        return result
-
-    torch.Tensor.backward = backward
-    torch.autograd.backward = autograd_backward_patched
+    RECORDER.backward_details = _backward_details
     return scaler_class
 
 

@@ -51,6 +51,9 @@ class Recorder:
         self.scalers: list[torch.amp.GradScaler] = []
         self.in_scaler_step = 0
         self.in_backward = 0
+        # More fields for each backward event, computed from its target before it runs (accumulation.py
+        # adds the target's value, the last loss and the scale): an event is complete when it is streamed.
+        self.backward_details: Callable[[Any], dict[str, Any]] | None = None
         self._streamed: dict[int, int | None] = {}  # our index -> the grading side's (channel.emit)
 
     def add(self, event: str, **data: Any) -> dict[str, Any]:
@@ -60,7 +63,8 @@ class Recorder:
         return data
 
     def amend(self, event: dict[str, Any], **fields: Any) -> None:
-        """Details known only after the call (an output's dtype): here and in the grading side's copy."""
+        """Details known only when the call returns (an output's dtype): here, and in the grading side's copy
+        while the event is still the latest streamed (grader.checks.events.AMENDABLE)."""
         event.update(fields)
         channel.amend(self._streamed.get(event["index"]), **fields)
 
@@ -151,8 +155,9 @@ def _patch_backward() -> None:
         if isinstance(target, torch.Tensor):
             on, ratio = RECORDER.classify_backward_target(target)
         enabled, dtype = autocast_state()
+        details = RECORDER.backward_details(target) if RECORDER.backward_details is not None else {}
         RECORDER.add("backward", on=on, ratio=ratio, autocast=enabled, autocast_dtype=dtype,
-                     grads_clear=RECORDER.grads_clear())
+                     grads_clear=RECORDER.grads_clear(), **details)
 
     def backward(self, *args, **kwargs):  # noqa: ANN001 - takes what torch's own method takes
         if RECORDER.in_backward:

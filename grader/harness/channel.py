@@ -2,17 +2,25 @@
 
 Two things travel on it (a socket pair made by isolation.run_confined):
 
-* **Events**, learner to grader, as they happen: every spy call (`emit`) and every later detail
-  added to one (`amend`). The grading side keeps its own copy, so a submission that rewrites the spies'
-  lists afterwards (through `sys.modules` or `gc`) changes nothing the checks read. The learner's code
-  can still write forged events to the socket itself: the threat model says so.
+* **Events**, learner to grader, as they happen: every spy call (`emit`) and the one detail a spy adds
+  when the call it recorded returns (`amend`). The grading side keeps its own copy, numbered in the
+  order it arrived, so a submission that rewrites the spies' lists afterwards (through `sys.modules` or
+  `gc`) changes nothing the checks read. The copy is append-only: an amendment may only add a field
+  its kind lists in `grader.checks.events.AMENDABLE` to the most recent event, never change one. The
+  learner's code can still write forged events to the socket itself: the threat model says so.
 * **Questions**, learner to grader and back (`ask`): an exercise's `checks/referee.py` answers them in
   the grading process, where the learner cannot reach. fix-the-bottleneck's referee, for example, picks
   each timing round's data only when the round starts and times both sides on its own clock, with the
   learner's processes paused while it times the original step.
 
+A run may also have a **helper channel**: a second socket pair whose learner-side end only a process
+the probe forks before the learner's code is loaded keeps (`take_helper`; ddp-accumulate's other rank).
+What arrives on it is grading-side code's report (`Referee.answer_helper`).
+
 Framing: 4-byte length, 1-byte kind (J: JSON, T: torch.save for messages that hold tensors), payload.
-Everything the grading side reads is bounded and checked like the final frame (frame.py).
+Everything the grading side reads is bounded and checked like the final frame (frame.py) before it is
+used, and anything it refuses closes the channel and becomes the learner's error (`Referee.refused`):
+the learner's process sent it. A referee never dies on what it is sent.
 """
 from __future__ import annotations
 
@@ -22,6 +30,7 @@ import socket
 import struct
 import threading
 import time
+import traceback
 from typing import Any, Protocol
 
 import torch
@@ -35,7 +44,7 @@ _HEADER = struct.Struct(">IB")
 # --- the learner's side -------------------------------------------------------------------------
 
 class LearnerChannel:
-    """The learner process's end. One per process; `ask` blocks until the grading side answers."""
+    """One end of a channel in a learner-side process; `ask` blocks until the grading side answers."""
 
     def __init__(self, fd: int) -> None:
         self._sock = socket.socket(fileno=fd)
@@ -66,6 +75,9 @@ class LearnerChannel:
         self._events += 1
         return self._events - 1
 
+    def is_latest(self, index: int) -> bool:
+        return index == self._events - 1
+
     def amend(self, index: int, fields: dict[str, Any]) -> None:
         self._send({"op": "amend", "index": index, "fields": fields})
 
@@ -78,14 +90,44 @@ class LearnerChannel:
             size, _ = _HEADER.unpack(header)
             return json.loads(_recv_exactly(self._sock, size))
 
+    def close(self) -> None:
+        self.closed = True
+        self._sock.close()
+
 
 _learner: LearnerChannel | None = None
+_helper_fd: int | None = None
 
 
-def connect(fd: int | None) -> None:
+def connect(fd: int | None, helper_fd: int | None = None) -> None:
     """Called once in the learner's process, before the probe's prepare()."""
-    global _learner
+    global _learner, _helper_fd
     _learner = LearnerChannel(fd) if fd is not None else None
+    _helper_fd = helper_fd
+
+
+def take_helper() -> LearnerChannel:
+    """In a process the probe forked during prepare(), before any learner code ran: the helper channel's
+    end, and the learner's channel closed (the helper reports on its own channel only)."""
+    global _learner, _helper_fd
+    if _helper_fd is None:
+        raise RuntimeError("this run has no helper channel (Referee.helper_channel)")
+    if _learner is not None:
+        _learner.close()
+        _learner = None
+    helper, _helper_fd = LearnerChannel(_helper_fd), None
+    return helper
+
+
+def drop_helper() -> None:
+    """Close the helper channel's end in this process: done after the probe's prepare(), so the learner's
+    code never holds it (a helper forked by then keeps its own copy)."""
+    global _helper_fd
+    if _helper_fd is not None:
+        import os
+
+        os.close(_helper_fd)
+        _helper_fd = None
 
 
 def emit(event: dict[str, Any]) -> int | None:
@@ -93,7 +135,9 @@ def emit(event: dict[str, Any]) -> int | None:
 
 
 def amend(index: int | None, **fields: Any) -> None:
-    if _learner is not None and index is not None:
+    """Add fields to the event `index`, which must be the last one sent (else nothing is sent: an event
+    cannot change once another followed it)."""
+    if _learner is not None and index is not None and _learner.is_latest(index):
         _learner.amend(index, fields)
 
 
@@ -127,47 +171,86 @@ class Referee:
     """An exercise's grading-side answers (checks/referee.py subclasses this); keeps the event stream.
 
     `answer` runs in the grading process while the learner's process waits for it; `outside()` is what
-    the checks receive afterwards as their `outside` fixture. `memory_runs` names dedicated processes
-    the grading side starts after the main run, each running only the probe's `measure(api, name)`,
-    with the learner's code loaded or not; their kernel-counted peaks land in `memory[name]`."""
+    the checks receive afterwards as their `outside` fixture. `arrived` is when the message being
+    answered reached this side (its first byte), on this process's clock.
+
+    Runs: the learner's code runs in the main run (`main_run` names it) and in each of `memory_runs`
+    marked True, every one the probe's same `probe(api)` with `api.run` its name; runs marked False run
+    `probe.measure(api, name)` without any learner code (the grading side's own reference processes).
+    The kernel's peak memory of every run lands in `memory[name]`. `begin(name)` starts a run's copy of
+    the stream (`events_of[name]`; `events` is the main run's)."""
 
     memory_runs: tuple[tuple[str, bool], ...] = ()
+    main_run = "main"
+    helper_channel = False  # a second channel for a process the probe forks before learner code loads
 
     def __init__(self, seed: int, device: str) -> None:
         self.seed, self.device = seed, device
         self.memory: dict[str, dict[str, Any]] = {}
-        self.events: list[dict[str, Any]] = []
+        self.events_of: dict[str, list[dict[str, Any]]] = {}
+        self.refused_in: dict[str, str] = {}  # run -> what the learner's side sent that was refused
         self.problems: list[str] = []  # for the instructor: what the stream held that was refused
-        self.streamed = False
+        self.arrived = 0.0
+        self.run = ""
+        self.begin(self.main_run)
+
+    def begin(self, run: str) -> None:
+        self.run = run
+        self.events_of[run] = []
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        return self.events_of[self.main_run]
+
+    @property
+    def refused(self) -> str | None:
+        """Why the main run's channel was closed on something the learner's side sent, or None."""
+        return self.refused_in.get(self.main_run)
 
     def answer(self, request: dict[str, Any], learner: Learner) -> dict[str, Any]:
         raise ChannelError(f"this exercise answers no questions (asked {str(request)[:80]})")
+
+    def answer_helper(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A question or report from the helper process (grading-side code in the sandbox)."""
+        raise ChannelError(f"this exercise has no helper (it sent {str(request)[:80]})")
 
     def outside(self) -> dict[str, Any]:
         return {"memory": self.memory}
 
     # The stream ----------------------------------------------------------------------------------
 
-    def serve(self, sock: socket.socket, learner: Learner) -> None:
-        """Read until the learner's process closes its end; answer questions on the way."""
-        received = 0
+    def serve(self, sock: socket.socket, learner: Learner, helper: bool = False) -> None:
+        """Read until the learner's process closes its end; answer questions on the way. Whatever the
+        learner's side sends, this returns (a referee thread never dies on it)."""
+        received, run = 0, self.run
         try:
             while True:
                 header = _recv_or_end(sock, _HEADER.size)
                 if header is None:
                     return
+                arrived = time.perf_counter()
                 size, kind = _HEADER.unpack(header)
                 received += size
                 if size > MAX_MESSAGE_BYTES or received > MAX_STREAM_BYTES:
                     raise ChannelError(f"a message of {size} bytes ({received} in all) is over the bounds")
                 message = _decode(kind, _recv_exactly(sock, size))
-                self._handle(message, sock, learner)
-        except (ChannelError, ConnectionError, OSError) as exc:
+                self.arrived = arrived
+                self._handle(message, sock, learner, run, helper)
+        except ChannelError as exc:
+            self._refuse(run, str(exc))
+        except (ConnectionError, OSError) as exc:  # cut off mid-message: the run's end says why
             self.problems.append(f"the learner's channel was closed: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a message this side could not use is still the sender's
+            self.problems.append(f"the referee failed on a message: {traceback.format_exc(limit=-3)[-1500:]}")
+            self._refuse(run, f"a message the grader could not use ({type(exc).__name__})")
         finally:
             sock.close()
 
-    def _handle(self, message: Any, sock: socket.socket, learner: Learner) -> None:
+    def _refuse(self, run: str, why: str) -> None:
+        self.refused_in.setdefault(run, why)
+        self.problems.append(f"the learner's channel was closed: {why}")
+
+    def _handle(self, message: Any, sock: socket.socket, learner: Learner, run: str, helper: bool) -> None:
         from grader.harness.frame import FrameError, check_value
 
         if not isinstance(message, dict):
@@ -177,21 +260,60 @@ class Referee:
         except FrameError as exc:
             raise ChannelError(str(exc)) from None
         op = message.get("op")
-        if op == "event" and isinstance(message.get("event"), dict):
-            self.streamed = True
-            if len(self.events) >= MAX_EVENTS:
-                raise ChannelError(f"more than {MAX_EVENTS} events")
-            self.events.append(message["event"])
-        elif op == "amend" and isinstance(message.get("fields"), dict):
-            index = message.get("index")
-            if not isinstance(index, int) or not 0 <= index < len(self.events):
-                raise ChannelError(f"an amendment of event {index!r}, which was never sent")
-            self.events[index].update(message["fields"])
-        elif op == "ask" and isinstance(message.get("request"), dict):
-            reply = json.dumps(self.answer(message["request"], learner)).encode()
-            sock.sendall(_HEADER.pack(len(reply), ord("J")) + reply)
+        if op == "ask" and isinstance(message.get("request"), dict):
+            try:
+                reply = self.answer_helper(message["request"]) if helper else self.answer(message["request"], learner)
+            except ChannelError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a question the referee could not answer is refused
+                self.problems.append(f"the referee could not answer {str(message['request'])[:200]}: "
+                                     f"{traceback.format_exc(limit=-3)[-1500:]}")
+                raise ChannelError(f"a question the grader could not answer ({type(exc).__name__})") from None
+            payload = json.dumps(reply).encode()
+            sock.sendall(_HEADER.pack(len(payload), ord("J")) + payload)
+        elif helper:
+            raise ChannelError(f"a helper sent {str(op)[:40]!r}; it may only ask")
+        elif op == "event":
+            self._append(run, message.get("event"))
+        elif op == "amend":
+            self._amend(run, message.get("index"), message.get("fields"))
         else:
             raise ChannelError(f"an unknown message {str(message)[:80]}")
+
+    def _append(self, run: str, event: Any) -> None:
+        from grader.checks.events import MalformedEvent, check_event
+
+        events = self.events_of[run]
+        if len(events) >= MAX_EVENTS:
+            raise ChannelError(f"more than {MAX_EVENTS} events (calls the grader watches)")
+        try:
+            check_event(event)
+        except MalformedEvent as exc:
+            raise ChannelError(str(exc)) from None
+        events.append({**event, "index": len(events)})  # numbered here, in the order it arrived
+
+    def _amend(self, run: str, index: Any, fields: Any) -> None:
+        from grader.checks.events import AMENDABLE, MalformedEvent, check_event
+
+        events = self.events_of[run]
+        if not isinstance(index, int) or not 0 <= index < len(events) or not isinstance(fields, dict):
+            raise ChannelError(f"an amendment of event {index!r}, which was never sent")
+        event = events[index]
+        allowed = AMENDABLE.get(event["event"], frozenset())
+        for name in fields:
+            if index != len(events) - 1:
+                raise ChannelError(f"an amendment of event {index} ('{event['event']}') after later events: "
+                                   "what was recorded does not change")
+            if name not in allowed:
+                raise ChannelError(f"an amendment of the '{str(name)[:40]}' of event {index} ('{event['event']}'), "
+                                   "which no spy adds after the call")
+            if name in event:
+                raise ChannelError(f"an amendment of event {index}'s '{name}', already recorded")
+        try:
+            check_event({**event, **fields})
+        except MalformedEvent as exc:
+            raise ChannelError(f"an amendment making {exc}") from None
+        event.update(fields)
 
 
 class ChannelError(Exception):
@@ -205,19 +327,38 @@ def _recv_or_end(sock: socket.socket, size: int) -> bytes | None:
     return first + (_recv_exactly(sock, size - len(first)) if len(first) < size else b"")
 
 
+def _refuse_big_int(digits: str) -> int:
+    """json's int parser, bounded: an int no float can hold is refused here, before any referee sees it."""
+    from grader.harness.frame import LARGEST_INT
+
+    value = int(digits)
+    if not -LARGEST_INT < value < LARGEST_INT:
+        raise ChannelError(f"a number too large for the grader ({len(digits)} digits)")
+    return value
+
+
 def _decode(kind: int, payload: bytes) -> Any:
-    try:
-        if kind == ord("J"):
-            return json.loads(payload)
-        if kind == ord("T"):
-            return torch.load(io.BytesIO(payload), weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - anything unreadable is the learner's doing
-        raise ChannelError(f"an unreadable message ({type(exc).__name__})") from None
+    from grader.harness.frame import FrameError, load
+
+    if kind == ord("J"):
+        try:
+            return json.loads(payload, parse_int=_refuse_big_int)
+        except ChannelError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - anything unreadable is the learner's doing
+            raise ChannelError(f"an unreadable message ({type(exc).__name__})") from None
+    if kind == ord("T"):
+        try:
+            return load(payload)
+        except FrameError as exc:
+            raise ChannelError(str(exc)) from None
     raise ChannelError(f"a message of unknown kind {kind}")
 
 
-def serve_in_background(referee: Referee, sock: socket.socket, learner: Learner) -> threading.Thread:
-    thread = threading.Thread(target=referee.serve, args=(sock, learner), daemon=True, name="referee")
+def serve_in_background(referee: Referee, sock: socket.socket, learner: Learner,
+                        helper: bool = False) -> threading.Thread:
+    thread = threading.Thread(target=referee.serve, args=(sock, learner, helper), daemon=True,
+                              name="referee-helper" if helper else "referee")
     thread.start()
     return thread
 
@@ -231,11 +372,13 @@ class Stopwatch:
     def start(self) -> None:
         self.started = time.perf_counter()
 
-    def stop(self) -> float:
+    def stop(self, at: float | None = None) -> float:
+        """Seconds since start, until `at` (a perf_counter reading, e.g. `Referee.arrived`) or now."""
         assert self.started is not None
-        elapsed, self.started = time.perf_counter() - self.started, None
+        elapsed, self.started = (time.perf_counter() if at is None else at) - self.started, None
         return elapsed
 
 
 __all__ = ["Learner", "LearnerChannel", "Referee", "ChannelError", "Stopwatch", "connect", "emit", "amend",
-           "ask", "serve_in_background", "MAX_EVENTS", "MAX_MESSAGE_BYTES", "MAX_STREAM_BYTES"]
+           "ask", "take_helper", "drop_helper", "serve_in_background", "MAX_EVENTS", "MAX_MESSAGE_BYTES",
+           "MAX_STREAM_BYTES"]

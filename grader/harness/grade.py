@@ -16,6 +16,7 @@ from typing import Any
 
 from grader.course import Exercise
 from grader.harness.frame import FrameError, check_frame
+from grader.harness.frame import load as load_frame
 from grader.harness.isolation import Confinement
 from grader.protocol import RawVerdict, Status, error_verdict, infra_error, learner_timeout
 from grader.settings import GRADER_MEMORY_MB
@@ -102,8 +103,6 @@ def verdict_for(exercise: Exercise, code: str, confinement: Confinement, *, seed
 
     `hide`: host paths no part of the learner's view may contain (the web app's instance folder);
     the exercises folder is always one of them."""
-    from grader.harness.isolation import Limits, run_confined
-    from grader.harness.learner import make_target
     from grader.harness.view import grader_view
 
     seed = random.randrange(1, 2**31) if seed is None else seed
@@ -113,24 +112,21 @@ def verdict_for(exercise: Exercise, code: str, confinement: Confinement, *, seed
         from grader.harness.emulation import amp_device
 
         device = amp_device()
-        limits = Limits(time_s=exercise.time_limit_s, memory_mb=exercise.memory_mb)
         referee = load_referee(exercise.checks_dir, seed, device)
-        before_drop, target = make_target(exercise.checks_dir, code, exercise.entry, list(exercise.params),
-                                          seed, exercise.memory_mb)
         view = grader_view([exercise.path.resolve().parent.parent, *(hide or [])]) \
             if confinement is Confinement.NAMESPACES else None
-        outcome = run_confined(target, limits, confinement, view, before_drop, referee)
-        verdict, observations = _interpret(outcome, limits)
+        run = _Runs(exercise, code, seed, confinement, view, referee)
+        outcome, verdict, observations = run.learner(referee.main_run)
         verdict.output = outcome.output
         verdict.output_truncated = outcome.output_truncated
         verdict.notes.extend(n for n in outcome.isolation if n not in verdict.notes)
-        verdict.problems.extend(referee.problems)
         if observations is not None:
             # The checks read the grading side's copy of the events, never the list the frame claims.
             observations["events"] = referee.events
             for name, with_learner_code in referee.memory_runs:
-                referee.memory[name] = _measure_memory(exercise, code, seed, name, with_learner_code,
-                                                       confinement, view)
+                observed = run.measured(name, with_learner_code)
+                if with_learner_code:
+                    observations.setdefault("runs", {})[name] = observed
             run_facts = {"seed": seed, "device": device, "emulated": device != "cuda",
                          "entry": exercise.entry}
             check_run = _run_checks(exercise.path, observations, run_facts, referee.outside())
@@ -148,8 +144,52 @@ def verdict_for(exercise: Exercise, code: str, confinement: Confinement, *, seed
                 verdict.problems.append(f"declared checks with no test: {sorted(missing)}")
             all_passed = all(r["passed"] for r in results.values()) and not missing
             verdict.status = Status.PASSED if all_passed else Status.FAILED
+        verdict.problems[:0] = referee.problems
     verdict.seed = seed
-    return verdict
+    return verdict.bounded()
+
+
+class _Runs:
+    """The processes of one grading: the main run, then each of the referee's memory runs, every one
+    confined alike and connected to the referee (grader/harness/channel.py), each one's peak memory as
+    the kernel counted it kept in `referee.memory`."""
+
+    def __init__(self, exercise: Exercise, code: str, seed: int, confinement: Confinement, view,  # noqa: ANN001 - view.View | None
+                 referee) -> None:  # noqa: ANN001 - channel.Referee
+        from grader.harness.isolation import Limits
+
+        self.exercise, self.code, self.seed, self.confinement, self.view = exercise, code, seed, confinement, view
+        self.referee = referee
+        self.limits = Limits(time_s=exercise.time_limit_s, memory_mb=exercise.memory_mb)
+
+    def _run(self, name: str, with_learner_code: bool):  # noqa: ANN202 - (Outcome, RawVerdict, observations)
+        from grader.harness.isolation import run_confined
+        from grader.harness.learner import make_target
+
+        exercise = self.exercise
+        self.referee.begin(name)
+        before_drop, target = make_target(exercise.checks_dir, self.code if with_learner_code else None,
+                                          exercise.entry, list(exercise.params), self.seed, exercise.memory_mb,
+                                          run=name)
+        outcome = run_confined(target, self.limits, self.confinement, self.view, before_drop, self.referee)
+        verdict, observations = _interpret(outcome, self.limits, self.referee.refused_in.get(name))
+        self.referee.memory[name] = {"bytes": outcome.memory_peak_bytes, "meter": outcome.memory_meter,
+                                     "ok": observations is not None,
+                                     "message": verdict.error.message if observations is None and verdict.error
+                                     else None}
+        return outcome, verdict, observations
+
+    def learner(self, name: str):  # noqa: ANN201 - (Outcome, RawVerdict, observations)
+        """The main run: the learner's code under the probe's `probe(api)`."""
+        return self._run(name, True)
+
+    def measured(self, name: str, with_learner_code: bool) -> dict[str, Any] | None:
+        """A memory run: with the learner's code, the probe's same `probe(api)` (api.run = name), whose
+        observations are returned for the checks; without, the probe's `measure(api, name)`."""
+        _, _, observations = self._run(name, with_learner_code)
+        if observations is not None and with_learner_code:
+            observations["events"] = self.referee.events_of[name]
+        return observations
 
 
 def run_for(exercise: Exercise, code: str, confinement: Confinement, *, seed: int | None = None,
@@ -181,7 +221,7 @@ def run_for(exercise: Exercise, code: str, confinement: Confinement, *, seed: in
             verdict.run = {"returned": str(observations.get("returned", ""))[:4000],
                            "returned_truncated": bool(observations.get("returned_truncated"))}
     verdict.seed = seed
-    return verdict
+    return verdict.bounded()
 
 
 def load_referee(checks_dir: Path, seed: int, device: str):  # noqa: ANN201 - channel.Referee
@@ -201,49 +241,29 @@ def load_referee(checks_dir: Path, seed: int, device: str):  # noqa: ANN201 - ch
     return module.Referee(seed, device)
 
 
-def _measure_memory(exercise: Exercise, code: str, seed: int, name: str, with_learner_code: bool,
-                    confinement: Confinement, view) -> dict[str, Any]:  # noqa: ANN001 - view.View | None
-    """One dedicated confined process that runs only the probe's `measure(api, name)`: its peak
-    memory as the kernel counted it (isolation.Outcome), read here. Without the learner's code the
-    process runs the exercise's own reference (api.entry is None)."""
-    from grader.harness.isolation import Limits, run_confined
-    from grader.harness.learner import make_target
-
-    limits = Limits(time_s=exercise.time_limit_s, memory_mb=exercise.memory_mb)
-    before_drop, target = make_target(exercise.checks_dir, code if with_learner_code else None, exercise.entry,
-                                      list(exercise.params), seed, exercise.memory_mb, measure=name)
-    outcome = run_confined(target, limits, confinement, view, before_drop)
-    verdict, observations = _interpret(outcome, limits)
-    return {"bytes": outcome.memory_peak_bytes, "meter": outcome.memory_meter,
-            "ok": observations is not None,
-            "message": verdict.error.message if observations is None and verdict.error else None,
-            "observations": observations}
-
-
-
-
 def _limit_self(exercise: Exercise) -> None:
-    """The grading process under limits of its own, whatever the learner's frame makes it do: address
-    space (the learner's child, forked later, lowers it further) and CPU time. Not on CUDA hosts, whose
-    driver reserves address space far beyond any such limit."""
+    """The grading process under limits of its own, whatever the learner's side sends it: address space
+    and CPU time. Its own share of address space is GRADER_MEMORY_MB above what it holds now (the soft
+    limit); the hard limit leaves the learner's share on top, for the learner's processes forked from it,
+    which raise their soft limit to their own bound and no further. Not on CUDA hosts, whose driver
+    reserves address space far beyond any such limit."""
     import resource
 
     from grader.harness.emulation import cuda_available
     from grader.harness.isolation import _current_vm_bytes
 
     if not cuda_available():
-        space = _current_vm_bytes() + (exercise.memory_mb + GRADER_MEMORY_MB) * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (space, space))
+        own = _current_vm_bytes() + GRADER_MEMORY_MB * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (own, own + exercise.memory_mb * 1024 * 1024))
     used = resource.getrusage(resource.RUSAGE_SELF)
     cpu = int(used.ru_utime + used.ru_stime + 2 * exercise.time_limit_s + 60)
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
 
 
-def _interpret(outcome, limits) -> tuple[RawVerdict, dict[str, Any] | None]:  # noqa: ANN001 - isolation's Outcome, Limits
-    """How the learner's process ended: (verdict so far, observations when the checks can run)."""
+def _interpret(outcome, limits, refused: str | None = None) -> tuple[RawVerdict, dict[str, Any] | None]:  # noqa: ANN001 - isolation's Outcome, Limits
+    """How the learner's process ended: (verdict so far, observations when the checks can run).
+    `refused`: what the learner's side sent on the live channel that the grading side refused."""
     import signal as signals
-
-    import torch
 
     from grader.harness.emulation import amp_device, device_label
     from grader.harness.isolation import OUTPUT_CAP
@@ -258,12 +278,7 @@ def _interpret(outcome, limits) -> tuple[RawVerdict, dict[str, Any] | None]:  # 
     message, dropped = None, []
     if outcome.payload is not None:
         try:
-            message = torch.load(io.BytesIO(outcome.payload), weights_only=True)
-        except Exception as exc:  # noqa: BLE001 - anything unreadable is the learner's doing
-            return error_verdict(Status.ERROR, "protocol", f"The grader could not read what your code's "
-                                 f"process sent back ({type(exc).__name__})."), None
-        try:
-            message, dropped = check_frame(message)
+            message, dropped = check_frame(load_frame(outcome.payload))
         except FrameError as exc:
             return error_verdict(Status.ERROR, "protocol", f"Your code's process sent back data the grader "
                                  f"does not accept: {exc}."), None
@@ -287,17 +302,27 @@ def _interpret(outcome, limits) -> tuple[RawVerdict, dict[str, Any] | None]:  # 
     if outcome.exit_code == 71:
         message = f"Your code ran out of memory (limit {limits.memory_mb} MB)."
         return error_verdict(Status.ERROR, "memory", message), None
+    if refused is not None:
+        # Whatever the frame says, the run wrote something to the grader's channel that it refused.
+        return error_verdict(Status.ERROR, "protocol", f"While your code ran, its process sent the grader "
+                             f"something it refuses: {refused}."), None
     if not isinstance(message, dict) or outcome.exit_code != 0:
         return error_verdict(Status.ERROR, "exit", f"Your code ended its process (exit code {outcome.exit_code}) "
                              f"before it could be graded."), None
     if not message.get("ok"):
-        err = message.get("error") or {}
-        verdict = error_verdict(Status.ERROR, str(err.get("kind", "exception")),
+        err = message.get("error") if isinstance(message.get("error"), dict) else {}
+        verdict = error_verdict(Status.ERROR, str(err.get("kind", "exception"))[:40],
                                 str(err.get("message", "Your code failed.")),
                                 err.get("line") if isinstance(err.get("line"), int) else None)
         observations = None
     else:
-        verdict, observations = RawVerdict(status=Status.FAILED), message.get("observations") or {}
+        observations = message.get("observations")
+        if observations is None:
+            observations = {}
+        if not isinstance(observations, dict):
+            return error_verdict(Status.ERROR, "protocol", f"Your code's process sent back observations the "
+                                 f"grader cannot read (a {type(observations).__name__}, not a mapping)."), None
+        verdict = RawVerdict(status=Status.FAILED)
     # The learner's code ran: what it ran on, and what the grader knows about that, stated from here.
     # Code that failed while it was being loaded never reached the device (one message, no device).
     verdict.device = None if message.get("stage") == "load" else device_label()

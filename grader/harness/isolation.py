@@ -389,17 +389,23 @@ def _run(target, limits, confinement, view, before_drop, cgroup, referee=None) -
     info_r, info_w = os.pipe()
     grader_end, learner_end = socket.socketpair() if referee is not None else (None, None)
     channel_fd = learner_end.fileno() if learner_end is not None else None
+    # The helper channel: its learner-side end stays only with a process the probe forks before the
+    # learner's code loads (channel.take_helper); the learner's own process closes it (channel.drop_helper).
+    helper_grader_end, helper_end = socket.socketpair() if referee is not None and referee.helper_channel \
+        else (None, None)
+    helper_fd = helper_end.fileno() if helper_end is not None else None
     as_root = os.geteuid() == 0
     started = time.monotonic()
     grader_pid = os.getpid()
     middle = os.fork()
     if middle == 0:  # pragma: no cover - runs in the child
         _middle(target, limits, confinement, view, before_drop, as_root, cgroup,
-                (result_r, result_w, output_r, output_w, info_r, info_w), grader_pid, channel_fd)
+                (result_r, result_w, output_r, output_w, info_r, info_w), grader_pid, (channel_fd, helper_fd))
     for fd in (result_w, output_w, info_w):
         os.close(fd)
-    if learner_end is not None:
-        learner_end.close()
+    for end in (learner_end, helper_end):
+        if end is not None:
+            end.close()
 
     result_chunks: list[bytes] = []
     output_chunks: list[bytes] = []
@@ -413,11 +419,14 @@ def _run(target, limits, confinement, view, before_drop, cgroup, referee=None) -
     deadline = started + limits.time_s
     info = _read_info(info_r, deadline + 5)
     handle = LearnerHandle(cgroup, info.get("pid"), confinement, as_root, learner_uid(middle))
-    serving = None
+    serving = []
     if referee is not None:
         from grader.harness import channel
 
-        serving = channel.serve_in_background(referee, grader_end, handle)
+        serving.append((channel.serve_in_background(referee, grader_end, handle), grader_end))
+        if helper_grader_end is not None:
+            serving.append((channel.serve_in_background(referee, helper_grader_end, handle, helper=True),
+                            helper_grader_end))
     status, timed_out, usage = None, False, None
     while True:
         pid, status, usage = os.wait4(middle, os.WNOHANG)
@@ -433,12 +442,12 @@ def _run(target, limits, confinement, view, before_drop, cgroup, referee=None) -
         _kill_uid(learner_uid(middle))  # no PID namespace there: daemons would outlive the run
     for reader in readers:
         reader.join(timeout=2)
-    if serving is not None:
-        serving.join(timeout=2)
-        if serving.is_alive():  # a process the learner left behind still holds its end
+    for thread, end in serving:
+        thread.join(timeout=2)
+        if thread.is_alive():  # a process the learner left behind still holds its end
             with contextlib.suppress(OSError):
-                grader_end.shutdown(socket.SHUT_RDWR)
-            serving.join(timeout=2)
+                end.shutdown(socket.SHUT_RDWR)
+            thread.join(timeout=2)
 
     exit_code, sig = _decode_status(status)
     refused, setup_failed = info.get("refused"), info.get("setup_failed")
@@ -561,14 +570,14 @@ def _loopback_up() -> None:
 
 
 def _middle(target, limits, confinement, view, before_drop, as_root, cgroup, fds,  # noqa: ANN001 - private; the types are run_confined's
-            grader_pid, channel_fd) -> None:  # pragma: no cover  # noqa: ANN001
+            grader_pid, channels) -> None:  # pragma: no cover  # noqa: ANN001
     result_r, result_w, output_r, output_w, info_r, info_w = fds
     try:
         os.setsid()
         os.close(result_r)
         os.close(output_r)
         os.close(info_r)
-        _close_fds_except({0, 1, 2, result_w, output_w, info_w} | ({channel_fd} if channel_fd is not None else set()))
+        _close_fds_except({0, 1, 2, result_w, output_w, info_w} | {fd for fd in channels if fd is not None})
         libc = _Libc()
         if cgroup is not None:
             cgroup.add(0)  # before any namespace: everything from here on is counted and killable
@@ -588,14 +597,15 @@ def _middle(target, limits, confinement, view, before_drop, as_root, cgroup, fds
         child = os.fork()
         if child == 0:
             _grandchild(target, limits, confinement, view, before_drop, as_root, uid, libc,
-                        result_w, output_w, info_w, channel_fd)
+                        result_w, output_w, info_w, channels)
         notes = {Confinement.CONTAINER: [CONTAINER_NOTE], Confinement.NONE: [UNCONFINED_NOTE]}.get(confinement, [])
         _say(info_w, {"pid": child, "notes": notes})
         os.close(info_w)
         os.close(result_w)
         os.close(output_w)
-        if channel_fd is not None:
-            os.close(channel_fd)
+        for fd in channels:
+            if fd is not None:
+                os.close(fd)
         _, status = os.waitpid(child, 0)
         if os.WIFSIGNALED(status):
             os._exit(128 + os.WTERMSIG(status))
@@ -605,7 +615,7 @@ def _middle(target, limits, confinement, view, before_drop, as_root, cgroup, fds
 
 
 def _grandchild(target, limits, confinement, view, before_drop, as_root, uid, libc, result_w, output_w,  # noqa: ANN001
-                info_w, channel_fd) -> None:  # pragma: no cover  # noqa: ANN001
+                info_w, channels) -> None:  # pragma: no cover  # noqa: ANN001
     from grader.harness import seccomp
 
     code = 70
@@ -638,10 +648,12 @@ def _grandchild(target, limits, confinement, view, before_drop, as_root, uid, li
                 scratch = tempfile.mkdtemp(prefix="dla-unconfined-")
                 os.chdir(scratch)
             libc.die_with_parent(parent)
-            if confinement is Confinement.CONTAINER:
-                # Without a cgroup the memory meter is the kernel's peak resident set (wait4), which a
-                # process can reset through /proc/self/clear_refs: non-dumpable, that file is root's
-                # (the seccomp filter keeps the learner from making the process dumpable again).
+            if confinement is not Confinement.NONE:
+                # Non-dumpable, the process's /proc files are root's and no process of its uid may trace
+                # it or open its memory (the seccomp filter keeps the learner from undoing this): so in
+                # the container, where the memory meter is the kernel's peak resident set (wait4), the
+                # learner cannot reset it through /proc/self/clear_refs; and a grading-side process the
+                # probe forks before the learner's code loads (channel.take_helper) is out of its reach.
                 libc.prctl(PR_SET_DUMPABLE, 0)
             if confinement is not Confinement.NONE:
                 seccomp.install()  # sets no_new_privs first; the last step before learner code
@@ -654,10 +666,10 @@ def _grandchild(target, limits, confinement, view, before_drop, as_root, uid, li
         os.environ.update({"PATH": "/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8",
                            "OMP_NUM_THREADS": "1"})
         tempfile.tempdir = None  # the grading side may have cached its own (unreachable) temp folder
-        if channel_fd is not None:
+        if channels[0] is not None:
             from grader.harness import channel
 
-            channel.connect(channel_fd)
+            channel.connect(*channels)
         payload = target()
         _write_frame(result_w, payload)
         code = 0

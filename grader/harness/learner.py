@@ -6,10 +6,13 @@ the checks that judge them run in the grading process, which the learner's code 
 A probe is an exercise's `checks/probe.py`:
 
     def prepare() -> None            # optional: patch torch before the submission is loaded
-    def probe(api: ProbeAPI) -> dict # call the learner's function, return what was observed
-    def measure(api, name) -> dict   # optional: one step alone, in a dedicated process whose peak
-                                     # memory the grading side reads (see channel.Referee.memory_runs);
-                                     # api.entry is None when the process runs the reference instead
+    def probe(api: ProbeAPI) -> dict # call the learner's function, return what was observed; it runs
+                                     # in every process that loads the learner's code (api.run names
+                                     # the run: channel.Referee.memory_runs), and what each returns is
+                                     # checked
+    def measure(api, name) -> dict   # optional: the grading side's own reference process `name`, whose
+                                     # peak memory the grading side reads; no learner code is loaded
+                                     # (api.entry is None)
 """
 from __future__ import annotations
 
@@ -87,12 +90,14 @@ def describe_exception(exc: BaseException, memory_mb: int, during: str = "") -> 
 
 
 class ProbeAPI:
-    """What a probe gets: the learner's entry function, the run's seed and device, and `call`."""
+    """What a probe gets: the learner's entry function, the run's seed and device, the run's name (`run`:
+    channel.Referee.main_run, or one of its memory_runs), and `call`."""
 
-    def __init__(self, entry: Callable[..., Any] | None, seed: int, memory_mb: int):
+    def __init__(self, entry: Callable[..., Any] | None, seed: int, memory_mb: int, run: str = "main"):
         self.entry = entry
         self.seed = seed
         self.memory_mb = memory_mb
+        self.run = run
         self.device = amp_device()  # "cuda" on a GPU host, else "cpu" (CUDA code emulated)
         self.emulated = self.device != "cuda"
 
@@ -156,11 +161,11 @@ def load_submission(code: str, entry: str, params: list[str], memory_mb: int) ->
 
 
 def make_target(checks_dir: Path, code: str | None, entry: str, params: list[str], seed: int,
-                memory_mb: int, measure: str | None = None) -> tuple[Callable[[], None], Callable[[], bytes]]:
+                memory_mb: int, run: str = "main") -> tuple[Callable[[], None], Callable[[], bytes]]:
     """(load the probe, run it): the first runs before privileges drop, the second after.
 
-    `measure`: run the probe's `measure(api, measure)` instead of `probe(api)`; `code` None: without
-    loading any learner code (the reference side of a measurement)."""
+    With learner `code`: the probe's `probe(api)`, `api.run` being `run`. Without (`code` None): the
+    probe's `measure(api, run)`, a grading-side reference process that loads no learner code."""
     probe_box: dict[str, types.ModuleType] = {}
 
     def before_drop() -> None:
@@ -170,15 +175,18 @@ def make_target(checks_dir: Path, code: str | None, entry: str, params: list[str
     def target() -> bytes:
         """Observations or the learner-facing error, nothing else: device, notes and infrastructure
         failures are the grading side's to state (a frame that claims them is ignored there)."""
+        from grader.harness import channel
+
         probe = probe_box["probe"]
         stage = "load"  # until the learner's module has run and its function was found
         try:
             if hasattr(probe, "prepare"):
                 probe.prepare()
+            channel.drop_helper()  # a helper forked by prepare() keeps its own end; the learner's code gets none
             function = load_submission(code, entry, params, memory_mb) if code is not None else None
             stage = "run"
-            api = ProbeAPI(function, seed, memory_mb)
-            observations = probe.probe(api) if measure is None else probe.measure(api, measure)
+            api = ProbeAPI(function, seed, memory_mb, run)
+            observations = probe.probe(api) if code is not None else probe.measure(api, run)
             message = {"ok": True, "observations": observations}
         except LearnerError as err:
             message = {"ok": False, "error": err.frame(), "stage": stage}

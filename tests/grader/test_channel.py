@@ -5,11 +5,13 @@ import io
 import json
 import socket
 import struct
+import zipfile
 
 import pytest
 import torch
 
 from grader.harness import channel
+from grader.harness.frame import FrameError, load
 
 
 class NoLearner:
@@ -50,14 +52,25 @@ def serve(referee, *frames: bytes) -> channel.Referee:
     return referee
 
 
+def forward(**more):
+    return {"event": "forward", "line": 3, "autocast": True, "autocast_dtype": "float16", **more}
+
+
+def mark(label: str) -> dict:
+    return {"event": "mark", "label": label, "line": None}
+
+
 def test_events_and_amendments_make_the_grading_sides_copy():
+    grads = {"event": "optimizer.grads", "line": None, "via_scaler": True, "grads": {"w": torch.ones(2)},
+             "params": {"w": torch.zeros(2)}}
     referee = serve(channel.Referee(1, "cpu"),
-                    frame({"op": "event", "event": {"event": "forward", "line": 3}}),
-                    frame({"op": "event", "event": {"event": "grads", "g": torch.ones(2)}}, b"T"),
-                    frame({"op": "amend", "index": 0, "fields": {"output_dtype": "float16"}}))
-    assert referee.events[0] == {"event": "forward", "line": 3, "output_dtype": "float16"}
-    assert torch.equal(referee.events[1]["g"], torch.ones(2))
-    assert referee.problems == []
+                    frame({"op": "event", "event": forward(index=41)}),
+                    frame({"op": "amend", "index": 0, "fields": {"output_dtype": "float16"}}),
+                    frame({"op": "event", "event": grads}, b"T"))
+    # numbered by the grading side in the order they arrived, whatever index the learner's side gave
+    assert referee.events[0] == forward(index=0, output_dtype="float16")
+    assert torch.equal(referee.events[1]["grads"]["w"], torch.ones(2)) and referee.events[1]["index"] == 1
+    assert referee.problems == [] and referee.refused is None
 
 
 def test_a_question_gets_the_referees_answer():
@@ -75,19 +88,92 @@ def test_a_question_gets_the_referees_answer():
     (frame({"op": "rewrite", "events": []}), "unknown message"),
     (struct.pack(">IB", channel.MAX_MESSAGE_BYTES + 1, ord("J")), "over the bounds"),
     (struct.pack(">IB", 3, ord("P")) + b"abc", "unknown kind"),
-    (struct.pack(">IB", 3, ord("T")) + b"abc", "unreadable"),
-    (frame({"op": "event", "event": {"x": torch.zeros(1).expand(10**6)}}, b"T"), "stride-0"),
+    (struct.pack(">IB", 3, ord("T")) + b"abc", "not a torch.save archive"),
+    (frame({"op": "event", "event": {"event": "mark", "label": "x", "line": None,
+                                     "x": torch.zeros(1).expand(10**6)}}, b"T"), "stride-0"),
+    # events: a kind no spy records, a field its kind does not have, a field of the wrong type
+    (frame({"op": "event", "event": {"event": "kept"}}), "unknown kind 'kept'"),
+    (frame({"op": "event", "event": forward(verdict="passed")}), "a field 'verdict' it does not have"),
+    (frame({"op": "event", "event": forward(autocast="yes")}), "whose 'autocast' is a str"),
+    (frame({"op": "event", "event": {"event": "forward", "line": 1}}), "without autocast, autocast_dtype"),
+    # the past: a recorded field changed, a field no spy adds after the call, an event no longer the latest
+    (frame({"op": "amend", "index": 0, "fields": {"autocast": False}}), "'autocast' of event 0"),
+    (frame({"op": "amend", "index": 0, "fields": {"event": "scaler.step"}}), "'event' of event 0"),
+    # numbers no float holds
+    (frame({"op": "event", "event": mark("x") | {"n": 10**400}}), "too large"),
+    (frame({"op": "event", "event": mark("x") | {"n": 10**400}}, b"T"), "too large"),
 ])
-def test_what_the_grading_side_refuses_closes_the_channel_with_a_note(bad, why):
-    referee = serve(channel.Referee(1, "cpu"), frame({"op": "event", "event": {"event": "kept"}}), bad,
-                    frame({"op": "event", "event": {"event": "after"}}))
-    assert [e["event"] for e in referee.events] == ["kept"]
+def test_what_the_grading_side_refuses_closes_the_channel_and_is_the_learners_doing(bad, why):
+    referee = serve(channel.Referee(1, "cpu"), frame({"op": "event", "event": forward()}), bad,
+                    frame({"op": "event", "event": mark("after")}))
+    assert [e["event"] for e in referee.events] == ["forward"]
+    assert why in referee.refused, referee.refused
     assert len(referee.problems) == 1 and why in referee.problems[0], referee.problems
+
+
+def test_an_amendment_completes_only_the_latest_event_and_only_once():
+    late = serve(channel.Referee(1, "cpu"), frame({"op": "event", "event": forward()}),
+                 frame({"op": "event", "event": mark("after")}),
+                 frame({"op": "amend", "index": 0, "fields": {"output_dtype": "float16"}}))
+    assert "after later events" in late.refused and "output_dtype" not in late.events[0]
+    twice = serve(channel.Referee(1, "cpu"), frame({"op": "event", "event": forward()}),
+                  frame({"op": "amend", "index": 0, "fields": {"output_dtype": "float16"}}),
+                  frame({"op": "amend", "index": 0, "fields": {"output_dtype": "float32"}}))
+    assert "already recorded" in twice.refused and twice.events[0]["output_dtype"] == "float16"
+
+
+def test_the_learners_side_amends_only_its_latest_event(monkeypatch):
+    grader_end, learner_end = socket.socketpair()
+    monkeypatch.setattr(channel, "_learner", channel.LearnerChannel(learner_end.detach()))
+    referee = channel.Referee(1, "cpu")
+    thread = channel.serve_in_background(referee, grader_end, NoLearner())
+    first = channel.emit(forward())
+    channel.amend(first, output_dtype="float16")
+    second = channel.emit(forward())
+    channel.amend(first, output_dtype="bfloat16")  # no longer the latest: not sent at all
+    channel.amend(second, output_dtype="float32")
+    channel._learner.close()
+    thread.join(timeout=5)
+    assert [e.get("output_dtype") for e in referee.events] == ["float16", "float32"]
+    assert referee.refused is None
+
+
+def test_a_compressed_archive_is_refused_before_it_is_unpacked():
+    # A deflated run of zeros: 64 KB that declare 64 MB (tests/integrity sends a gigabyte). Read with its
+    # directory first, it is never unpacked.
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("archive/data/0", "w") as entry:
+            for _ in range(4):
+                entry.write(bytes(16 << 20))
+    payload = buffer.getvalue()
+    assert len(payload) < 128 << 10
+    with pytest.raises(FrameError, match="compressed archive entry"):
+        load(payload)
+
+
+def test_the_grading_side_unpacks_nothing_larger_than_what_was_sent():
+    payload = io.BytesIO()
+    torch.save({"w": torch.zeros(1000)}, payload)
+    assert torch.equal(load(payload.getvalue())["w"], torch.zeros(1000))
+    with pytest.raises(FrameError, match="not a torch.save archive"):
+        load(payload.getvalue()[:-30])  # the directory cut off
+
+
+class Failing(channel.Referee):
+    def answer(self, request, learner):
+        return {"x": 1 / request["d"]}
+
+
+@pytest.mark.parametrize("request_, why", [({"d": 0}, "ZeroDivisionError"), ({}, "KeyError")])
+def test_a_referee_that_cannot_answer_refuses_and_its_thread_ends(request_, why):
+    referee = serve(Failing(1, "cpu"), frame({"op": "ask", "request": request_}))
+    assert why in referee.refused and any(why in p for p in referee.problems)
 
 
 def test_the_number_of_events_is_capped(monkeypatch):
     monkeypatch.setattr(channel, "MAX_EVENTS", 3)
-    referee = serve(channel.Referee(1, "cpu"), *[frame({"op": "event", "event": {"i": i}}) for i in range(5)])
+    referee = serve(channel.Referee(1, "cpu"), *[frame({"op": "event", "event": mark(str(i))}) for i in range(5)])
     assert len(referee.events) == 3 and "more than 3 events" in referee.problems[0]
 
 
@@ -105,3 +191,14 @@ def test_the_learners_side_stops_sending_quietly_once_the_grading_side_closes():
 def test_a_plain_referee_answers_no_questions():
     referee = serve(channel.Referee(1, "cpu"), frame({"op": "ask", "request": {"n": 1}}))
     assert "answers no questions" in referee.problems[0]
+
+
+def test_the_helper_channel_only_asks():
+    grader_end, helper_end = socket.socketpair()
+    referee = channel.Referee(1, "cpu")
+    thread = channel.serve_in_background(referee, grader_end, NoLearner(), helper=True)
+    helper_end.sendall(frame({"op": "event", "event": mark("x")}))
+    helper_end.shutdown(socket.SHUT_WR)
+    thread.join(timeout=5)
+    helper_end.close()
+    assert referee.events == [] and "it may only ask" in referee.refused

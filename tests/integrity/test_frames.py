@@ -6,6 +6,7 @@ with its exit code 3), a stride-0 tensor that unfolds into gigabytes, millions o
 sandboxes, through their warm pools (the web app's path)."""
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -66,3 +67,108 @@ def test_millions_of_references_are_refused_quickly(sandbox):
                                      '        obj.setdefault("observations", {})["events"] = [shared] * 1_000_000')
     assert result["status"] == "error" and "more than 200000 items" in result["error"]["message"]
     assert seconds < 20
+
+
+# A torch.save archive whose one storage is a deflated run of zeros: about a megabyte on the wire,
+# DECLARED_MB once unpacked. Built in the learner's process without ever holding the zeros.
+DECLARED_MB = 1024
+BOMB = '''
+import io as _io
+import struct as _struct
+import zipfile as _zipfile
+import zlib as _zlib
+
+import torch as _torch
+
+_plain_save = _torch.save
+
+
+def _bomb(message, megabytes):
+    plain = _io.BytesIO()
+    _plain_save({"w": _torch.zeros(3), **message}, plain)  # "w": the first storage, data/0
+    source = _zipfile.ZipFile(_io.BytesIO(plain.getvalue()))
+    zeros, chunk = bytes(16 << 20), _zlib.compressobj(9, _zlib.DEFLATED, -15)
+    block = chunk.compress(zeros) + chunk.flush(_zlib.Z_FULL_FLUSH)  # byte-aligned: repeatable
+    repeats = megabytes // 16
+    crc = 0
+    for _ in range(repeats):
+        crc = _zlib.crc32(zeros, crc)
+    size = repeats * len(zeros)
+    deflated = block * repeats + b"\\x03\\x00"  # a final empty block
+    out, central = _io.BytesIO(), []
+    for info in source.infolist():
+        data, method, length, check = source.read(info.filename), 0, info.file_size, info.CRC
+        if info.filename.endswith("data.pkl"):
+            data = data.replace(b"K\\x03t", b"J" + _struct.pack("<i", size // 4) + b"t", 1)
+            length, check = len(data), _zlib.crc32(data)
+        elif info.filename.endswith("/data/0"):
+            data, method, length, check = deflated, 8, size, crc
+        name = info.filename.encode()
+        central.append((name, method, check, len(data), length, out.tell()))
+        out.write(_struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, method, 0, 0, check, len(data), length, len(name), 0))
+        out.write(name + data)
+    start = out.tell()
+    for name, method, check, packed, length, offset in central:
+        out.write(_struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, method, 0, 0, check, packed, length,
+                               len(name), 0, 0, 0, 0, 0, offset) + name)
+    end = out.tell()
+    out.write(_struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(central), len(central), end - start, start, 0))
+    return out.getvalue()
+'''
+CHANNEL_BOMB = BOMB + f'''
+_payload = _bomb({{"op": "event", "event": {{"event": "mark", "label": "bomb", "line": None}}}}, {DECLARED_MB})
+__import__("sys").modules["grader.harness.channel"]._learner._sock.sendall(
+    _struct.pack(">IB", len(_payload), ord("T")) + _payload)
+'''
+FRAME_BOMB = BOMB + f'''
+def _bombing_save(obj, f, *args, **kwargs):
+    if isinstance(obj, dict) and "ok" in obj:
+        f.write(_bomb({{"ok": True, "observations": {{}}}}, {DECLARED_MB}))
+        return
+    return _plain_save(obj, f, *args, **kwargs)
+
+
+_torch.save = _bombing_save
+'''
+
+
+@pytest.mark.parametrize("code", [CHANNEL_BOMB, FRAME_BOMB], ids=["channel", "final-frame"])
+def test_a_compressed_archive_is_refused_by_its_declared_size(sandbox, code):
+    # Unpacked, it would take DECLARED_MB of the grading process's memory, outside the learner's limits.
+    result, seconds = grade(sandbox, "pass", code + AMP_SOLUTION)
+    assert result["status"] == "error", result
+    assert "compressed" in result["error"]["message"], result["error"]
+    assert seconds < 30
+
+
+def test_observations_of_the_wrong_shape_are_the_learners_error(sandbox):
+    result, _ = grade(sandbox, 'obj["observations"] = [1, 2, 3]')
+    assert result["status"] == "error", result
+    assert "observations" in result["error"]["message"]
+
+
+FORTY_THOUSAND_STEPS = '''
+import sys as _sys
+
+for _ in range(40_000):
+    _sys.modules["grader.harness.channel"].emit({"event": "scaler.step", "scale": 1.0, "line": None, "index": 0})
+'''
+
+
+def test_forty_thousand_streamed_events_are_judged_in_linear_time(sandbox):
+    # Judged quadratically, they kept the grading process busy for half a minute, outside the learner's
+    # limits, and the verdict was the platform's failure.
+    result, seconds = grade(sandbox, "pass", FORTY_THOUSAND_STEPS + AMP_SOLUTION)
+    assert result["status"] in ("passed", "failed", "error"), result
+    assert seconds < 20
+
+
+def test_twenty_thousand_model_calls_leave_a_verdict_of_bounded_size(sandbox):
+    many_calls = AMP_SOLUTION.replace("        out = model(x)\n",
+                                      "        for _ in range(20_000 if not CALLED else 1):\n"
+                                      "            out = model(x)\n        CALLED.append(1)\n")
+    assert many_calls != AMP_SOLUTION
+    many_calls = "CALLED = []\n" + many_calls  # 20,000 forward passes in the first call, one in each other
+    result, _ = grade(sandbox, "pass", many_calls)
+    assert result["status"] in ("passed", "failed"), result
+    assert len(json.dumps(result)) < 256 * 1024

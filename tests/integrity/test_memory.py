@@ -83,3 +83,33 @@ def evaluate(model, x):
 '''
     failed = failed_checks(sandbox, hidden)
     assert "eval-without-graph" in failed
+
+
+def test_a_step_and_an_evaluate_that_idle_when_measured_are_caught(sandbox):
+    # Code that can tell a measurement from a checked run (here: probe.measure on the call stack) does
+    # nothing when measured and the real work when checked. Every process that runs the learner's code
+    # is now both measured and checked, on the same batch: there is nothing to tell apart.
+    tells = STARTER_STEP + '''
+import inspect
+
+
+def _measured(x):
+    return any(frame.function == "measure" for frame in inspect.stack())
+
+
+def train_step(model, optimizer, loss_fn, x, y):
+    if _measured(x):
+        return torch.tensor(0.0)
+    return _original(model, optimizer, loss_fn, x, y)
+
+
+def evaluate(model, x):
+    if _measured(x):
+        with torch.no_grad():
+            return model(x)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        out = model(x)
+    return out.detach()
+'''
+    failed = failed_checks(sandbox, tells)
+    assert {"under-budget", "eval-without-graph"} <= failed.keys(), failed

@@ -82,3 +82,82 @@ def test_timed_steps_that_skip_the_work_are_caught_by_their_losses(sandbox):
     result = checks(sandbox, SLOW + NO_OP_AFTER_CHECKED)
     assert not result["same-result"]["passed"]
     assert "timing round" in result["same-result"]["message"]
+
+
+# The rounds' data drawn from the run seed (readable in the learner's process, here through gc) could be
+# computed ahead: every timed round's losses looked up, the slow step never run while timed.
+PREDICTS_THE_ROUNDS = '''
+import gc as _gc
+import random as _random
+import sys as _sys
+
+_slow_step, _known, _calls = train_step, {}, [0]
+
+
+def _learn_every_rounds_losses():
+    api = next(o for o in _gc.get_objects() if type(o).__name__ == "ProbeAPI")
+    scenario, rng = _sys.modules["scenario"], _random.Random(api.seed)
+    for _ in range(12):
+        model, optimizer, loss_fn, batches = scenario.build(rng.randrange(1, 2**31), api.device)
+        for x, y in batches:
+            _known[float(x[0, 0])] = scenario.slow_train_step(model, optimizer, loss_fn, x, y)
+
+
+def train_step(model, optimizer, loss_fn, x, y):
+    _calls[0] += 1
+    if _calls[0] == 9:
+        _learn_every_rounds_losses()  # past the profiled runs: the replay, which the grader does not time
+    known = _known.get(float(x[0, 0]))
+    return known if known is not None else _slow_step(model, optimizer, loss_fn, x, y)
+'''
+
+# The fixed step, minus the last update of every timed round: no loss shows it, the weights do.
+SKIPS_THE_LAST_UPDATE = '''
+_fixed_step, _calls = train_step, [0]
+
+
+def train_step(model, optimizer, loss_fn, x, y):
+    _calls[0] += 1
+    if _calls[0] > 12 and _calls[0] % 4 == 0:  # past the profiling and the replay: a round's last step
+        step, optimizer.step = optimizer.step, lambda *args, **kwargs: None
+        try:
+            return _fixed_step(model, optimizer, loss_fn, x, y)
+        finally:
+            optimizer.step = step
+    return _fixed_step(model, optimizer, loss_fn, x, y)
+'''
+
+# A number no float holds, in the question that ends a timing round: the learner's error, said plainly.
+HUGE_NUMBER = '''
+import sys as _sys
+
+_channel = _sys.modules["grader.harness.channel"]
+_ask = _channel.LearnerChannel.ask
+
+
+def _ask_with_a_huge_loss(self, request):
+    if request.get("op") == "finish":
+        request = {**request, "losses": [10**400] * len(request.get("losses", []))}
+    return _ask(self, request)
+
+
+_channel.LearnerChannel.ask = _ask_with_a_huge_loss
+'''
+
+
+def test_the_rounds_data_cannot_be_computed_ahead_from_the_run_seed(sandbox):
+    result = checks(sandbox, SLOW + PREDICTS_THE_ROUNDS)
+    assert not result["faster"]["passed"]
+
+
+def test_a_timed_round_that_skips_its_last_update_is_caught_by_its_weights(sandbox):
+    result = checks(sandbox, SOLUTION + SKIPS_THE_LAST_UPDATE)
+    assert result["faster"]["passed"]
+    assert not result["same-result"]["passed"]
+    assert "weights" in result["same-result"]["message"] and "timing round" in result["same-result"]["message"]
+
+
+def test_a_number_too_large_for_a_float_is_the_learners_error(sandbox):
+    result = run_submission(EXERCISE, SOLUTION + HUGE_NUMBER, sandbox=sandbox)
+    assert result["status"] == "error", result
+    assert "too large" in result["error"]["message"]

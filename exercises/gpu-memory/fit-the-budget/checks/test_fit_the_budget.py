@@ -8,8 +8,8 @@ import scenario
 from grader.checks.judging import bar_figure, check, fail, figure, show
 
 # Checkpointing recomputes the same float32 operations: measured difference 0 on CPU. fp16 activations
-# change the head's gradients alone by 3.5e-4..1.5e-3 of their largest entry (measured, seeds 1-3),
-# the loss only ~1e-6.
+# change the head's gradients alone by 3.5e-4..1.5e-3 of their largest entry (measured at batch 256,
+# seeds 1-3), the loss only ~1e-6.
 LOSS_TOLERANCE = 1e-5
 GRAD_TOLERANCE = 1e-4  # of the gradient's largest entry
 
@@ -19,13 +19,14 @@ def _mb(n):
 
 
 @pytest.fixture(scope="module")
-def reference(run):
-    model, optimizer, loss_fn, x, y = scenario.build(run["seed"], run["device"])
+def reference(run, outside):
+    """The original step and a no_grad forward on the data the learner's processes ran on (referee.py)."""
+    model, optimizer, loss_fn, x, y = scenario.build(outside["seed"], run["device"])
     optimizer.zero_grad()
     loss = loss_fn(model(x), y)
     loss.backward()
     grads = scenario.grads(model)
-    eval_model, _, _, x, _ = scenario.build(run["seed"], run["device"])
+    eval_model, _, _, x, _ = scenario.build(outside["seed"], run["device"])
     with torch.no_grad():
         outputs = eval_model(x).float().cpu()
     return {"loss": float(loss), "grads": grads, "outputs": outputs}
@@ -39,6 +40,8 @@ BUDGET = scenario.BUDGET
 # evaluate may need what a no_grad forward needs plus a quarter of the original step's extra memory;
 # measured: no_grad 25 MB, a forward that keeps its graph 194 MB, the original step 203 MB.
 EVAL_ALLOWANCE = 0.25
+WHAT_RAN = {"step": "your train_step", "evaluate": "your evaluate", "baseline": "only the building of the model "
+            "and batch", "original": "the original step", "no-grad": "a forward pass under torch.no_grad()"}
 
 
 def _measured(outside, name):
@@ -46,13 +49,24 @@ def _measured(outside, name):
     if run is None or run["bytes"] is None:
         raise RuntimeError(f"no memory measurement {name!r}: {run}")
     if not run["ok"]:
-        fail(f"In the grader's memory measurement (a process that ran only your {name} on a batch of "
-             f"{scenario.MEASURE_BATCH['cpu']}): {run['message']}")
+        fail(f"In the grader's run of {WHAT_RAN[name]} (a process of its own, on a batch of "
+             f"{scenario.BATCH['cpu']}): {run['message']}")
     return run["bytes"]
 
 
 def _extra(outside, name):
     return _measured(outside, name) - _measured(outside, "baseline")
+
+
+def _evaluated(observed, outside, run):
+    """What evaluate returned: on a CPU in a process of its own (measured too), on CUDA in the main run."""
+    if run["device"] == "cuda":
+        return observed["eval"]
+    found = (observed.get("runs") or {}).get("evaluate")
+    if found is None:
+        _measured(outside, "evaluate")  # says why that process sent nothing back
+        fail("The grader's run of your evaluate sent nothing back.")
+    return found["eval"]
 
 
 @check("under-budget")
@@ -70,8 +84,9 @@ def test_step_fits_the_budget(observed, outside, run):
         meter = METERS.get(outside["memory"]["step"]["meter"], "the kernel's count")
         fail(f"Your step needed {_mb(got)} above building the model and the batch, {got / original:.0%} of "
              f"the original step's {_mb(original)}; the budget is {BUDGET:.0%} "
-             f"({_mb(BUDGET * original)}). Measured by the grader from outside: the peak memory of a "
-             f"process that ran only that step on a batch of {scenario.MEASURE_BATCH['cpu']} ({meter}).")
+             f"({_mb(BUDGET * original)}). Measured by the grader from outside: the peak memory of the "
+             f"process that ran your step on a batch of {scenario.BATCH['cpu']}, the step whose loss and "
+             f"gradients are checked ({meter}).")
 
 
 @check("same-loss-and-grads")
@@ -98,7 +113,7 @@ def test_same_loss_and_gradients(observed, reference):
 
 @check("eval-without-graph")
 def test_evaluate_builds_no_graph(observed, outside, reference, run):
-    result = observed["eval"]
+    result = _evaluated(observed, outside, run)
     if result["value"] is None:
         fail(f"evaluate returned {result['type']}; return the model's output tensor.")
     if run["device"] != "cuda":
@@ -108,8 +123,8 @@ def test_evaluate_builds_no_graph(observed, outside, reference, run):
             fail(f"evaluate needed {_mb(got)} above building the model and the batch; a forward pass under "
                  f"torch.no_grad() needs {_mb(no_grad)}. The rest is activations kept for a backward that never "
                  "comes: run the forward pass under torch.no_grad() or torch.inference_mode(). (Measured by "
-                 f"the grader from outside, a process that ran only evaluate on a batch of "
-                 f"{scenario.MEASURE_BATCH['cpu']}.)")
+                 f"the grader from outside: the peak memory of the process that ran your evaluate on a batch of "
+                 f"{scenario.BATCH['cpu']}, whose outputs are checked.)")
     if result["has_graph"] or result["requires_grad"] or result["saved_count"]:
         fail(f"evaluate built an autograd graph ({result['saved_count']} tensors saved for a backward that "
              "never comes): run the forward pass under torch.no_grad() or torch.inference_mode().")
@@ -131,7 +146,7 @@ def test_show_the_memory(observed, outside, run):
         where = "the allocator's peak in your process"
     else:
         original, got = _extra(outside, "original"), _extra(outside, "step")
-        where = f"measured by the grader from outside, a batch of {scenario.MEASURE_BATCH['cpu']}"
+        where = f"measured by the grader from outside, a batch of {scenario.BATCH['cpu']}"
     show(figure=bar_figure(
         "memory", "Memory of your step, against the budget", "MB above building the model and the batch",
         f"Your bar must end left of the budget line ({BUDGET:.0%} of the original step); {where}.",

@@ -1,15 +1,17 @@
 """The ddp-accumulate task: each of 2 ranks gets its own micro-batches of one shared classification task.
 
-Built identically in the learner's processes (probe, once per rank) and the grader's (checks, for both
-ranks): the same seed gives every rank the same initial model, and rank r its own share of the data.
+Built identically in the learner's process (rank 0, the probe), the grader's own rank 1 (other_rank.py)
+and the checks: the run's seed gives both ranks the same initial model; each rank's micro-batches come
+from a seed of its own (rank 1's is drawn by the grading side and never told to the learner's process).
 """
 import torch
 from torch import nn
 
 from grader.checks import seeded
 
-WORLD = 2  # processes in the gloo group
-MICRO_BATCHES, ACCUM_STEPS, MICRO_BATCH_SIZE = 6, 3, 16  # per rank: two windows of three
+WORLD = 2  # processes in the gloo group: the learner's (rank 0) and the grader's (rank 1)
+# Per rank: a window of three, then a short last window of two, whose loss must be divided by 2, not 3.
+MICRO_BATCHES, ACCUM_STEPS, MICRO_BATCH_SIZE = 5, 3, 16
 LR, MOMENTUM = 0.1, 0.9
 TIMEOUT_S = 15  # a collective that one rank never joins fails after this, instead of hanging
 
@@ -21,11 +23,15 @@ def build_model(seed: int):
     return model, optimizer, nn.CrossEntropyLoss()
 
 
-def micro_batches(seed: int, rank: int):
+def micro_batches(seed: int):
+    """One rank's micro-batches."""
     data = seeded(seed + 1)
-    shares = [[(torch.randn(MICRO_BATCH_SIZE, 8, generator=data), torch.randint(0, 3, (MICRO_BATCH_SIZE,), generator=data))
-               for _ in range(MICRO_BATCHES)] for _ in range(WORLD)]
-    return shares[rank]
+    return [(torch.randn(MICRO_BATCH_SIZE, 8, generator=data), torch.randint(0, 3, (MICRO_BATCH_SIZE,), generator=data))
+            for _ in range(MICRO_BATCHES)]
+
+
+def windows() -> list[list[int]]:
+    return [list(range(start, min(start + ACCUM_STEPS, MICRO_BATCHES))) for start in range(0, MICRO_BATCHES, ACCUM_STEPS)]
 
 
 def ends_window(i: int) -> bool:

@@ -34,11 +34,12 @@ def probe(api):
     learner_preprocess, _ = _learner_function(module, "preprocess", api)
     _, train_step = _learner_function(module, "train_step", api)
 
-    # 1. The learner's profiling, run twice, in the seed's order (scenario.profiled_runs): on the original
-    #    step (the slow preprocess swapped back in, inside the learner's own labels), and with a fast
-    #    preprocess and the time moved into the model's forward.
+    # 1. The learner's profiling, run twice, in an order the grading side draws and tells only as each run
+    #    starts (referee.py): on the original step (the slow preprocess swapped back in, inside the
+    #    learner's own labels), and with a fast preprocess and the time moved into the model's forward.
     named = []
-    for index, spot in enumerate(scenario.profiled_runs(api.seed)):
+    for index in range(len(scenario.SLOW_SPOTS)):
+        spot = probing.ask({"op": "profiled", "index": index})["spot"]
         probing.PROFILER_LOG.run = index
         model, optimizer, loss_fn, batches = scenario.build(api.seed, api.device)
         if spot == "preprocess":
@@ -50,19 +51,20 @@ def probe(api):
     module.preprocess = learner_preprocess
     probing.PROFILER_LOG.recording = False
 
-    # 2. The fixed step, replayed on a fresh copy of the same model and data.
-    model, optimizer, loss_fn, batches = scenario.build(api.seed, api.device)
+    # 2. The fixed step, replayed on data the grading side draws now.
+    model, optimizer, loss_fn, batches = scenario.build(probing.ask({"op": "replay"})["seed"], api.device)
     losses = [_loss_value(train_step(model, optimizer, loss_fn, x, y)) for x, y in batches]
     params_after = scenario.params(model)
 
     # 3. The grader's timing, on its own clock (referee.py): each round's data is chosen by the grading
-    #    side when the round starts, and the losses of the timed steps go back to it to be checked.
+    #    side when the round starts, and the losses and weights after the timed steps go back to it to be
+    #    checked.
     for index in range(referee.ROUNDS + 1):
         seed = probing.ask({"op": "start", "index": index})["seed"]
         model, optimizer, loss_fn, batches = scenario.build(seed, api.device)
         timed = [_loss_value(train_step(model, optimizer, loss_fn, x, y)) for x, y in batches]
         referee.synchronize(api.device)
-        probing.ask({"op": "finish", "index": index, "losses": timed})
+        probing.ask({"op": "finish", "index": index, **referee.report(timed, model)})
     return {"named": [n if isinstance(n, str) else None for n in named],
             "named_type": [type(n).__name__ for n in named], "losses": losses, "params_after": params_after}
 

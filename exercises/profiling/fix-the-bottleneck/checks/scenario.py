@@ -31,16 +31,12 @@ def slow_preprocess(x):
     return torch.stack(rows)
 
 
-# The two profiled runs of find_bottleneck, in an order chosen per seed: the original step (the slow
-# preprocess swapped back in), and the step with a vectorized preprocess and the time moved into the
-# model's forward, a wait of SLOW_FORWARD_S per call (a wait records no operators, so it adds nothing
-# for the profiler to parse; the rest of that step takes ~1 ms). A fixed answer fails one of them.
+# The two profiled runs of find_bottleneck, in an order the grading side draws per run (referee.py): the
+# original step (the slow preprocess swapped back in), and the step with a vectorized preprocess and the
+# time moved into the model's forward, a wait of SLOW_FORWARD_S per call (a wait records no operators, so
+# it adds nothing for the profiler to parse; the rest of that step takes ~1 ms). A fixed answer fails one.
 SLOW_SPOTS = ("preprocess", "forward")
 SLOW_FORWARD_S = 0.05
-
-
-def profiled_runs(seed: int) -> tuple[str, ...]:
-    return SLOW_SPOTS if seed % 2 == 0 else SLOW_SPOTS[::-1]
 
 
 def fast_preprocess(x):

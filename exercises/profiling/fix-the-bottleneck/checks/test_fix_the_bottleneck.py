@@ -20,8 +20,11 @@ def _at(event):
 
 
 @pytest.fixture(scope="module")
-def reference(run):
-    model, optimizer, loss_fn, batches = scenario.build(run["seed"], run["device"])
+def reference(run, outside):
+    """The original step on the replay's data (drawn by the grading side, referee.py)."""
+    if outside["replay_seed"] is None:
+        fail("The grader never got to replay your train_step (see the other checks' messages).")
+    model, optimizer, loss_fn, batches = scenario.build(outside["replay_seed"], run["device"])
     losses = [float(scenario.slow_train_step(model, optimizer, loss_fn, x, y)) for x, y in batches]
     return {"losses": losses, "params_after": scenario.params(model)}
 
@@ -44,7 +47,8 @@ def test_step_profiled_with_labels(observed):
              "table shows where the time goes.")
 
 
-# Where the time went in each of the two profiled runs (scenario.profiled_runs), in the messages' words.
+# Where the time went in each of the two profiled runs (the grading side's order: outside["profiled_runs"]),
+# in the messages' words.
 SPOTS = {
     "preprocess": {"call": "the original preprocess (swapped back in)",
                    "unlabelled": "preprocess, where the original step spends its time, ran outside every "
@@ -61,9 +65,11 @@ SPOTS = {
 
 
 @check("names-bottleneck")
-def test_names_the_real_bottleneck(observed, run):
-    plan = scenario.profiled_runs(run["seed"])
+def test_names_the_real_bottleneck(observed, outside):
+    plan = outside["profiled_runs"]
     for spot in scenario.SLOW_SPOTS:  # the original step's bottleneck is judged first
+        if spot not in plan or plan.index(spot) >= len(observed["named"]):
+            fail("find_bottleneck did not complete both of the grader's profiled runs.")
         _judge_profiled_run(observed, plan.index(spot), spot)
 
 
@@ -109,6 +115,19 @@ def test_timed_steps_compute_the_same(outside):
                 fail(f"In the grader's timing round {r['index']}, your train_step's loss on step {i + 1} was "
                      f"{'missing' if got is None else f'{got:.6g}'}; the original step's was {want:.6g} on the same "
                      "data. The fix must compute the same standardization.")
+        _compare_weights(r["learner_params"], r["original_params"],
+                         f"In the grader's timing round {r['index']}, after its {len(original)} steps your weights",
+                         "Every timed step must update the weights as the original does.")
+
+
+def _compare_weights(got, want, when, why):
+    for name, w in want.items():
+        g = got.get(name)
+        if g is None or g.shape != w.shape:
+            fail(f"{when} were not all reported: '{name}' was missing or had another shape.")
+        diff = float((g - w).abs().max())
+        if not diff <= 1e-4 * max(1.0, float(w.abs().max())):
+            fail(f"{when} differ from the original step's by up to {diff:.3g} (in '{name}'). {why}")
 
 
 @check("same-result")
@@ -120,12 +139,8 @@ def test_fixed_step_computes_the_same(observed, reference):
         if not math.isclose(got, want, rel_tol=1e-4, abs_tol=1e-6):
             fail(f"Step {i + 1}: your train_step's loss is {got:.6g}, the original step's is {want:.6g}. "
                  "The fix must compute the same standardization.")
-    for name, want in reference["params_after"].items():
-        got = observed["params_after"][name]
-        diff = float((got - want).abs().max())
-        if not diff <= 1e-4 * max(1.0, float(want.abs().max())):
-            fail(f"After {len(losses)} steps the weights differ from the original step's by up to {diff:.3g} "
-                 f"(in '{name}').")
+    _compare_weights(observed["params_after"], reference["params_after"], f"After {len(losses)} steps the weights",
+                     "The fix must compute the same standardization.")
 
 
 @check("faster")
@@ -145,9 +160,9 @@ def test_fixed_step_is_faster(outside, run):
 # -- what the verdict shows (grader/display.py) ------------------------------------------------------------
 
 @figure
-def test_show_the_profile(observed, run):
+def test_show_the_profile(observed, outside):
     """The learner's own profiler table for the original step, and the region the grader expected."""
-    index = scenario.profiled_runs(run["seed"]).index("preprocess")
+    index = outside["profiled_runs"].index("preprocess")
     tables = [e for e in _of(observed, "profile.key_averages") if e.get("run") == index and e.get("rows")]
     calls = [c for c in _of(observed, "call") if c.get("run") == index and c["name"] == "preprocess"]
     expected = next((c["labels"][-1] for c in calls if c["labels"]), None)
