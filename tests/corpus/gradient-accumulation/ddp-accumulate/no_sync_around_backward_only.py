@@ -2,7 +2,7 @@
 # class: no-sync-backward-only
 # expect: fail
 # expect-fail: syncs-once-per-window
-# why: DDP decides at forward time whether the next backward all-reduces, so every micro-batch still syncs; the weights are right (no outside trace), and syncs-once-per-window must say that the forward belongs inside no_sync
+# why: DDP decides at forward time whether the next backward all-reduces, so every micro-batch still syncs (the grader's own rank counts each one), and syncs-once-per-window must say that the forward belongs inside no_sync
 import contextlib
 
 
