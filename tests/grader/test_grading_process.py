@@ -1,0 +1,44 @@
+"""The grading process is bounded as the learner's is (issue 26): whatever the learner's side sends it,
+it has an address space of its own (GRADER_MEMORY_MB above what it holds when grading starts) and a CPU
+limit, while the learner's processes it forks still get their own, larger, memory limit."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from tests.helpers import REPO
+
+BOUNDED = """
+    import os, resource
+    from grader.course import load_exercise
+    from grader.harness.grade import _limit_self
+    from grader.harness.isolation import Limits, _set_limits
+    from grader.settings import GRADER_MEMORY_MB
+
+    from pathlib import Path
+    exercise = load_exercise(Path({folder!r}), "mixed-precision/amp-step")
+    _limit_self(exercise)
+    try:  # the grading process itself: twice its share does not fit
+        hoard = bytearray(2 * GRADER_MEMORY_MB * 2**20)
+        print("grader held", len(hoard) >> 20, "MB")
+    except MemoryError:
+        print("grader refused")
+    child = os.fork()
+    if child == 0:  # the learner's process: its own limit, above the grader's share
+        _set_limits(Limits(memory_mb=exercise.memory_mb), as_root=False)
+        try:
+            hoard = bytearray((GRADER_MEMORY_MB + 256) * 2**20)
+            os._exit(0)
+        except MemoryError:
+            os._exit(1)
+    print("learner held", "more" if os.waitpid(child, 0)[1] == 0 else "less")
+    print("cpu limited", resource.getrlimit(resource.RLIMIT_CPU)[0] != resource.RLIM_INFINITY)
+"""
+
+
+def test_the_grading_process_has_a_memory_share_of_its_own_and_a_cpu_limit():
+    code = textwrap.dedent(BOUNDED.format(folder=str(REPO / "exercises" / "mixed-precision" / "amp-step")))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:3] == ["grader refused", "learner held more", "cpu limited True"], proc.stdout
