@@ -273,6 +273,10 @@ def _interpret(outcome, limits, refused: str | None = None) -> tuple[RawVerdict,
     if outcome.refused:
         return error_verdict(Status.INFRA_ERROR, "confinement", f"The local sandbox could not confine your "
                              f"code, so it did not run it: {outcome.refused}"), None
+    if refused is not None:
+        # The run wrote something to the grader's channel that it refused (and was stopped for it).
+        return error_verdict(Status.ERROR, "protocol", f"While your code ran, its process sent the grader "
+                             f"something it refuses: {refused}."), None
     if outcome.timed_out:
         return learner_timeout(limits.time_s), None
     message, dropped = None, []
@@ -302,10 +306,6 @@ def _interpret(outcome, limits, refused: str | None = None) -> tuple[RawVerdict,
     if outcome.exit_code == 71:
         message = f"Your code ran out of memory (limit {limits.memory_mb} MB)."
         return error_verdict(Status.ERROR, "memory", message), None
-    if refused is not None:
-        # Whatever the frame says, the run wrote something to the grader's channel that it refused.
-        return error_verdict(Status.ERROR, "protocol", f"While your code ran, its process sent the grader "
-                             f"something it refuses: {refused}."), None
     if not isinstance(message, dict) or outcome.exit_code != 0:
         return error_verdict(Status.ERROR, "exit", f"Your code ended its process (exit code {outcome.exit_code}) "
                              f"before it could be graded."), None

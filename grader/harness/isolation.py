@@ -437,6 +437,11 @@ def _run(target, limits, confinement, view, before_drop, cgroup, referee=None) -
             _kill(info.get("pid"), middle)
             _, status, usage = os.wait4(middle, 0)
             break
+        if referee is not None and referee.run in referee.refused_in:
+            # The learner's side sent what the grading side refuses: that is the verdict, whatever it does next.
+            _kill(info.get("pid"), middle)
+            _, status, usage = os.wait4(middle, 0)
+            break
         time.sleep(0.005)
     if as_root and confinement is Confinement.CONTAINER:
         _kill_uid(learner_uid(middle))  # no PID namespace there: daemons would outlive the run

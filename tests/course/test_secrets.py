@@ -40,7 +40,8 @@ BUILD_TWICE = """
     for seed in (11, 2**30 + 7):
         module.secrets = FixedSecrets()
         referee = module.Referee(seed, "cpu")
-        held.append({{k: v for k, v in vars(referee).items() if k != "seed" and isinstance(v, (int, str, list, tuple))}})
+        plain = (int, str, list, tuple)
+        held.append({{k: v for k, v in vars(referee).items() if k != "seed" and isinstance(v, plain)}})
     print(json.dumps(held))
 """
 

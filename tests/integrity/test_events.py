@@ -61,21 +61,27 @@ def test_a_forged_classification_still_leaves_the_weights_wrong(sandbox):
 
 
 # The past rewritten through the channel itself: amendments of fields the spies recorded earlier
-# (issue: "the learner's process holds no pen"). Each base fails on its own; with the amendments it
-# passed every check before the grading side restricted what an amendment may do.
+# (issue 26: "the learner's process holds no pen"). With them, a backward inside autocast (amp-step,
+# amp-clip-step, accumulate-amp) and plain float32 training (fix-underflow, bf16-train) passed every
+# check; without them each fails. Each amends what was recorded since it last did, after every call
+# (every step of a training loop): the grading side refuses the first such amendment and stops the run.
 REWRITE_THE_PAST = '''
 import json as _json
 import struct as _struct
 import sys as _sys
 
+_amended = [0]
+
 
 def _rewrite_the_past(change):
     sock = _sys.modules["grader.harness.channel"]._learner._sock
-    for event in _sys.modules["grader.harness.amp"].RECORDER.events:
+    events = _sys.modules["grader.harness.amp"].RECORDER.events
+    for event in events[_amended[0]:]:
         fields = change(event)
         if fields:
             payload = _json.dumps({"op": "amend", "index": event["index"], "fields": fields}).encode()
             sock.sendall(_struct.pack(">IB", len(payload), ord("J")) + payload)
+    _amended[0] = len(events)
 
 
 def _backward_outside_autocast(event):
@@ -84,45 +90,46 @@ def _backward_outside_autocast(event):
 
 
 def _float16_amp(event):
-    kind = event["event"]
-    if kind in ("forward", "loss") and not event["autocast"]:
+    if event["event"] in ("forward", "loss") and not event["autocast"]:
         return {"autocast": True, "autocast_dtype": "float16"}
-    if kind == "backward" and event["on"] != "scaled":
+    if event["event"] == "backward" and event["on"] != "scaled":
         return {"on": "scaled"}
-    if kind == "optimizer.step" and not event["via_scaler"]:
-        return {"via_scaler": True}
-    if kind == "optimizer.class_step":
-        return {"event": "scaler.step", "scale": 65536.0}
-    if kind == "optimizer.zero_grad":
-        return {"event": "scaler.update", "scale_before": 65536.0, "scale_after": 65536.0}
 
 
 def _bfloat16_autocast(event):
     if event["event"] in ("forward", "loss") and not event["autocast"]:
         return {"autocast": True, "autocast_dtype": "bfloat16"}
+'''
+AFTER_EVERY_CALL = '''
+_learners_step = train_step
 
 
-_learners_function = {entry}
-
-
-def {entry}(*args):
-    result = _learners_function(*args)
+def train_step(*args):
+    result = _learners_step(*args)
     _rewrite_the_past({change})
     return result
 '''
-FP32_WITH_AN_IDLE_SCALER = '''
+# float32 training (no autocast); for fix-underflow with a GradScaler of scale 1 that steps and updates
+# (unscaling by 1) after a backward on the raw loss.
+FP32_TRAINING = '''
 import torch
 
 
 def train(model, optimizer, loss_fn, x, y, steps):
-    scaler, losses = torch.amp.GradScaler("cuda"), []
+    scaler, losses = torch.amp.GradScaler("cuda", init_scale=1.0) if {scaler} else None, []
     for _ in range(steps):
         optimizer.zero_grad()
         loss = loss_fn(model(x), y)
-        scaler.scale(loss)
+        if scaler:
+            scaler.scale(loss)
         loss.backward()
-        optimizer.step()
+        if scaler:
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            optimizer.step()
         losses.append(loss.item())
+        _rewrite_the_past({change})
     return losses
 '''
 
@@ -138,27 +145,28 @@ def _backward_inside_autocast(exercise: str) -> str:
     return moved
 
 
+def _accumulation_inside_autocast() -> str:
+    moved = _backward_inside_autocast("gradient-accumulation/accumulate-amp")
+    backward = "        scaler.scale(loss).backward()\n"
+    return moved.replace(backward, backward + "        _rewrite_the_past(_backward_outside_autocast)\n")
+
+
+# Each base fails the check its amendments forge on its own (measured on the code before: the same files
+# without the amendments fail autocast-scope, bf16-autocast for bf16-train).
 REWRITES = {
-    "mixed-precision/amp-step": (lambda: _backward_inside_autocast("mixed-precision/amp-step"), "train_step",
-                                 "_backward_outside_autocast", "autocast-scope"),
-    "mixed-precision/amp-clip-step": (lambda: _backward_inside_autocast("mixed-precision/amp-clip-step"),
-                                      "train_step", "_backward_outside_autocast", "autocast-scope"),
-    "gradient-accumulation/accumulate-amp": (
-        lambda: _backward_inside_autocast("gradient-accumulation/accumulate-amp"), "train",
-        "_backward_outside_autocast", "autocast-scope"),
-    "mixed-precision/fix-underflow": (lambda: FP32_WITH_AN_IDLE_SCALER, "train", "_float16_amp", "autocast-scope"),
-    "mixed-precision/bf16-train": (
-        lambda: (EXERCISES / "mixed-precision/bf16-train/mistakes/no-autocast.py").read_text(), "train",
-        "_bfloat16_autocast", "bf16-autocast"),
+    "mixed-precision/amp-step": lambda: _backward_inside_autocast("mixed-precision/amp-step")
+    + AFTER_EVERY_CALL.format(change="_backward_outside_autocast"),
+    "mixed-precision/amp-clip-step": lambda: _backward_inside_autocast("mixed-precision/amp-clip-step")
+    + AFTER_EVERY_CALL.format(change="_backward_outside_autocast"),
+    "gradient-accumulation/accumulate-amp": _accumulation_inside_autocast,
+    "mixed-precision/fix-underflow": lambda: FP32_TRAINING.format(scaler=True, change="_float16_amp"),
+    "mixed-precision/bf16-train": lambda: FP32_TRAINING.format(scaler=False, change="_bfloat16_autocast"),
 }
 
 
 @pytest.mark.parametrize("exercise", sorted(REWRITES))
 def test_amending_what_a_spy_recorded_earlier_is_refused(sandbox, exercise):
-    base, entry, change, caught = REWRITES[exercise]
-    alone = run_submission(exercise, base(), sandbox=sandbox)
-    assert caught in caught_by(alone)  # the base fails on its own
-    result = run_submission(exercise, base() + REWRITE_THE_PAST.replace("{entry}", entry).replace("{change}", change),
-                            sandbox=sandbox)
+    result = run_submission(exercise, REWRITE_THE_PAST + REWRITES[exercise](), sandbox=sandbox)
     assert not result["passed"], result["checks"]
-    assert result["status"] == "error" and "amend" in result["error"]["message"], result["error"]
+    assert result["status"] == "error" and "amendment" in result["error"]["message"], result["error"]
+    assert result["duration_s"] < 20  # stopped at the first refused amendment, not at the end of training
