@@ -58,15 +58,16 @@ def _extra(outside, name):
     return _measured(outside, name) - _measured(outside, "baseline")
 
 
-def _evaluated(observed, outside, run):
-    """What evaluate returned: on a CPU in a process of its own (measured too), on CUDA in the main run."""
+def _evaluate_run(observed, outside, run):
+    """What the run that called evaluate observed: on a CPU a process of its own (measured too), on CUDA the
+    main run."""
     if run["device"] == "cuda":
-        return observed["eval"]
+        return observed
     found = (observed.get("runs") or {}).get("evaluate")
     if found is None:
         _measured(outside, "evaluate")  # says why that process sent nothing back
         fail("The grader's run of your evaluate sent nothing back.")
-    return found["eval"]
+    return found
 
 
 @check("under-budget")
@@ -113,7 +114,8 @@ def test_same_loss_and_gradients(observed, reference):
 
 @check("eval-without-graph")
 def test_evaluate_builds_no_graph(observed, outside, reference, run):
-    result = _evaluated(observed, outside, run)
+    observed = _evaluate_run(observed, outside, run)
+    result = observed["eval"]
     if result["value"] is None:
         fail(f"evaluate returned {result['type']}; return the model's output tensor.")
     if run["device"] != "cuda":
