@@ -14,8 +14,9 @@ spies' documentation and cannot drift from them.
 The stream is written by the learner's process, so the grading side takes nothing on trust but the
 order of arrival: `check_event` refuses an event of an unknown kind, with a field its kind does not
 have, or with a value of the wrong type (`FIELD_TYPES`), and the grading side numbers the events itself
-(`index` is the position in its copy, which every event there has, profiler events included). An event is append-only: a later message may only add a field its
-kind lists in `AMENDABLE` to the most recent event, one the spy fills in when the call returns.
+(`index` is the position in its copy, which every event there has, profiler events included). An
+event is append-only: a later message may only add a field its kind lists in `AMENDABLE` to the most
+recent event, one the spy fills in when the call returns.
 
 This module imports nothing heavy: the web app and the docs can read it.
 """

@@ -113,3 +113,13 @@ def evaluate(model, x):
 '''
     failed = failed_checks(sandbox, tells)
     assert {"under-budget", "eval-without-graph"} <= failed.keys(), failed
+
+
+def test_an_extra_step_through_the_optimizers_class_is_caught_by_the_weights(sandbox):
+    # The step count the learner's process reports sees optimizer.step() on the instance only; the weights
+    # after the step show a second one.
+    twice = SOLUTION.replace("    optimizer.step()\n", "    optimizer.step()\n    type(optimizer).step(optimizer)\n")
+    assert twice != SOLUTION
+    failed = failed_checks(sandbox, twice)
+    assert set(failed) == {"same-loss-and-grads"}
+    assert "exactly once" in failed["same-loss-and-grads"]

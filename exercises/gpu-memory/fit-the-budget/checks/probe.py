@@ -81,7 +81,8 @@ def _step(api, seed):
         loss, learner_bytes = api.call(model, optimizer, loss_fn, x, y), None
     loss_value = float(loss) if isinstance(loss, (int, float)) or (
         isinstance(loss, torch.Tensor) and loss.numel() == 1) else None
-    return {"learner_bytes": learner_bytes, "loss": loss_value, "loss_type": type(loss).__name__, "step_grads": seen}
+    return {"learner_bytes": learner_bytes, "loss": loss_value, "loss_type": type(loss).__name__, "step_grads": seen,
+            "params_after": {n: p.detach().float().cpu().clone() for n, p in model.named_parameters()}}
 
 
 def _evaluate(api, seed):

@@ -26,10 +26,12 @@ def reference(run, outside):
     loss = loss_fn(model(x), y)
     loss.backward()
     grads = scenario.grads(model)
+    optimizer.step()
+    params_after = {n: p.detach().float().cpu().clone() for n, p in model.named_parameters()}
     eval_model, _, _, x, _ = scenario.build(outside["seed"], run["device"])
     with torch.no_grad():
         outputs = eval_model(x).float().cpu()
-    return {"loss": float(loss), "grads": grads, "outputs": outputs}
+    return {"loss": float(loss), "grads": grads, "params_after": params_after, "outputs": outputs}
 
 
 METERS = {"cgroup": "the kernel's count for the process's cgroup",
@@ -110,6 +112,16 @@ def test_same_loss_and_gradients(observed, reference):
                  f"{diff / largest if largest else math.inf:.2g} of its largest entry (allowed: "
                  f"{GRAD_TOLERANCE:g}). Recomputing activations must not change them: keep float32, and clear "
                  "the previous step's gradients.")
+    # The step itself, judged by where the weights ended (the count above is the learner's process's: an
+    # optimizer stepped through its class, type(optimizer).step, is not seen there).
+    for name, want in reference["params_after"].items():
+        got = observed["params_after"].get(name)
+        allowed = scenario.LR * GRAD_TOLERANCE * float(reference["grads"][name].abs().max()) \
+            + 4 * torch.finfo(torch.float32).eps * float(want.abs().max())
+        diff = float((got - want).abs().max()) if got is not None and got.shape == want.shape else math.inf
+        if not diff <= allowed:
+            fail(f"After your train_step the weights differ from one optimizer step's by up to {diff:.3g} (in "
+                 f"'{name}'): the optimizer must step exactly once, with the gradients of this batch.")
 
 
 @check("eval-without-graph")
