@@ -123,10 +123,12 @@ def verdict_for(exercise: Exercise, code: str, confinement: Confinement, *, seed
         if observations is not None:
             # The checks read the grading side's copy of the events, never the list the frame claims.
             observations["events"] = referee.events
-            runs = {name: run.measured(name, with_learner_code) for name, with_learner_code in referee.memory_runs}
             # The other learner runs' observations, under a key the grading side sets (whatever the frame held).
-            observations["runs"] = {name: observed for (name, learner), observed in
-                                    zip(referee.memory_runs, runs.values()) if learner}
+            observations["runs"] = {}
+            for name, with_learner_code in referee.memory_runs:
+                observed = run.measured(name, with_learner_code)
+                if with_learner_code:
+                    observations["runs"][name] = observed
             run_facts = {"seed": seed, "device": device, "emulated": device != "cuda",
                          "entry": exercise.entry}
             check_run = _run_checks(exercise.path, observations, run_facts, referee.outside())
