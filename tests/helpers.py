@@ -407,15 +407,26 @@ class Client:
     def __init__(self, server: LiveServer, address: str = "127.0.0.1", forwarded_for: str | None = None,
                  token: str | None = None):
         self.server, self.address, self.forwarded_for, self.token = server, address, forwarded_for, token
-        self.cookie: str | None = None  # the session cookie, "session=..."
+        self.cookies: dict[str, str] = {}  # what the server set: the session cookie, the device cookie
+
+    @property
+    def cookie(self) -> str | None:
+        """The session cookie, "session=...": what a thief copies (set it to replay one)."""
+        return f"session={self.cookies['session']}" if "session" in self.cookies else None
+
+    @cookie.setter
+    def cookie(self, value: str | None) -> None:
+        self.cookies.pop("session", None)
+        if value:
+            self.cookies["session"] = value.split("=", 1)[1]
 
     def request(self, method: str, url: str, body: bytes | None = None,
                 headers: dict[str, str] | None = None) -> Response:
         connection = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=60,
                                                 source_address=(self.address, 0))
         sent = dict(headers or {})
-        if self.cookie:
-            sent["Cookie"] = self.cookie
+        if self.cookies:
+            sent["Cookie"] = "; ".join(f"{name}={value}" for name, value in self.cookies.items())
         if self.forwarded_for:
             sent["X-Forwarded-For"] = self.forwarded_for
         if self.token:
@@ -426,9 +437,12 @@ class Client:
         finally:
             connection.close()
         for header in response.headers.get_all("Set-Cookie") or []:
-            name_value = header.split(";", 1)[0]
-            if name_value.startswith("session="):
-                self.cookie = None if name_value == "session=" else name_value
+            name, _, value = header.split(";", 1)[0].partition("=")
+            gone = not value or "max-age=0" in header.lower() or "expires=thu, 01 jan 1970" in header.lower()
+            if gone:
+                self.cookies.pop(name, None)
+            else:
+                self.cookies[name] = value
         return response
 
     def get(self, url: str) -> Response:

@@ -1,7 +1,7 @@
 """Error pages for people and JSON errors for the API: never a platform stack trace."""
 from __future__ import annotations
 
-from flask import Flask, jsonify, render_template, request
+from flask import Flask, jsonify, make_response, render_template, request
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext, lazy_gettext
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
@@ -44,13 +44,14 @@ def _message(exc: HTTPException) -> str:
 def _handle(exc: HTTPException) -> ResponseReturnValue:
     if request.blueprint == "api" or request.path.startswith("/api/"):
         response = jsonify(error=str(_message(exc)))
-        response.status_code = exc.code or 500
-        for header in ("Retry-After", "Allow"):
-            if exc.get_response().headers.get(header):
-                response.headers[header] = exc.get_response().headers[header]
-        return response
-    return render_template("error.html", code=exc.code, name=NAMES.get(exc.code or 500, exc.name),
-                           message=_message(exc)), exc.code
+    else:
+        response = make_response(render_template("error.html", code=exc.code, name=NAMES.get(exc.code or 500, exc.name),
+                                                 message=_message(exc)))
+    response.status_code = exc.code or 500
+    for header in ("Retry-After", "Allow"):  # when to come back (429), what is allowed (405)
+        if exc.get_response().headers.get(header):
+            response.headers[header] = exc.get_response().headers[header]
+    return response
 
 
 def init_app(app: Flask) -> None:
