@@ -8,6 +8,7 @@ from sqlalchemy import select
 
 from academy import jobs
 from academy.db import get_session
+from academy.api import GRADER_FAILED
 from academy.models import Submission, User
 from grader.result import validate_result
 from tests.helpers import EXERCISE, REPO, new_session, wait_for
@@ -48,7 +49,7 @@ def test_a_failing_grader_keeps_the_submission_and_says_so(make_app) -> None:  #
     body = learner.api("GET", f"/api/submissions/{submission.id}").json
     assert body["status"] == "error" and body["result"]["status"] == "infra-error"
     # The learner reads that the platform failed; what failed (the sandbox's words) is kept for instructors.
-    assert body["error"] == body["result"]["error"]["message"] == "The grader failed; your code is saved. Try again later."
+    assert body["error"] == body["result"]["error"]["message"] == GRADER_FAILED
     assert "unknown sandbox" not in json.dumps(body)
     assert submission.error_message.startswith("The grader failed: unknown sandbox 'no-such-sandbox'")
 
