@@ -7,8 +7,8 @@ import pytest
 from sqlalchemy import select
 
 from academy import jobs
-from academy.db import get_session
 from academy.api import GRADER_FAILED
+from academy.db import get_session
 from academy.models import Submission, User
 from grader.result import validate_result
 from tests.helpers import EXERCISE, REPO, new_session, wait_for
