@@ -487,6 +487,60 @@ class Client:
             time.sleep(0.2)
 
 
+class UserRows:
+    """A live server's `users` table as its administrator reaches it: straight through the database (on
+    SQLite as the sqlite3 shell does, foreign keys off)."""
+
+    def __init__(self, url: str):
+        from sqlalchemy import create_engine
+
+        self.engine = create_engine(url)
+
+    def id_of(self, email: str) -> int | None:
+        from sqlalchemy import text
+
+        with self.engine.connect() as connection:
+            return connection.execute(text("SELECT id FROM users WHERE email = :e"), {"e": email}).scalar()
+
+    def newest_id(self) -> int:
+        from sqlalchemy import text
+
+        with self.engine.connect() as connection:
+            return connection.execute(text("SELECT max(id) FROM users")).scalar()
+
+    def exists(self, user_id: int) -> bool:
+        from sqlalchemy import text
+
+        with self.engine.connect() as connection:
+            return connection.execute(text("SELECT count(*) FROM users WHERE id = :id"), {"id": user_id}).scalar() > 0
+
+    def delete(self, user_id: int) -> None:
+        from sqlalchemy import text
+
+        with self.engine.begin() as connection:
+            connection.execute(text("DELETE FROM users WHERE id = :id"), {"id": user_id})
+
+    def hand_out_again(self, user_id: int) -> None:
+        """The next user made gets `user_id` again, as the database would if ids were reused (SQLite without
+        AUTOINCREMENT hands out the newest deleted id by itself; a sequence reset, a restored dump ...)."""
+        from sqlalchemy import text
+        from sqlalchemy.exc import OperationalError
+
+        with self.engine.begin() as connection:
+            if self.engine.dialect.name == "postgresql":
+                connection.execute(text("SELECT setval('users_id_seq', :id, false)"), {"id": user_id})
+                return
+            try:
+                connection.execute(text("DELETE FROM sqlite_sequence WHERE name = 'users'"))
+                connection.execute(text("INSERT INTO sqlite_sequence (name, seq) VALUES ('users', :seq)"),
+                                   {"seq": user_id - 1})
+            except OperationalError:  # no AUTOINCREMENT table at all: the newest deleted id comes back anyway
+                pass
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
 # --- PostgreSQL
 
 def postgres_bin() -> Path | None:
