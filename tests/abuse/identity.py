@@ -66,15 +66,14 @@ def kept_guest_cookie_never_becomes_the_next_account(server: LiveServer, rows: U
 def replayed_merge_offer_moves_nobodys_work(server: LiveServer, rows: UserRows, net: str, *, reused: bool) -> None:
     """Finding 2: a cookie saved while the merge offer stood, replayed on /auth/merge after the offer was taken
     and after another visitor's guest got the freed id, must merge nothing: the visitor keeps its work and
-    stays signed in. And every cookie of the guest dies once its browser signs in elsewhere."""
+    stays signed in."""
     mine, victims_code = f"merger-{net}@example.org", f"victims_code_{net.replace('.', '_')} = 1"
     attacker = Client(server, f"{net}.1")
     assert attacker.signup(mine).status == 302
     attacker.form("/auth/signout")
     _guest_with_a_draft(attacker, "mine = 1")
-    guest_cookie, guest_id = attacker.cookie, rows.newest_id()
+    guest_id = rows.newest_id()
     assert "/auth/merge" in attacker.signin(mine).location
-    assert _signed_in_as(_holding(server, f"{net}.4", guest_cookie)) is None  # the guest's copies end here
     offer = attacker.cookie
     assert attacker.form("/auth/merge", {"action": "merge"}).status == 302
 
@@ -89,12 +88,22 @@ def replayed_merge_offer_moves_nobodys_work(server: LiveServer, rows: UserRows, 
     assert victims_code not in replay.get(STEP).text and victims_code not in attacker.get(STEP).text
 
 
-def guest_cookie_copied_before_signup_dies(server: LiveServer, net: str) -> None:
-    """Finding 3: a copy of a guest's cookie, taken before the guest signed up, is not the new account."""
+def guest_cookies_copied_before_signup_or_signin_die(server: LiveServer, net: str) -> None:
+    """Finding 3: a copy of a guest's cookie, taken before the guest signed up, is not the new account; and a
+    copy taken before the guest's browser signed in to an account no longer reaches the guest (whose work
+    only the merge offer, in that browser's new session, can take)."""
     browser = Client(server, f"{net}.1").guest()
     copy = browser.cookie
     assert browser.signup(f"newcomer-{net}@example.org").status == 302
     assert _signed_in_as(_holding(server, f"{net}.2", copy)) is None
+    assert _signed_in_as(browser) == f"newcomer-{net}@example.org"
+
+    browser.form("/auth/signout")
+    _guest_with_a_draft(browser, "as_a_guest = 1")
+    copy = browser.cookie
+    assert "/auth/merge" in browser.signin(f"newcomer-{net}@example.org").location
+    assert _signed_in_as(_holding(server, f"{net}.2", copy)) is None
+    assert browser.form("/auth/merge", {"action": "discard"}).status == 302
     assert _signed_in_as(browser) == f"newcomer-{net}@example.org"
 
 

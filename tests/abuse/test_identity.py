@@ -30,8 +30,8 @@ def test_a_replayed_merge_offer_moves_nobodys_work(shared_server: LiveServer, ro
     identity.replayed_merge_offer_moves_nobodys_work(shared_server, rows, "127.0.9", reused=False)
 
 
-def test_a_guest_cookie_copied_before_sign_up_dies(shared_server: LiveServer) -> None:
-    identity.guest_cookie_copied_before_signup_dies(shared_server, "127.0.10")
+def test_guest_cookies_copied_before_sign_up_or_sign_in_die(shared_server: LiveServer) -> None:
+    identity.guest_cookies_copied_before_signup_or_signin_die(shared_server, "127.0.10")
 
 
 def test_the_token_of_a_deleted_account_dies(shared_server: LiveServer, rows: UserRows) -> None:
