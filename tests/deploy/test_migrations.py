@@ -126,10 +126,12 @@ def test_migration_0005_on_postgresql(postgres: PostgresServer) -> None:
 
 
 CHILD_ROWS = {  # a row per table that references users, inserted for each user (:u) before 0007
-    "api_tokens": "(user_id, name, token_hash, prefix, created_at) VALUES (:u, 't', 'h' || :u, 'dla_', CURRENT_TIMESTAMP)",
+    "api_tokens": "(user_id, name, token_hash, prefix, created_at) "
+                  "VALUES (:u, 't', 'h' || :u, 'dla_', CURRENT_TIMESTAMP)",
     "submissions": "(user_id, exercise_id, code, status, passed, created_at, kind) "
                    "VALUES (:u, 'mixed-precision/amp-step', 'x = 1', 'done', false, CURRENT_TIMESTAMP, 'grade')",
-    "drafts": "(user_id, exercise_id, code, updated_at) VALUES (:u, 'mixed-precision/amp-step', 'héllo', CURRENT_TIMESTAMP)",
+    "drafts": "(user_id, exercise_id, code, updated_at) "
+              "VALUES (:u, 'mixed-precision/amp-step', 'héllo', CURRENT_TIMESTAMP)",
     "lesson_progress": "(user_id, lesson_id, step_id, updated_at) VALUES (:u, 'mixed-precision', 'meet-autocast', "
                        "CURRENT_TIMESTAMP)",
     "step_visits": "(user_id, lesson_id, step_id, seen_at) VALUES (:u, 'mixed-precision', 'meet-autocast', "
@@ -194,8 +196,9 @@ def test_migration_0007_on_sqlite_through_the_app(tmp_path: Path) -> None:
     made = []
 
     def through_the_app() -> None:
-        made.append(create_app({"INSTANCE_PATH": str(tmp_path / "instance"), "DATABASE_URL": url, "SANDBOX": "local",
-                                "SECRET_KEY": "test", "TESTING": True, "REQUEUE_ON_START": False}))
+        made.append(create_app({"INSTANCE_PATH": str(tmp_path / "instance"), "DATABASE_URL": url,
+                                "SANDBOX": "local", "SECRET_KEY": "test", "TESTING": True,
+                                "REQUEUE_ON_START": False}))
         with made[0].extensions["academy.engine"].connect() as connection:
             assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1  # on again afterwards
 
