@@ -36,8 +36,8 @@ TOO_LARGE = N_("The request is larger than %(size)s KB; code may be at most 256 
 
 def _message(exc: HTTPException) -> str:
     """The error's description in the request's language (Werkzeug's defaults through the catalogs)."""
-    if isinstance(exc, RequestEntityTooLarge):
-        return gettext(TOO_LARGE, size=MAX_REQUEST_BYTES // 1024)
+    if isinstance(exc, RequestEntityTooLarge) and exc.description == RequestEntityTooLarge.description:
+        return gettext(TOO_LARGE, size=MAX_REQUEST_BYTES // 1024)  # the body itself: a view's 413 says its own
     return _DEFAULTS.get(str(exc.description), exc.description or NAMES.get(exc.code or 500, exc.name))
 
 
