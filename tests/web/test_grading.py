@@ -52,6 +52,10 @@ def test_a_failing_grader_keeps_the_submission_and_says_so(make_app) -> None:  #
     assert body["error"] == body["result"]["error"]["message"] == GRADER_FAILED
     assert "unknown sandbox" not in json.dumps(body)
     assert submission.error_message.startswith("The grader failed: unknown sandbox 'no-such-sandbox'")
+    run = learner.api("POST", "/api/runs", {"exercise": EXERCISE, "code": STARTER}).json
+    wait_for(app, run["id"], timeout=30)
+    ran = learner.api("GET", f"/api/runs/{run['id']}").json
+    assert ran["status"] == "error" and ran["error"] == GRADER_FAILED, ran
 
 
 def test_a_vanished_exercise_ends_as_a_plain_error(app) -> None:  # noqa: ANN001
