@@ -95,7 +95,7 @@ def trust_this_browser(response: Response, user: User) -> None:
     others = [pair for pair in _devices() if pair[0] != user.id]
     pairs = [[user.id, device_nonce(user) or secrets.token_urlsafe(16)], *others][:DEVICES_PER_BROWSER]
     response.set_cookie(DEVICE_COOKIE, _serializer().dumps(pairs), max_age=int(DEVICE_MAX_AGE.total_seconds()),
-                        path="/auth/", secure=not settings().insecure_cookies, httponly=True, samesite="Lax")
+                        path="/", secure=not settings().insecure_cookies, httponly=True, samesite="Lax")
 
 
 @dataclass(frozen=True)
