@@ -48,6 +48,8 @@ def spend(name: str, scope: str, message: Callable[[], str]) -> None:
     """Count one action of this client address against the limits of setting `name` (several with ";"),
     under `scope`: for an action that more than one route performs. Above any of them: 429 with
     Retry-After and `message`, and nothing is counted."""
+    if not limiter.enabled:  # RATELIMIT_ENABLED = False
+        return
     strategy, address = limiter.limiter, client_address()
     items = parse_many(getattr(settings(), name))
     for item in items:
