@@ -16,13 +16,7 @@ from academy.db import get_session
 from academy.inputs import safe_next
 from academy.limits import limit, limiter, spend, spend_new_guest
 from academy.models import ApiToken, User
-from academy.security import (
-    end_other_sessions,
-    login_required,
-    new_api_token,
-    no_store,
-    start_session,
-)
+from academy.security import end_other_sessions, login_required, new_api_token, no_store, start_session
 
 bp = Blueprint("auth", __name__, url_prefix="/auth")
 

@@ -14,6 +14,7 @@ from sqlalchemy import select
 
 from academy.db import get_session
 from academy.i18n import N_
+from academy.limits import spend_new_guest
 from academy.models import ApiToken, User, utcnow
 
 TOKEN_PREFIX = "dla_"
@@ -165,8 +166,6 @@ def become_guest() -> None:
     """Make this browser a guest (caller: after the CSRF check passed). The CSRF token is kept, so the
     page already open goes on working; it spends the same per-address budget of new guests as /auth/guest
     (429 above it)."""
-    from academy.limits import spend_new_guest
-
     spend_new_guest()
     token = session.get("csrf")
     user = User(is_guest=True)
