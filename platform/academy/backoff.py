@@ -11,8 +11,8 @@ its owner out) and "Slow Down Online Guessing Attacks with Device Cookies" descr
 - Under each key the first wrong passwords are free (DLA_SIGNIN_FREE_FAILURES, more per address:
   DLA_SIGNIN_FREE_FAILURES_PER_ADDRESS, a classroom behind one NAT); after them each further attempt waits
   DLA_SIGNIN_FIRST_DELAY_S after the last wrong one, doubling with every wrong password up to
-  DLA_SIGNIN_MAX_DELAY_S. A delay, never a lock: after it, the right password works. A key is forgotten a
-  day after its last wrong password.
+  DLA_SIGNIN_MAX_DELAY_S. A delay, never a lock: once it has passed, the next attempt is checked. A key is
+  forgotten a day after its last wrong password.
 
 An attempt is counted before its password is checked, and given back when the password is right: the
 counters live in the database (shared by every web process), and a reservation is a compare-and-swap of the
@@ -45,7 +45,7 @@ FORGET_AFTER = timedelta(days=1)
 _RESERVE_TRIES = 5
 
 
-class BackingOff(Exception):  # noqa: N818 - a state, not a bug
+class BackingOff(Exception):
     """This attempt has to wait: `seconds`, and a learner-facing `message`."""
 
     def __init__(self, seconds: int, message: str):
