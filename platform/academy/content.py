@@ -58,6 +58,7 @@ class Content:
     course: Course
     html: dict[int, str]
     translations: dict = field(default_factory=dict)  # (lesson id, language) -> i18n.LessonText
+    course_translations: dict = field(default_factory=dict)  # language -> i18n.Heading (the course's own)
 
     def step_html(self, step: Step) -> str:
         return self.html.get(id(step), "")
@@ -77,8 +78,8 @@ def build_content(root: Path | None) -> Content:
             markdown = step.page_markdown()
             if markdown is not None:
                 html[id(step)] = render_markdown(markdown)
-    from academy.i18n import load_translations
-    return Content(course, html, load_translations(course))
+    from academy.i18n import load_course_translations, load_translations
+    return Content(course, html, load_translations(course), load_course_translations(course))
 
 
 _lock = threading.Lock()

@@ -8,9 +8,9 @@ URL; where that is English it answers in English itself (`Vary: Accept-Language`
 answers in the language its request's `Accept-Language` names (lesson.js sends the page's), else English, so
 scripts get English.
 
-Content: next to each English file, `lesson.<lang>.yaml` (title, summary), `cards/<lang>/<card>.md`,
-`quiz.<lang>.yaml`, `exercise.<lang>.yaml` (docs/course.md). Whatever is missing is shown in English, and
-the page says so (`NOT_TRANSLATED`).
+Content: next to each English file, `course.<lang>.yaml` and `lesson.<lang>.yaml` (title, summary),
+`cards/<lang>/<card>.md`, `quiz.<lang>.yaml`, `exercise.<lang>.yaml` (docs/course.md). Whatever is missing is
+shown in English, marked `lang="en"` in the markup, and the page says so (`NOT_TRANSLATED`).
 """
 from __future__ import annotations
 
@@ -23,12 +23,12 @@ import yaml
 from flask import Blueprint, Flask, g, has_request_context, redirect, request, session
 from flask.typing import ResponseReturnValue
 from flask_babel import Babel, gettext, lazy_gettext, lazy_pgettext
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from academy.db import get_session
 from academy.inputs import safe_next
 from academy.settings import settings
-from grader.course import Card, Course, ExerciseStep, Lesson, QuizOption, QuizQuestion, Step
+from grader.course import Card, Course, CourseError, ExerciseStep, Lesson, Quiz, QuizOption, QuizQuestion, Step
 
 LANGUAGES = {"en": "English", "it": "Italiano", "ja": "日本語", "ar": "العربية"}
 TRANSLATED = tuple(code for code in LANGUAGES if code != "en")
@@ -233,14 +233,46 @@ def choose() -> ResponseReturnValue:
 # -- course content ------------------------------------------------------------------------------
 
 
+class Untranslated(str):
+    """English text on a page in another language, shown because no translation file gives it. Templates show
+    it through the `marked` filter, which tells browsers and screen readers it is English."""
+
+
+def marked(text: Any) -> Markup:
+    """The `marked` template filter: the text, escaped, inside `<span lang="en" dir="ltr">` where it is
+    Untranslated (the page's notice says in words what this says in markup)."""
+    if isinstance(text, Untranslated):
+        return Markup('<span lang="en" dir="ltr">%s</span>') % str(text)
+    return escape(text)
+
+
 @dataclass
-class LessonText:
-    """One lesson's translation into one language: only what its files give."""
+class Heading:
+    """A title and a summary in one language: the course's (`course.<lang>.yaml`) or a lesson's."""
     title: str | None = None
     summary: str | None = None
+
+
+@dataclass
+class QuestionText:
+    """One quiz question in one language; options by their (unchanged) id: {"text": ..., "explanation": ...}."""
+    question: str | None = None
+    options: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+@dataclass
+class QuizText:
+    title: str | None = None
+    questions: dict[str, QuestionText] = field(default_factory=dict)  # by the English question's id
+
+
+@dataclass
+class LessonText(Heading):
+    """One lesson's translation into one language: only what its files give."""
     cards: dict[str, tuple[str, str]] = field(default_factory=dict)  # step id -> (title, markdown)
     exercises: dict[str, dict[str, Any]] = field(default_factory=dict)  # step id -> exercise.<lang>.yaml
-    quiz: dict[str, Any] | None = None  # quiz.<lang>.yaml
+    quiz: QuizText | None = None  # quiz.<lang>.yaml
+    html: dict[str, str] = field(default_factory=dict)  # step id -> its card or prompt as safe HTML, rendered once
 
     def pieces(self, lesson: Lesson) -> tuple[int, int]:
         """(translated, total): the title, the summary and each step count one."""
@@ -251,138 +283,254 @@ class LessonText:
             done += self.quiz is not None if step.kind == "quiz" else 0
         return done, 2 + len(lesson.steps)
 
+    def prose(self, step: Step) -> str | None:
+        """A card's or an exercise prompt's translated markdown, if a file gives it."""
+        if isinstance(step, Card):
+            return self.cards.get(step.id, (None, None))[1]
+        if isinstance(step, ExerciseStep):
+            return self.exercises.get(step.id, {}).get("prompt") or None
+        return None
 
-def _yaml(path: Path) -> dict[str, Any] | None:
+
+# What each translation file may hold (docs/course.md, "Translations"); anything else is a mistake to report.
+HEADING_KEYS = {"title", "summary"}
+QUIZ_KEYS, QUESTION_KEYS, OPTION_KEYS = {"title", "questions"}, {"id", "question", "options"}, {"text", "explanation"}
+EXERCISE_KEYS, CHECK_KEYS = {"title", "prompt", "checks", "hints"}, {"title", "hints"}
+
+
+def _mapping(data: Any, allowed: set[str], where: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise CourseError(f"{where}: expected a mapping with {', '.join(sorted(allowed))}")
+    unknown = sorted(str(key) for key in data if key not in allowed)
+    if unknown:
+        raise CourseError(f"{where}: unknown key(s) {', '.join(unknown)}; a translation gives "
+                          f"{', '.join(sorted(allowed))}")
+    return data
+
+
+def _file(path: Path, allowed: set[str]) -> dict[str, Any] | None:
+    """A translation file's mapping, or None where there is no such file."""
     if not path.is_file():
         return None
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return data if isinstance(data, dict) else None
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise CourseError(f"{path}: not valid YAML: {exc}") from None
+    return _mapping(data, allowed, str(path))
 
 
-def _card(path: Path) -> tuple[str, str] | None:
-    if not path.is_file():
+def _text(data: dict[str, Any], key: str, where: str) -> str | None:
+    value = data.get(key)
+    if value is None or value == "":
         return None
+    if isinstance(value, (dict, list, bool)):
+        raise CourseError(f"{where}: '{key}' must be a text")
+    return str(value)
+
+
+def _heading(path: Path) -> dict[str, str | None]:
+    data = _file(path, HEADING_KEYS) or {}
+    return {key: _text(data, key, str(path)) for key in HEADING_KEYS}
+
+
+def _card(path: Path) -> tuple[str, str]:
     first, _, rest = path.read_text(encoding="utf-8").partition("\n")
-    return (first[2:].strip(), rest.strip() + "\n") if first.startswith("# ") else None
+    if not first.startswith("# ") or not first[2:].strip():
+        raise CourseError(f"{path}: a translated card starts with its '# Title' line, as the English one does")
+    return first[2:].strip(), rest.strip() + "\n"
+
+
+def _quiz(path: Path, quiz: Quiz) -> QuizText | None:
+    """quiz.<lang>.yaml, checked against the English quiz: every id it names must be one of that quiz's."""
+    data = _file(path, QUIZ_KEYS)
+    if data is None:
+        return None
+    raw_questions = data.get("questions") or []
+    if not isinstance(raw_questions, list):
+        raise CourseError(f"{path}: 'questions' must be a list of questions with their ids")
+    english = {question.id: question for question in quiz.questions}
+    text = QuizText(_text(data, "title", str(path)))
+    for raw in raw_questions:
+        raw = _mapping(raw, QUESTION_KEYS, f"{path}: each question")
+        question = english.get(str(raw.get("id")))
+        where = f"{path}: question '{raw.get('id')}'"
+        if question is None:
+            raise CourseError(f"{where} is not a question of the English quiz ({', '.join(english)})")
+        if question.id in text.questions:
+            raise CourseError(f"{where} is translated twice")
+        options = raw.get("options") or {}
+        if not isinstance(options, dict):
+            raise CourseError(f"{where}: 'options' must map each option's id to its text and explanation")
+        known = [option.id for option in question.options]
+        translated: dict[str, dict[str, str]] = {}
+        for option_id, entry in options.items():
+            if str(option_id) not in known:
+                raise CourseError(f"{where}: option '{option_id}' is not one of its options ({', '.join(known)})")
+            entry = _mapping(entry, OPTION_KEYS, f"{where}, option '{option_id}'")
+            translated[str(option_id)] = {key: value for key in OPTION_KEYS
+                                          if (value := _text(entry, key, f"{where}, option '{option_id}'"))}
+        text.questions[question.id] = QuestionText(_text(raw, "question", where), translated)
+    return text
+
+
+def _exercise(path: Path, step: ExerciseStep) -> dict[str, Any] | None:
+    data = _file(path, EXERCISE_KEYS)
+    if data is None:
+        return None
+    for key in ("title", "prompt"):
+        _text(data, key, str(path))
+    checks = data.get("checks") or {}
+    if not isinstance(checks, dict):
+        raise CourseError(f"{path}: 'checks' must map each check's id to its title")
+    known = [check.id for check in step.exercise.checks]
+    for check_id, entry in checks.items():
+        if check_id not in known:
+            raise CourseError(f"{path}: check '{check_id}' is not one of the exercise's ({', '.join(known)})")
+        _text(_mapping(entry, CHECK_KEYS, f"{path}: check '{check_id}'"), "title", f"{path}: check '{check_id}'")
+    return data
+
+
+def load_course_translations(course: Course) -> dict[str, Heading]:
+    """Language -> the course's title and summary in it (`course.<lang>.yaml` next to course.yaml)."""
+    return {language: Heading(**_heading(Path(course.root) / f"course.{language}.yaml")) for language in TRANSLATED}
 
 
 def load_translations(course: Course) -> dict[tuple[str, str], LessonText]:
-    """(lesson id, language) -> LessonText, for every lesson and every language other than English."""
+    """(lesson id, language) -> LessonText, for every lesson and every language other than English. Raises
+    CourseError, naming the file, where a translation file is malformed or names what the English lacks.
+    Cards and prompts are rendered here, once per (re)load, like the English ones (academy.content)."""
+    from academy.content import render_markdown
+
     texts: dict[tuple[str, str], LessonText] = {}
     for lesson in course.lessons:
         folder = Path(course.root) / lesson.id
         refs = [next(v for k, v in raw.items() if k != "id")
                 for raw in (yaml.safe_load((folder / "lesson.yaml").read_text()) or {}).get("steps", [])]
+        cards = {Path(str(ref)).name: step for ref, step in zip(refs, lesson.steps) if step.kind == "card"}
         for language in TRANSLATED:
-            text = LessonText()
-            meta = _yaml(folder / f"lesson.{language}.yaml") or {}
-            text.title = str(meta["title"]) if meta.get("title") else None
-            text.summary = str(meta["summary"]) if meta.get("summary") else None
+            text = LessonText(**_heading(folder / f"lesson.{language}.yaml"))
+            for path in sorted((folder / "cards" / language).glob("*.md")):
+                if not (folder / "cards" / path.name).is_file():  # a misspelt name; an unlisted card is fine
+                    raise CourseError(f"{path}: there is no English card cards/{path.name}; a translated card has "
+                                      f"the English card's file name")
+                if path.name in cards:
+                    text.cards[cards[path.name].id] = _card(path)
             for ref, step in zip(refs, lesson.steps):
-                if step.kind == "card":
-                    card = _card(folder / "cards" / language / Path(str(ref)).name)
-                    if card is not None:
-                        text.cards[step.id] = card
-                elif step.kind == "exercise":
-                    data = _yaml(Path(step.exercise.path) / f"exercise.{language}.yaml")
+                if isinstance(step, ExerciseStep):
+                    data = _exercise(Path(step.exercise.path) / f"exercise.{language}.yaml", step)
                     if data is not None:
                         text.exercises[step.id] = data
-                elif step.kind == "quiz":
-                    text.quiz = _yaml(folder / f"{Path(str(ref)).stem}.{language}.yaml")
+                elif isinstance(step, Quiz):
+                    text.quiz = _quiz(folder / f"{Path(str(ref)).stem}.{language}.yaml", step)
+            for step in lesson.steps:
+                prose = text.prose(step)
+                if prose:
+                    text.html[step.id] = render_markdown(prose)
             texts[(lesson.id, language)] = text
     return texts
 
 
-class Localized:
-    """A lesson as one page shows it in one language: each text translated where a file gives it, else
-    English; `missing` says whether anything shown fell back to English."""
+class LocalizedHeading:
+    """A course's or a lesson's title and summary as one page shows them in one language: translated where a
+    file gives them, else the English as Untranslated; `missing` says whether anything shown fell back."""
 
-    def __init__(self, lesson: Lesson, language: str, text: LessonText | None, render: Any):
-        self.lesson, self.language, self.text, self._render = lesson, language, text, render
+    def __init__(self, english: Course | Lesson, language: str, text: Heading | None):
+        self._english, self.language, self.text = english, language, text
         self.missing = False
 
-    def _pick(self, translated: Any, english: Any) -> Any:
-        if self.text is None:
+    def _pick(self, translated: str | None, english: str) -> str:
+        if self.text is None:  # an English page
             return english
-        if translated in (None, ""):
+        if not translated:
             self.missing = True
-            return english
+            return Untranslated(english)
         return translated
 
     @property
     def title(self) -> str:
-        return self._pick(self.text and self.text.title, self.lesson.title)
+        return self._pick(self.text and self.text.title, self._english.title)
 
     @property
     def summary(self) -> str:
-        return self._pick(self.text and self.text.summary, self.lesson.summary)
+        return self._pick(self.text and self.text.summary, self._english.summary)
+
+
+class Localized(LocalizedHeading):
+    """A lesson as one page shows it in one language: its heading, steps and quiz."""
+
+    text: LessonText | None
+
+    def __init__(self, lesson: Lesson, language: str, text: LessonText | None):
+        super().__init__(lesson, language, text)
+        self.lesson = lesson
+
+    def _step_title(self, step: Step) -> str | None:
+        if isinstance(step, Card):
+            return self.text.cards.get(step.id, (None, None))[0]
+        if isinstance(step, ExerciseStep):
+            return self.text.exercises.get(step.id, {}).get("title")
+        return self.text.quiz.title if self.text.quiz else None
 
     def step_title(self, step: Step, *, count: bool = True) -> str:
+        """The step's title; `count=False` for a mention (the step list, a link) that does not make this page
+        say it shows English."""
         if self.text is None:
             return step.title
-        if isinstance(step, Card):
-            found = self.text.cards.get(step.id, (None, None))[0]
-        elif isinstance(step, ExerciseStep):
-            found = self.text.exercises.get(step.id, {}).get("title")
-        else:
-            found = (self.text.quiz or {}).get("title")
-        return self._pick(found, step.title) if count else (found or step.title)
+        found = self._step_title(step)
+        if count:
+            return self._pick(found, step.title)
+        return found or Untranslated(step.title)
 
     def step_html(self, step: Step, english_html: str) -> Markup | str:
-        if self.text is None:
+        """A card's or exercise prompt's HTML in this language, else the English (`english` marks it)."""
+        if self.text is None or step.kind == "quiz":
             return english_html
-        if isinstance(step, Card):
-            found = self.text.cards.get(step.id, (None, None))[1]
-        elif isinstance(step, ExerciseStep):
-            found = self.text.exercises.get(step.id, {}).get("prompt")
-        else:
-            return english_html
-        return self._render(found) if self._pick(found, None) is not None else english_html
+        found = self.text.html.get(step.id)
+        if found:
+            return Markup(found)  # render_markdown's output, sanitised by nh3
+        self.missing = True
+        return english_html
 
     def english(self, step: Step) -> Markup:
-        """` lang="en" dir="ltr"` for a step's title and text shown in English on a page in another language."""
-        if self.text is None:
+        """` lang="en" dir="ltr"` for the prose of a card or exercise shown in English on another language's
+        page (a quiz marks each of its texts instead: `marked`)."""
+        if self.text is None or step.kind == "quiz" or step.id in self.text.html:
             return Markup("")
-        if isinstance(step, Card):
-            found = step.id in self.text.cards
-        elif isinstance(step, ExerciseStep):
-            found = bool(self.text.exercises.get(step.id, {}).get("prompt"))
-        else:
-            found = self.text.quiz is not None
-        return Markup("") if found else Markup(' lang="en" dir="ltr"')
+        return Markup(' lang="en" dir="ltr"')
 
-    def _question(self, question: QuizQuestion) -> dict[str, Any]:
-        for raw in (self.text.quiz or {}).get("questions", []) if self.text else []:
-            if isinstance(raw, dict) and str(raw.get("id")) == question.id:
-                return raw
-        return {}
+    def _question(self, question: QuizQuestion) -> QuestionText:
+        quiz = self.text.quiz if self.text else None
+        return (quiz.questions.get(question.id) if quiz else None) or QuestionText()
 
     def question(self, question: QuizQuestion) -> str:
-        return self._pick(self._question(question).get("question"), question.question)
-
-    def _option(self, question: QuizQuestion, option: QuizOption) -> dict[str, Any]:
-        options = self._question(question).get("options") or {}
-        return options.get(option.id) or options.get(int(option.id) if option.id.isdigit() else None) or {} \
-            if isinstance(options, dict) else {}
+        return self._pick(self._question(question).question, question.question)
 
     def option(self, question: QuizQuestion, option: QuizOption) -> str:
-        return self._pick(self._option(question, option).get("text"), option.text)
+        return self._pick(self._question(question).options.get(option.id, {}).get("text"), option.text)
 
     def explanation(self, question: QuizQuestion, option: QuizOption) -> str:
-        return self._pick(self._option(question, option).get("explanation"), option.explanation)
+        return self._pick(self._question(question).options.get(option.id, {}).get("explanation"),
+                          option.explanation)
 
     def check_title(self, step: ExerciseStep, check_id: str, english: str) -> str:
         checks = self.text.exercises.get(step.id, {}).get("checks", {}) if self.text else {}
-        found = checks.get(check_id, {}).get("title") if isinstance(checks, dict) else None
-        return self._pick(found, english)
+        return self._pick((checks.get(check_id) or {}).get("title"), english)
 
 
 def localize(lesson: Lesson, language: str | None = None) -> Localized:
-    from academy.content import get_content, render_markdown
+    from academy.content import get_content
 
     language = language or current_language()
     text = get_content().translations.get((lesson.id, language)) if language != "en" else None
-    return Localized(lesson, language, text, lambda md: Markup(render_markdown(md)))
+    return Localized(lesson, language, text)
+
+
+def localize_course(course: Course, language: str | None = None) -> LocalizedHeading:
+    from academy.content import get_content
+
+    language = language or current_language()
+    text = get_content().course_translations.get(language) if language != "en" else None
+    return LocalizedHeading(course, language, text)
 
 
 def coverage(course: Course, translations: dict[tuple[str, str], LessonText]) -> list[dict[str, Any]]:
@@ -406,6 +554,7 @@ def init_app(app: Flask) -> None:
     Babel(app, locale_selector=_babel_locale)
     app.wsgi_app = LanguagePrefix(app.wsgi_app)  # type: ignore[method-assign]
     app.register_blueprint(bp)
+    app.add_template_filter(marked)
 
     @app.before_request
     def _language() -> ResponseReturnValue | None:
@@ -427,4 +576,4 @@ def init_app(app: Flask) -> None:
                 "here": request.full_path.rstrip("?") if request.query_string else request.path}
 
 
-__all__ = ["LANGUAGES", "gettext", "localize", "coverage", "init_app"]
+__all__ = ["LANGUAGES", "gettext", "localize", "localize_course", "coverage", "init_app"]

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from academy import progress
 from academy.content import get_content
 from academy.db import get_session
-from academy.i18n import localize
+from academy.i18n import localize, localize_course
 from academy.limits import account_key, limit, limiter
 from academy.models import GRADED, Draft, QuizAnswer, Submission
 from academy.security import learner_required, public_lessons, public_page
@@ -22,7 +22,7 @@ bp = Blueprint("lessons", __name__, url_prefix="/lessons")
 
 def course() -> ResponseReturnValue:  # the site's front page, registered at "/"
     content = get_content()
-    return render_template("lessons/course.html", course=content.course,
+    return render_template("lessons/course.html", course=content.course, heading=localize_course(content.course),
                            statuses=progress.course_status(g.user, content.course.lessons),
                            public_lessons=public_lessons(), localize=localize)
 

@@ -1,4 +1,5 @@
-"""Languages in Chromium: lesson 1 in Italian, Japanese and Arabic shows the seeds' title, summary and notice;
+"""Languages in Chromium: lesson 1 in Italian, Japanese and Arabic shows the seeds' title and summary, its cards
+translated, and the seeds' notice where English remains (an exercise's prompt);
 Arabic is right-to-left with left-to-right code and editor, and its arrow keys follow the reading direction;
 Japanese fits a 390 px phone. With DLA_UPDATE_SCREENSHOTS=1 it also writes the README's screenshots
 (docs/web-lesson-ja-phone.png, docs/web-lesson-ar.png); they are always under artifacts/browser/."""
@@ -13,7 +14,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.helpers import REPO
-from tests.web.test_languages import EXPECTED
+from tests.web.test_languages import EXPECTED, translated_cards
 
 pytestmark = [pytest.mark.browser]
 
@@ -48,8 +49,12 @@ def test_lesson_one_in_three_languages(page: Page, live_server: str, shoot) -> N
         page.goto(f"{live_server}/{code}{FIRST}")
         expect(page.locator(".lesson-head")).to_contain_text(title)
         expect(page.locator(".lesson-summary")).to_have_text(summary)
-        expect(page.locator("#not-translated")).to_have_text(notice)
-        assert page.title().startswith("What Mixed Precision Means · " + title)
+        expect(page.locator("#not-translated")).to_have_count(0)  # the card is translated
+        assert page.title().startswith(translated_cards(code)["01-what-mixed-precision-means.md"][0] + " · " + title)
+        page.goto(f"{live_server}/{code}/lessons/{LESSON}/amp-step")
+        expect(page.locator("#not-translated")).to_have_text(notice)  # its prompt is still English
+        expect(page.locator(".exercise-body .prose")).to_have_attribute("lang", "en")
+        page.goto(f"{live_server}/{code}{FIRST}")
     # Arabic: right to left, mirrored (Next on the left), code left to right, arrows follow the reading.
     assert page.evaluate("document.documentElement.dir") == "rtl"
     assert page.locator("#next").bounding_box()["x"] < page.locator(".pager .hint").bounding_box()["x"]

@@ -1,10 +1,15 @@
-"""Languages: per-language URLs with hreflang, the redirect rules, the switcher saved on the account, lesson 1's
-translated title and summary (the seeds'), the not-yet-translated notice, Arabic RTL, translation files."""
+"""Languages: per-language URLs with hreflang, the redirect rules, the switcher saved on the account, the course
+page with the seeds' four lesson titles, lesson 1's cards and quiz translated, the not-yet-translated notice and
+the English marked as English, Arabic RTL, translation files and their errors."""
 from __future__ import annotations
 
 import json
 import re
 from pathlib import Path
+
+import pytest
+import yaml
+from markupsafe import escape
 
 from tests.helpers import LESSON, REPO, WebSession
 
@@ -22,12 +27,29 @@ EXPECTED = {
            "بعض أجزاء هذا الدرس لم تُترجم بعد وتظهر باللغة الإنجليزية."),
 }
 
+# The course's four lessons as each seed lists them ("- title", its last four lines).
+SEED_TITLES = {
+    "it": ["Precisione mista con autocast e GradScaler", "Accumulo dei gradienti per batch grandi",
+           "Profilare il collo di bottiglia", "Ridurre l'uso della memoria della GPU"],
+    "ja": ["autocastとGradScalerによる混合精度", "大きなバッチのための勾配累積", "ボトルネックをプロファイリングする",
+           "GPUメモリ使用量を削減する"],
+    "ar": ["الدقة المختلطة باستخدام autocast وGradScaler", "تجميع التدرجات للدفعات الكبيرة", "تحليل عنق الزجاجة",
+           "تقليل استخدام ذاكرة GPU"],
+}
+ENGLISH_MARK = '<span lang="en" dir="ltr">'
+
+
+def _main(page: str) -> str:
+    """The page's own content (the header's language switcher names English, in English, on every page)."""
+    return page[page.index("<main"):page.index("</main>")]
+
 
 def test_expected_texts_are_the_seeds() -> None:
     for code, path in SEEDS.items():
         if path.exists():
             lines = path.read_text(encoding="utf-8").splitlines()
             assert (lines[0], lines[1], lines[3]) == EXPECTED[code]
+            assert [line.removeprefix("- ") for line in lines[-4:]] == SEED_TITLES[code]
 
 
 def test_lesson_one_in_each_language(web: WebSession) -> None:
@@ -35,7 +57,9 @@ def test_lesson_one_in_each_language(web: WebSession) -> None:
         page = web.client.get(f"/{code}{FIRST}").get_data(as_text=True)
         assert f'<html lang="{code}" dir="{"rtl" if code == "ar" else "ltr"}">' in page
         assert f"· {title} · Deep Learning Academy</title>" in page
-        assert summary in page and notice in page
+        assert summary in page and 'id="not-translated"' not in page  # the card is translated: nothing to excuse
+        exercise = web.client.get(f"/{code}/lessons/{LESSON}/amp-step").get_data(as_text=True)
+        assert notice in exercise and '<div class="prose" lang="en" dir="ltr">' in exercise  # its prompt is English
         assert f'rel="next" href="/{code}/lessons/{LESSON}/' in page  # links stay in the language
         for other in ("en", "it", "ja", "ar"):
             assert f'<link rel="alternate" hreflang="{other}" href="http://localhost/{other}{FIRST}">' in page
@@ -74,19 +98,157 @@ def test_the_switcher_is_saved_on_the_account(web: WebSession) -> None:
     assert 'selected>AR' in other.client.get(f"/ar{FIRST}").get_data(as_text=True)
 
 
+def test_the_course_page_in_each_language(web: WebSession) -> None:
+    """/it/, /ja/ and /ar/ list the four lessons by the seeds' titles, with the course's and each lesson's
+    summary translated: nothing on the course page is left in English."""
+    english = web.client.get("/en/").get_data(as_text=True)
+    for code, titles in SEED_TITLES.items():
+        page = web.client.get(f"/{code}/").get_data(as_text=True)
+        shown = re.findall(r'<h2>[^<]*<a href="[^"]+">(.*?)</a></h2>\s*<p>(.*?)</p>', page)
+        assert [title for title, _ in shown] == [str(escape(title)) for title in titles], code
+        for _, summary in shown:
+            assert summary and summary not in english, (code, summary)
+        course_summary = re.search(r'<p class="summary">(.*?)</p>', page).group(1)
+        assert course_summary and course_summary not in english
+        assert 'lang="en"' not in _main(page)
+
+
+def translated_cards(code: str) -> dict[str, tuple[str, str]]:
+    """Lesson 1's translated cards: English file name -> (title, markdown)."""
+    folder = REPO / "exercises" / LESSON / "cards" / code
+    cards = {}
+    for path in sorted(folder.glob("*.md")):
+        first, _, rest = path.read_text(encoding="utf-8").partition("\n")
+        cards[path.name] = (first.removeprefix("# "), rest)
+    return cards
+
+
+def test_lesson_one_cards_in_each_language(web: WebSession) -> None:
+    """Every card of lesson 1 shows its translation in Italian, Japanese and Arabic: the translated title and
+    text, the code as it is, no English left and so no notice."""
+    from academy.content import render_markdown
+    from grader.course import Card, load_course
+
+    cards = [step for step in load_course().lesson(LESSON).steps if isinstance(step, Card)]
+    for code in SEED_TITLES:
+        translated = translated_cards(code)
+        assert len(translated) == len(cards) == 12, code
+        for card, (title, markdown) in zip(cards, translated.values()):
+            page = web.client.get(f"/{code}/lessons/{LESSON}/{card.id}").get_data(as_text=True)
+            assert f"<h1>{escape(title)}</h1>" in page and title != card.title, (code, card.id)
+            assert render_markdown(markdown) in page, (code, card.id)
+            assert render_markdown(card.markdown.split("\n\n")[0]) not in page, (code, card.id)  # no English
+            assert 'id="not-translated"' not in page and 'lang="en"' not in _main(page)
+
+
+def test_the_quiz_in_each_language_and_its_answers(make_app) -> None:  # noqa: ANN001
+    """Lesson 1's quiz shows its questions, options and explanations translated; an answer is checked by the
+    option's id as in English, and its verdict comes back in the page's language."""
+    quiz_url = f"/lessons/{LESSON}/quiz"
+    app = make_app()
+    for code in SEED_TITLES:
+        translation = yaml.safe_load((REPO / "exercises" / LESSON / f"quiz.{code}.yaml").read_text(encoding="utf-8"))
+        web = WebSession(app.test_client()).guest()
+        page = web.client.get(f"/{code}{quiz_url}").get_data(as_text=True)
+        assert f"<h1>{escape(translation['title'])}</h1>" in page
+        for question in translation["questions"]:
+            assert str(escape(question["question"])) in page, (code, question["id"])
+            for option in question["options"].values():
+                assert f">{escape(option['text'])}</button>" in page, (code, question["id"])
+        assert "What tool fixes that?" not in page and 'lang="en"' not in _main(page)
+        assert 'id="not-translated"' not in page
+        right = web.post(f"/{code}/lessons/{LESSON}/quiz/vanishing-gradients", data={"option": "1"})
+        assert right.status_code == 302 and right.location == f"/{code}{quiz_url}#q-vanishing-gradients"
+        wrong = web.post(f"/{code}/lessons/{LESSON}/quiz/skipped-step", data={"option": "3"})
+        assert wrong.status_code == 302
+        page = web.client.get(f"/{code}{quiz_url}").get_data(as_text=True)
+        questions = {q["id"]: q for q in translation["questions"]}
+        for question_id, option_id, verdict in (("vanishing-gradients", "1", "right"), ("skipped-step", "3", "wrong")):
+            explanation = escape(questions[question_id]["options"][option_id]["explanation"])
+            shown = re.search(rf'<p class="verdict {verdict}"[^>]*id="verdict-{question_id}">(.*?)</p>', page, re.S)
+            assert shown and str(explanation) in shown.group(1), (code, question_id)
+        first_try = re.search(r'id="first-try">([^<]*)</p>', page).group(1)  # "1 of 3 right", in the language
+        assert sorted(re.findall(r"\d+", first_try)) == ["1", "1", "3"] and "First try" not in first_try
+
+
+def test_untranslated_text_is_marked_english(make_app, exercises_copy: Path) -> None:  # noqa: ANN001
+    """What a translation leaves out is shown in English, inside lang="en" dir="ltr", and the lesson's page says
+    so: a lesson's title on the course page, a card, a quiz question and an option's explanation."""
+    (exercises_copy / "profiling" / "lesson.ja.yaml").unlink()
+    (exercises_copy / LESSON / "cards" / "ja" / "02-why-half-precision-is-faster.md").unlink()
+    quiz = exercises_copy / LESSON / "quiz.ja.yaml"
+    data = yaml.safe_load(quiz.read_text(encoding="utf-8"))
+    del data["questions"][0]["question"]
+    del data["questions"][0]["options"]["4"]["explanation"]
+    quiz.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    web = WebSession(make_app(EXERCISES_DIR=str(exercises_copy)).test_client()).guest()
+    course = web.client.get("/ja/").get_data(as_text=True)
+    assert f'{ENGLISH_MARK}Profiling the bottleneck</span></a>' in course
+    assert f"<p>{ENGLISH_MARK}Measure where the time goes, then fix what matters</span></p>" in course
+    card = web.client.get(f"/ja/lessons/{LESSON}/why-half-precision-is-faster").get_data(as_text=True)
+    assert f"<h1>{ENGLISH_MARK}Why Half Precision Is Faster</span></h1>" in card
+    assert '<div class="prose" lang="en" dir="ltr"><p>Modern GPUs' in card and 'id="not-translated"' in card
+    web.post(f"/ja/lessons/{LESSON}/quiz/vanishing-gradients", data={"option": "4"})
+    page = web.client.get(f"/ja/lessons/{LESSON}/quiz").get_data(as_text=True)
+    assert f'{ENGLISH_MARK}You enabled autocast but tiny gradients keep vanishing.' in page
+    assert f"{ENGLISH_MARK}No. The learning rate is applied after" in page and 'id="not-translated"' in page
+    assert f">{escape(data['questions'][0]['options']['4']['text'])}</button>" in page  # the rest stays Japanese
+    assert ENGLISH_MARK not in web.client.get(f"/en/lessons/{LESSON}/quiz").get_data(as_text=True)
+
+
+MALFORMED = {
+    "a question the English quiz lacks": (
+        "mixed-precision/quiz.it.yaml", "questions:\n  - id: no-such-question\n    question: Perché?\n",
+        "question 'no-such-question' is not a question of the English quiz"),
+    "an option id the question lacks": (
+        "mixed-precision/quiz.it.yaml",
+        "questions:\n  - id: vanishing-gradients\n    options:\n      '9':\n        text: Nove\n",
+        "option '9' is not one of its options (2, 1, 3, 4)"),
+    "a misspelt key": ("gradient-accumulation/lesson.it.yaml", "title: Accumulo\nsumary: Riassunto\n",
+                       "unknown key(s) sumary"),
+    "a card with no English card of its name": ("profiling/cards/it/06-read-the-tabel.md", "# Tabella\n\nTesto.\n",
+                                                "there is no English card cards/06-read-the-tabel.md"),
+    "a card without its title line": ("mixed-precision/cards/ja/12-recap.md", "まとめ\n\n本文。\n",
+                                      "a translated card starts with its '# Title' line"),
+    "a check the exercise lacks": ("mixed-precision/amp-step/exercise.ar.yaml",
+                                   "checks:\n  no-such-check:\n    title: x\n",
+                                   "check 'no-such-check' is not one of the exercise's"),
+    "not YAML": ("profiling/lesson.ja.yaml", "summary: [unclosed\n", "not valid YAML"),
+    "a misspelt key in the course's file": ("course.ar.yaml", "title: x\ndescription: y\n",
+                                            "unknown key(s) description"),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED)
+def test_a_malformed_translation_file_is_named_with_its_problem(exercises_copy: Path, case: str) -> None:
+    """Loading the course refuses a translation file that names what the English lacks, or is malformed,
+    with the file and the problem, rather than showing English without saying why."""
+    from academy import i18n
+    from grader.course import CourseError, load_course
+
+    relative, text, message = MALFORMED[case]
+    path = exercises_copy / relative
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    load = i18n.load_course_translations if relative.startswith("course.") else i18n.load_translations
+    with pytest.raises(CourseError) as error:
+        load(load_course(exercises_copy))
+    assert str(path) in str(error.value) and message in str(error.value)
+
+
 def test_translation_files_and_instructor_coverage(make_app, exercises_copy: Path) -> None:  # noqa: ANN001
-    lesson = exercises_copy / LESSON
+    lesson = exercises_copy / "gradient-accumulation"
     (lesson / "cards" / "it").mkdir()
-    (lesson / "cards" / "it" / "01-what-mixed-precision-means.md").write_text(
-        "# Cos'è la precisione mista\n\nPer impostazione predefinita PyTorch calcola in float a 32 bit.\n")
-    (lesson / "amp-step" / "exercise.it.yaml").write_text(
-        "title: Scrivi un passo di addestramento AMP\nprompt: Scrivi `train_step`.\n"
+    (lesson / "cards" / "it" / "01-what-gradient-accumulation-means.md").write_text(
+        "# Cosa significa accumulare i gradienti\n\nSomma i gradienti di più micro-batch prima di uno step.\n")
+    (lesson / "accumulate-amp" / "exercise.it.yaml").write_text(
+        "title: Accumula con AMP\nprompt: Scrivi `train`.\n"
         "checks:\n  scaled-backward:\n    title: Backward sulla loss scalata\n")
     web = WebSession(make_app(EXERCISES_DIR=str(exercises_copy)).test_client())
-    card = web.client.get(f"/it{FIRST}").get_data(as_text=True)
-    assert "<h1>Cos&#39;è la precisione mista</h1>" in card and "calcola in float a 32 bit" in card
-    exercise = web.client.get(f"/it/lessons/{LESSON}/amp-step").get_data(as_text=True)
-    assert "<h1>Scrivi un passo di addestramento AMP</h1>" in exercise
+    card = web.client.get("/it/lessons/gradient-accumulation/what-gradient-accumulation-means").get_data(as_text=True)
+    assert "<h1>Cosa significa accumulare i gradienti</h1>" in card and "prima di uno step" in card
+    exercise = web.client.get("/it/lessons/gradient-accumulation/accumulate-amp").get_data(as_text=True)
+    assert "<h1>Accumula con AMP</h1>" in exercise
     assert "Backward sulla loss scalata" in exercise  # a check title, in the editor's data
     from academy.db import get_session
     from academy.models import User
@@ -99,9 +261,16 @@ def test_translation_files_and_instructor_coverage(make_app, exercises_copy: Pat
     table = overview[overview.index('id="translations"'):]
     from grader.course import load_course
 
-    steps = len(load_course(exercises_copy).lesson("mixed-precision").steps)
-    assert re.search(rf'data-language="it">4 of {steps + 2}</td>', table)  # title, summary, a card, an exercise
-    assert re.search(rf'data-language="ja">2 of {steps + 2}</td>', table)
+    course = load_course(exercises_copy)
+    rows = {row.split("</td>", 1)[0]: row for row in table.split("<tr><td>")[1:]}
+    lesson_two, lesson_one = course.lesson("gradient-accumulation"), course.lesson(LESSON)
+    row = rows[f"{lesson_two.number}. {lesson_two.title}"]
+    assert f'data-language="it">4 of {len(lesson_two.steps) + 2}</td>' in row  # title, summary, a card, an exercise
+    assert f'data-language="ja">2 of {len(lesson_two.steps) + 2}</td>' in row
+    total = len(lesson_one.steps) + 2
+    row = rows[f"{lesson_one.number}. {lesson_one.title}"]
+    for code in SEED_TITLES:  # lesson 1: everything but its exercises
+        assert f'data-language="{code}">{total - len(lesson_one.exercises)} of {total}</td>' in row
 
 
 def test_api_errors_follow_accept_language(web: WebSession) -> None:

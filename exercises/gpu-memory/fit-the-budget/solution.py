@@ -16,6 +16,10 @@ def train_step(model, optimizer, loss_fn, x, y):
 
 def evaluate(model, x):
     """The model's outputs for x, for evaluation."""
+    was_training = model.training
     model.eval()  # evaluation behaviour for dropout and batch norm (this model has neither)
-    with torch.inference_mode():
-        return model(x)
+    try:
+        with torch.inference_mode():
+            return model(x)
+    finally:
+        model.train(was_training)  # the caller's mode: a training loop goes on training
