@@ -57,7 +57,7 @@ def test_a_guesser_on_the_same_network_never_locks_the_owner_out(signin_server: 
     assert statuses == [401] * 5 + [429] * 3, statuses
     # Backing off: even the right password is not checked from a browser that never signed in ...
     refused = attacker.signin("teacher@example.org", RIGHT)
-    assert FIRST_DELAY_S - 10 < _wait_s(refused) <= FIRST_DELAY_S and "not held back" in refused.text
+    assert FIRST_DELAY_S // 2 < _wait_s(refused) <= FIRST_DELAY_S and "not held back" in refused.text
     # ... but the teacher's own browser, on the same school network, is not held back,
     teacher.address = school
     assert teacher.signin("teacher@example.org", RIGHT).status == 302
@@ -73,7 +73,7 @@ def test_delays_grow_with_each_wrong_password_from_anywhere(signin_server: LiveS
     botnet = iter(Client(signin_server, f"127.0.3.{n}") for n in range(1, 40))  # a new address for each guess
     assert [next(botnet).signin("grow@example.org", "guess").status for _ in range(5)] == [401] * 5
     for expected in (FIRST_DELAY_S, 2 * FIRST_DELAY_S, 4 * FIRST_DELAY_S):
-        assert expected - 10 < _wait_s(next(botnet).signin("grow@example.org", "guess")) <= expected
+        assert expected // 2 < _wait_s(next(botnet).signin("grow@example.org", "guess")) <= expected  # doubles
         assert owner.signin("grow@example.org", RIGHT).status == 302  # the owner's browser: no wait at all
         owner.form("/auth/signout")
         _later(signin_server, expected + 1)
