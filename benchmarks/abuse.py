@@ -10,9 +10,10 @@ and submits code that sleeps at import (holding a grader until the exercise's ti
 limits let it. Reported: the learners' submit-to-verdict p50/p95, and what the hostile client got through.
 Target: p95 with the abuser at most 2x without.
 
-Sign-in: `--signins` sign-ins (right password, wrong password, unknown email, each from its own address so
-no back-off starts) against servers without Flask-Limiter (RATELIMIT_ENABLED = False), with its memory
-storage (the default) and with its Redis storage (a private redis-server).
+Sign-in: `--signins` sign-ins (right password, wrong password, unknown email, each from its own address)
+against servers without Flask-Limiter (RATELIMIT_ENABLED = False), with its memory storage (the default) and
+with its Redis storage (a private redis-server). The wrong-password delays (academy/backoff.py) count every
+attempt in the database in all three, with so many free failures that no delay starts.
 
 Everything listens on 127.0.0.1 and every loop is bounded; compare rows of one run (ratios).
 """
@@ -113,7 +114,7 @@ def fairness_round(folder: Path, learners: int, seconds: float, hostile: bool) -
 
 def signin_round(folder: Path, count: int, config: str) -> dict[str, float]:
     (folder / "instance").mkdir(parents=True)
-    (folder / "instance" / "config.py").write_text(config)
+    (folder / "instance" / "config.py").write_text(config + "SIGNIN_FREE_FAILURES = 10**9\n")
     server = LiveServer(folder, {}).start()
     try:
         Client(server, "127.0.5.1").signup("known@bench.example", "the-password")

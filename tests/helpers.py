@@ -407,15 +407,26 @@ class Client:
     def __init__(self, server: LiveServer, address: str = "127.0.0.1", forwarded_for: str | None = None,
                  token: str | None = None):
         self.server, self.address, self.forwarded_for, self.token = server, address, forwarded_for, token
-        self.cookie: str | None = None  # the session cookie, "session=..."
+        self.cookies: dict[str, str] = {}  # what the server set: the session cookie, the device cookie
+
+    @property
+    def cookie(self) -> str | None:
+        """The session cookie, "session=...": what a thief copies (set it to replay one)."""
+        return f"session={self.cookies['session']}" if "session" in self.cookies else None
+
+    @cookie.setter
+    def cookie(self, value: str | None) -> None:
+        self.cookies.pop("session", None)
+        if value:
+            self.cookies["session"] = value.split("=", 1)[1]
 
     def request(self, method: str, url: str, body: bytes | None = None,
                 headers: dict[str, str] | None = None) -> Response:
         connection = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=60,
                                                 source_address=(self.address, 0))
         sent = dict(headers or {})
-        if self.cookie:
-            sent["Cookie"] = self.cookie
+        if self.cookies:
+            sent["Cookie"] = "; ".join(f"{name}={value}" for name, value in self.cookies.items())
         if self.forwarded_for:
             sent["X-Forwarded-For"] = self.forwarded_for
         if self.token:
@@ -426,9 +437,12 @@ class Client:
         finally:
             connection.close()
         for header in response.headers.get_all("Set-Cookie") or []:
-            name_value = header.split(";", 1)[0]
-            if name_value.startswith("session="):
-                self.cookie = None if name_value == "session=" else name_value
+            name, _, value = header.split(";", 1)[0].partition("=")
+            gone = not value or "max-age=0" in header.lower() or "expires=thu, 01 jan 1970" in header.lower()
+            if gone:
+                self.cookies.pop(name, None)
+            else:
+                self.cookies[name] = value
         return response
 
     def get(self, url: str) -> Response:
@@ -471,6 +485,60 @@ class Client:
                 return state
             assert time.monotonic() < deadline, f"submission {submission_id} still {state['status']}"
             time.sleep(0.2)
+
+
+class UserRows:
+    """A live server's `users` table as its administrator reaches it: straight through the database (on
+    SQLite as the sqlite3 shell does, foreign keys off)."""
+
+    def __init__(self, url: str):
+        from sqlalchemy import create_engine
+
+        self.engine = create_engine(url)
+
+    def id_of(self, email: str) -> int | None:
+        from sqlalchemy import text
+
+        with self.engine.connect() as connection:
+            return connection.execute(text("SELECT id FROM users WHERE email = :e"), {"e": email}).scalar()
+
+    def newest_id(self) -> int:
+        from sqlalchemy import text
+
+        with self.engine.connect() as connection:
+            return connection.execute(text("SELECT max(id) FROM users")).scalar()
+
+    def exists(self, user_id: int) -> bool:
+        from sqlalchemy import text
+
+        with self.engine.connect() as connection:
+            return connection.execute(text("SELECT count(*) FROM users WHERE id = :id"), {"id": user_id}).scalar() > 0
+
+    def delete(self, user_id: int) -> None:
+        from sqlalchemy import text
+
+        with self.engine.begin() as connection:
+            connection.execute(text("DELETE FROM users WHERE id = :id"), {"id": user_id})
+
+    def hand_out_again(self, user_id: int) -> None:
+        """The next user made gets `user_id` again, as the database would if ids were reused (SQLite without
+        AUTOINCREMENT hands out the newest deleted id by itself; a sequence reset, a restored dump ...)."""
+        from sqlalchemy import text
+        from sqlalchemy.exc import OperationalError
+
+        with self.engine.begin() as connection:
+            if self.engine.dialect.name == "postgresql":
+                connection.execute(text("SELECT setval('users_id_seq', :id, false)"), {"id": user_id})
+                return
+            try:
+                connection.execute(text("DELETE FROM sqlite_sequence WHERE name = 'users'"))
+                connection.execute(text("INSERT INTO sqlite_sequence (name, seq) VALUES ('users', :seq)"),
+                                   {"seq": user_id - 1})
+            except OperationalError:  # no AUTOINCREMENT table at all: the newest deleted id comes back anyway
+                pass
+
+    def dispose(self) -> None:
+        self.engine.dispose()
 
 
 # --- PostgreSQL

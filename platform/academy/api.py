@@ -22,21 +22,59 @@ from academy.security import learner_required, login_required
 from academy.settings import settings
 from grader.course import Exercise
 from grader.grading import MAX_CODE_BYTES
+from grader.protocol import Status
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
 
+# What of a stored result a learner is shown: the verdict and what their code did. The rest is for instructors
+# (and `grader check --json`): `problems` (what the exercise's author must fix, naming hidden tests and quoting
+# exception text), `grader_notes` (the sandbox's and the emulation's) and the `seed`. Lists of what is shown,
+# not of what is hidden, so a field the grader adds later stays with instructors until it is put here.
+LEARNER_RESULT = ("schema_version", "exercise", "title", "passed", "score", "status", "checks", "error", "device",
+                  "sandbox", "duration_s", "output", "output_truncated", "notes", "trace", "figures")
+LEARNER_CHECK = ("id", "title", "status", "passed", "because", "message", "hint", "hints", "hints_total", "line",
+                 "event")
+LEARNER_RUN = ("exercise", "status", "output", "output_truncated", "returned", "returned_truncated", "error",
+               "device", "notes", "sandbox", "duration_s")
+# The platform's own failure, as a learner reads it; what went wrong stays in the stored result for instructors.
+GRADER_FAILED = "The grader failed; your code is saved. Try again later."
+
+
+def for_learners() -> bool:
+    """Whether this request's user sees the learner's view of results (everyone but instructors)."""
+    return not g.user.is_instructor
+
+
+def learner_result(result: dict[str, Any]) -> dict[str, Any]:
+    shown = {key: result[key] for key in LEARNER_RESULT if key in result}
+    shown["checks"] = [{key: check[key] for key in LEARNER_CHECK if key in check} for check in result.get("checks", [])]
+    if result.get("status") == Status.INFRA_ERROR:
+        shown["error"] = {"kind": "infra", "message": GRADER_FAILED, "line": None}
+    return shown
+
+
+def learner_error(row: Submission) -> str | None:
+    """A failed row's `error` as a learner reads it: the sandbox's own words stay with instructors."""
+    stored = json.loads(row.result_json) if row.result_json else {}
+    return GRADER_FAILED if stored.get("status") == Status.INFRA_ERROR else row.error_message
+
+
 def submission_json(submission: Submission, *, code: bool = False) -> dict[str, Any]:
-    """A submission as the API returns it. To its learner, hints come only as far as revealed (hints_on_request);
-    an instructor looking at someone else's submission sees them all."""
+    """A submission as the API returns it. To its learner, hints come only as far as revealed (hints_on_request)
+    and the result as learners see it (learner_result); an instructor sees everything."""
     result = submission.result
+    error = submission.error_message
     if result is not None and submission.user_id == g.user.id:
         result = hints_on_request(submission, result)
+    if for_learners():
+        result = learner_result(result) if result is not None else None
+        error = learner_error(submission)
     data = {"id": submission.id, "exercise": submission.exercise_id, "status": submission.status,
             "created_at": submission.created_at.isoformat() + "Z",
             "started_at": submission.started_at.isoformat() + "Z" if submission.started_at else None,
             "finished_at": submission.finished_at.isoformat() + "Z" if submission.finished_at else None,
-            "error": submission.error_message, "result": result}
+            "error": error, "result": result}
     if code:
         data["code"] = submission.code
     return data
@@ -177,9 +215,11 @@ def get_run(submission_id: int) -> ResponseReturnValue:
     run = get_session().get(Submission, submission_id)
     if run is None or run.user_id != g.user.id or run.kind != SubmissionKind.RUN:
         abort(404, description=gettext("There is no such Run of yours."))
-    return jsonify(id=run.id, exercise=run.exercise_id, status=run.status, error=run.error_message,
-                   created_at=run.created_at.isoformat() + "Z",
-                   run=json.loads(run.result_json) if run.result_json and run.status == JobStatus.DONE else None)
+    ran = json.loads(run.result_json) if run.result_json and run.status == JobStatus.DONE else None
+    if ran is not None and for_learners():
+        ran = {key: ran[key] for key in LEARNER_RUN if key in ran}
+    return jsonify(id=run.id, exercise=run.exercise_id, status=run.status, created_at=run.created_at.isoformat() + "Z",
+                   error=learner_error(run) if for_learners() else run.error_message, run=ran)
 
 
 @bp.get("/submissions/<int:submission_id>")
@@ -256,14 +296,41 @@ def list_submissions() -> ResponseReturnValue:
 def save_draft(exercise_id: str) -> ResponseReturnValue:
     exercise = _exercise_or_404(exercise_id)
     code = _code_field(_json_body())
+    size, address = len(code.encode("utf-8")), client_address()
+    _check_draft_room(exercise.id, size, address)
     db = get_session()
     draft = db.scalar(select(Draft).where(Draft.user_id == g.user.id, Draft.exercise_id == exercise.id))
     if draft is None:
-        db.add(Draft(user_id=g.user.id, exercise_id=exercise.id, code=code))
+        db.add(Draft(user_id=g.user.id, exercise_id=exercise.id, code=code, size_bytes=size, address=address))
     else:
-        draft.code = code
+        draft.code, draft.size_bytes, draft.address = code, size, address
     db.commit()
     return "", 204
+
+
+def _stored(*where: Any) -> int:
+    return get_session().scalar(select(func.coalesce(func.sum(Draft.size_bytes), 0)).where(*where)) or 0
+
+
+def _check_draft_room(exercise_id: str, size: int, address: str) -> None:
+    """413 when this draft would take the account's drafts, or those last saved from this address, past their
+    quota (DLA_DRAFT_KB_PER_ACCOUNT, DLA_DRAFT_KB_PER_ADDRESS); the draft stored before stays. Two saves at
+    the same moment may both pass: the quotas hold to within one draft (256 KB) per request in flight."""
+    own = settings()
+    this_draft = (Draft.user_id == g.user.id) & (Draft.exercise_id == exercise_id)
+    if size <= _stored(this_draft):
+        return  # no bigger than what it replaces: always saved, even where a quota was lowered since
+    account_kb = -(-(_stored(Draft.user_id == g.user.id, ~this_draft) + size) // 1024)
+    if account_kb > own.draft_kb_per_account:
+        abort(413, description=gettext(
+            "Your drafts would take %(size)s KB, more than the %(limit)s KB an account keeps. This draft was not "
+            "saved; the version saved before is kept.", size=account_kb, limit=own.draft_kb_per_account))
+    address_kb = -(-(_stored(Draft.address == address, ~this_draft) + size) // 1024)
+    if address_kb > own.draft_kb_per_address:
+        abort(413, description=gettext(
+            "The drafts saved from your network would take %(size)s KB, more than the %(limit)s KB it keeps. "
+            "This draft was not saved; the version saved before is kept.", size=address_kb,
+            limit=own.draft_kb_per_address))
 
 
 @bp.get("/progress")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import hmac
 import re
 
 from flask import Blueprint, abort, flash, g, redirect, render_template, request, session, url_for
@@ -10,16 +11,22 @@ from flask_babel import gettext
 from sqlalchemy import func, select
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from academy import progress
+from academy import backoff, progress
 from academy.db import get_session
 from academy.inputs import safe_next
-from academy.limits import client_address, limit, limiter
+from academy.limits import limit, limiter, spend, spend_new_guest
 from academy.models import ApiToken, User
 from academy.security import end_other_sessions, login_required, new_api_token, no_store, start_session
 
 bp = Blueprint("auth", __name__, url_prefix="/auth")
 
-EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+# Letters and digits of any script and the punctuation RFC 5322 allows unquoted in an address, less what a
+# spreadsheet or a CSV reader could split a cell on or read as quoting (, ; | " `) and every space or
+# control character: an address is text in one cell of the gradebook (gradebook.py), whatever reads it.
+# An apostrophe stays allowed: o'brien@example.org is a real address, and harmless inside a cell.
+_LOCAL = r"[\w!#$%&'*+/=?^{}~.-]+"
+_LABEL = r"[^\W_](?:[\w-]*[^\W_])?"
+EMAIL = re.compile(rf"{_LOCAL}@{_LABEL}(?:\.{_LABEL})+")
 MIN_PASSWORD = 8
 
 
@@ -33,7 +40,7 @@ def create_account(email: str, password: str, *, role: str = "learner", user: Us
     The caller commits.
     """
     email = email.strip().lower()
-    if not EMAIL.match(email) or len(email) > 254:
+    if not EMAIL.fullmatch(email) or len(email) > 254:
         raise AccountError(gettext("Enter a valid email address."))
     if len(password) < MIN_PASSWORD:
         raise AccountError(gettext("Use a password of at least %(num)d characters.", num=MIN_PASSWORD))
@@ -64,12 +71,6 @@ def check_password(user: User | None, password: str) -> bool:
     return check_password_hash(user.password_hash, password)
 
 
-def _signin_key() -> str:
-    # Back-off per (account, client address): someone elsewhere guessing an instructor's password
-    # cannot lock the instructor out.
-    return f"{request.form.get('email', '').strip().lower()}|{client_address()}"
-
-
 _POST = ["POST"]
 
 
@@ -85,37 +86,64 @@ def signup() -> ResponseReturnValue:
         except AccountError as exc:
             flash(str(exc), "error")
             return render_template("auth/signup.html", email=request.form.get("email", "")), 400
+        user.end_sessions()  # a copy of the guest's cookie must not become the account
         db.commit()
         start_session(user)
         flash(gettext("Your account is ready. Your guest progress is kept.") if guest else
               gettext("Your account is ready."), "info")
-        return redirect(_safe_next(url_for("index")))
+        response = redirect(_safe_next(url_for("index")))
+        backoff.trust_this_browser(response, user)
+        return response
     return render_template("auth/signup.html", email="")
 
 
 @bp.route("/signin", methods=["GET", "POST"])
-@limiter.limit(limit("limit_signins_per_address"), methods=_POST,
-               error_message=lambda: gettext("Too many sign-in attempts from your network; try again later."))
-@limiter.limit(limit("limit_signin_failures"), methods=_POST, key_func=_signin_key,
-               deduct_when=lambda response: response.status_code == 401,
-               error_message=lambda: gettext("Too many wrong passwords for this account from here; wait before "
-                                             "trying again."))
 def signin() -> ResponseReturnValue:
     if request.method == "POST":
+        db = get_session()
         email = request.form.get("email", "").strip().lower()
-        user = get_session().scalar(select(User).where(func.lower(User.email) == email))
+        user = db.scalar(select(User).where(func.lower(User.email) == email))
+        attempt = backoff.SigninAttempt(email, user)
+        if attempt.device is None:  # others' attempts from this network never hold back a known browser
+            spend("limit_signins_per_address", "signin",
+                  lambda: gettext("Too many sign-in attempts from your network; try again later."))
+        try:
+            attempt.begin()  # counted before the password is checked: concurrent guesses get one try
+        except backoff.BackingOff as wait:
+            flash(wait.message, "error")
+            return render_template("auth/signin.html", email=email), 429, {"Retry-After": str(wait.seconds)}
         if not check_password(user, request.form.get("password", "")):
             flash(gettext("Wrong email or password."), "error")
             return render_template("auth/signin.html", email=email), 401
+        attempt.succeeded()
         guest = g.user if g.user is not None and g.user.is_guest and g.user.id != user.id else None
+        if guest is not None:
+            # This browser leaves the guest: every copy of the guest's cookie ends here, and only this
+            # browser's new session can name the guest for the merge (by its new secret, not by its id).
+            guest.end_sessions()
+            db.commit()
         start_session(user)
         target = _safe_next(url_for("index"))
+        response = redirect(target)
         if guest is not None and progress.has_progress(guest):
-            # Offer to keep what was done as a guest (auth.merge); the guest id travels in the signed cookie.
-            session["merge_guest"] = guest.id
-            return redirect(url_for("auth.merge", next=target))
-        return redirect(target)
+            session["merge_guest"] = {"id": guest.id, "k": guest.session_secret}
+            response = redirect(url_for("auth.merge", next=target))
+        backoff.trust_this_browser(response, user)
+        return response
     return render_template("auth/signin.html", email="")
+
+
+def _guest_to_merge() -> User | None:
+    """The guest this browser left when it signed in, if the merge offer still holds: the secret in the
+    session must be the guest's current one (a merge or a refusal replaces it, so a replayed cookie cannot
+    merge anyone, and a later user with the same id is never taken for the guest)."""
+    state = session.get("merge_guest")
+    if not isinstance(state, dict) or not isinstance(state.get("id"), int) or not isinstance(state.get("k"), str):
+        return None
+    guest = get_session().get(User, state["id"])
+    if guest is None or not guest.is_guest or not hmac.compare_digest(state["k"], guest.session_secret):
+        return None
+    return guest
 
 
 @bp.route("/merge", methods=["GET", "POST"])
@@ -123,20 +151,21 @@ def signin() -> ResponseReturnValue:
 def merge() -> ResponseReturnValue:
     """After signing in from a guest session: merge the guest's progress into the account, or leave it."""
     db = get_session()
-    guest_id = session.get("merge_guest")
-    guest = db.get(User, guest_id) if isinstance(guest_id, int) else None
+    guest = _guest_to_merge()
     target = _safe_next(url_for("index"))
-    if guest is None or not guest.is_guest or g.user.is_guest:
+    if guest is None or g.user.is_guest:
         session.pop("merge_guest", None)
         return redirect(target)
     if request.method == "POST":
-        session.pop("merge_guest", None)
         if request.form.get("action") == "merge":
             progress.merge_guest(guest, g.user)
-            db.commit()
-            flash(gettext("Your guest progress is now part of your account."), "info")
+            message = gettext("Your guest progress is now part of your account.")
         else:
-            flash(gettext("Your guest progress was not merged; it is no longer reachable."), "info")
+            guest.end_sessions()
+            message = gettext("Your guest progress was not merged; it is no longer reachable.")
+        db.commit()
+        start_session(g.user)  # a fresh session: a copy of the one that held the offer holds nothing
+        flash(message, "info")
         return redirect(target)
     return render_template("auth/merge.html", summary=progress.summary(guest), next=target)
 
@@ -149,11 +178,10 @@ def signout_page() -> ResponseReturnValue:
 
 
 @bp.post("/guest")
-@limiter.limit(limit("limit_guests_per_address"),
-               error_message=lambda: gettext("Too many new guests from your network; try again later, or sign in."))
 def guest() -> ResponseReturnValue:
     """Start learning without an account; /auth/signup later keeps everything done as a guest."""
     if g.user is None:
+        spend_new_guest()  # the same budget as a guest made by a first Run, Submit or quiz answer
         db = get_session()
         user = User(is_guest=True)
         db.add(user)
@@ -165,9 +193,9 @@ def guest() -> ResponseReturnValue:
 @bp.post("/signout")
 def signout() -> ResponseReturnValue:
     # The cookie is signed, not stored: clearing it here would leave any copy of it valid for 30 days.
-    # Bumping the account's session version ends this session and every other one of the account.
+    # A new session secret ends this session and every other one of the account.
     if g.user is not None:
-        g.user.session_version += 1
+        g.user.end_sessions()
         get_session().commit()
     session.clear()
     return redirect(url_for("index"))

@@ -57,12 +57,36 @@ def alembic_config(url: str) -> Config:
 
 
 def upgrade(app: Flask) -> None:
-    """Bring the schema up to the newest migration (a no-op when it already is)."""
+    """Bring the schema up to the newest migration (a no-op when it already is).
+
+    On SQLite the migrations run with foreign keys off, as SQLite's own recipe for rebuilding a table says
+    (https://www.sqlite.org/lang_altertable.html, "other kinds of table schema changes"): with them on,
+    dropping the old copy of a rebuilt table deletes every row that references it (ON DELETE CASCADE).
+    They are checked afterwards and turned on again."""
     config = alembic_config(settings(app).database_url)
-    with app.extensions["academy.engine"].begin() as connection:
-        config.attributes["connection"] = connection
-        config.attributes["course_root"] = settings(app).exercises_dir  # 0004 maps step numbers to ids
-        command.upgrade(config, "head")
+    config.attributes["course_root"] = settings(app).exercises_dir  # 0004 maps step numbers to ids
+    engine = app.extensions["academy.engine"]
+    if engine.dialect.name != "sqlite":
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+        return
+    with engine.connect() as connection:
+        # Outside any transaction (SQLite ignores this pragma inside one), on this one connection.
+        connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+        if connection.exec_driver_sql("PRAGMA foreign_keys").scalar():
+            raise RuntimeError("SQLite kept foreign keys on; migrations that rebuild a table would delete rows")
+        connection.commit()  # SQLAlchemy's own autobegun transaction around the pragmas
+        try:
+            with connection.begin():
+                config.attributes["connection"] = connection
+                command.upgrade(config, "head")
+                broken = connection.exec_driver_sql("PRAGMA foreign_key_check").all()
+                if broken:
+                    raise RuntimeError(f"after the migrations, rows reference missing rows: {broken[:5]}")
+        finally:
+            connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+            connection.commit()
 
 
 @click.command("init-db")

@@ -1,7 +1,7 @@
 """Error pages for people and JSON errors for the API: never a platform stack trace."""
 from __future__ import annotations
 
-from flask import Flask, jsonify, render_template, request
+from flask import Flask, jsonify, make_response, render_template, request
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext, lazy_gettext
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
@@ -36,21 +36,22 @@ TOO_LARGE = N_("The request is larger than %(size)s KB; code may be at most 256 
 
 def _message(exc: HTTPException) -> str:
     """The error's description in the request's language (Werkzeug's defaults through the catalogs)."""
-    if isinstance(exc, RequestEntityTooLarge):
-        return gettext(TOO_LARGE, size=MAX_REQUEST_BYTES // 1024)
+    if isinstance(exc, RequestEntityTooLarge) and exc.description == RequestEntityTooLarge.description:
+        return gettext(TOO_LARGE, size=MAX_REQUEST_BYTES // 1024)  # the body itself: a view's 413 says its own
     return _DEFAULTS.get(str(exc.description), exc.description or NAMES.get(exc.code or 500, exc.name))
 
 
 def _handle(exc: HTTPException) -> ResponseReturnValue:
     if request.blueprint == "api" or request.path.startswith("/api/"):
         response = jsonify(error=str(_message(exc)))
-        response.status_code = exc.code or 500
-        for header in ("Retry-After", "Allow"):
-            if exc.get_response().headers.get(header):
-                response.headers[header] = exc.get_response().headers[header]
-        return response
-    return render_template("error.html", code=exc.code, name=NAMES.get(exc.code or 500, exc.name),
-                           message=_message(exc)), exc.code
+    else:
+        response = make_response(render_template("error.html", code=exc.code, name=NAMES.get(exc.code or 500, exc.name),
+                                                 message=_message(exc)))
+    response.status_code = exc.code or 500
+    for header in ("Retry-After", "Allow"):  # when to come back (429), what is allowed (405)
+        if exc.get_response().headers.get(header):
+            response.headers[header] = exc.get_response().headers[header]
+    return response
 
 
 def init_app(app: Flask) -> None:

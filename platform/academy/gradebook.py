@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
@@ -117,10 +118,17 @@ def _number(value: float) -> str:
     return f"{value:g}"
 
 
+# Wherever a reader may start a cell inside this one (the cell's start, after any separator it may be set to
+# split on, "," ";" tab "|", after a line break, after a quote when it splits before unquoting), then blanks,
+# then what a spreadsheet reads as the start of a formula.
+_FORMULA_START = re.compile(r'(^|[,;\t|\r\n"])([^\S\t\r\n]*)(?=[=+\-@\t\r])')
+
+
 def _text(value: str) -> str:
-    """A learner-chosen text cell: one a spreadsheet would read as a formula ("=HYPERLINK(...)" in an email's
-    local part) gets a leading apostrophe (OWASP's CSV injection advice)."""
-    return f"'{value}" if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+    """A learner-chosen text cell (an email) no spreadsheet reads as a formula, whatever it splits on: an
+    apostrophe before every place a formula could start (OWASP's CSV injection advice, applied to each
+    possible cell, not only the first). Sign-up refuses such emails now; accounts made before may have them."""
+    return _FORMULA_START.sub(r"\1\2'", value)
 
 
 def plain_csv(course: Course, rows: list[LearnerRecord]) -> list[list[str]]:
@@ -169,5 +177,5 @@ def gradebook_csv(course: Course, shape: str) -> str:
     """The whole gradebook in one of FORMATS, as CSV text (KeyError for an unknown shape)."""
     table = FORMATS[shape](course, all_records(course))
     out = io.StringIO()
-    csv.writer(out, lineterminator="\r\n").writerows(table)
+    csv.writer(out, lineterminator="\r\n", quoting=csv.QUOTE_ALL).writerows(table)  # no cell runs into the next
     return out.getvalue()

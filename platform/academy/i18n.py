@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 from flask import Blueprint, Flask, g, has_request_context, redirect, request, session
@@ -26,6 +27,7 @@ from markupsafe import Markup, escape
 
 from academy.db import get_session
 from academy.inputs import safe_next
+from academy.settings import settings
 from grader.course import Card, Course, CourseError, ExerciseStep, Lesson, Quiz, QuizOption, QuizQuestion, Step
 
 LANGUAGES = {"en": "English", "it": "Italiano", "ja": "日本語", "ar": "العربية"}
@@ -193,9 +195,19 @@ def _redirect_to_language() -> ResponseReturnValue | None:
     return response
 
 
+def site_root() -> str:
+    """The origin absolute links start with: DLA_PUBLIC_URL, else the request's own when its host is one of
+    DLA_ALLOWED_HOSTS, else "" (links are then paths): never a Host header a client chose."""
+    own = settings()
+    if own.public_url:
+        return own.public_url
+    host = urlsplit(f"//{request.host}").hostname  # without the port; an IPv6 address without brackets
+    return request.host_url.rstrip("/") if host in own.allowed_hosts else ""
+
+
 def alternates() -> list[tuple[str, str]]:
     """(hreflang, absolute URL) of this page in every language, and x-default: the unprefixed URL."""
-    root = request.host_url.rstrip("/")
+    root = site_root()
     path = request.full_path if request.query_string else request.path
     links = [(code, f"{root}/{code}{path}") for code in LANGUAGES]
     return [*links, ("x-default", f"{root}{path}")]

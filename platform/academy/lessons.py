@@ -12,6 +12,7 @@ from academy import progress
 from academy.content import get_content
 from academy.db import get_session
 from academy.i18n import localize, localize_course
+from academy.limits import account_key, limit, limiter
 from academy.models import GRADED, Draft, QuizAnswer, Submission
 from academy.security import learner_required, public_lessons, public_page
 from grader.course import ExerciseStep, Lesson, Quiz, QuizQuestion, Step
@@ -148,6 +149,10 @@ def lesson_end(lesson_id: str) -> ResponseReturnValue:
 
 @bp.post("/<lesson_id>/quiz/<question_id>")
 @learner_required
+@limiter.limit(limit("limit_quiz_answers_per_account"), key_func=account_key,
+               error_message=lambda: gettext("Too many quiz answers; wait a minute, then answer again."))
+@limiter.limit(limit("limit_quiz_answers_per_address"),
+               error_message=lambda: gettext("Too many quiz answers from your network right now."))
 def answer(lesson_id: str, question_id: str) -> ResponseReturnValue:
     """Grade one quiz answer on the server: the page never holds the correct option before this."""
     lesson = _lesson_or_404(lesson_id)

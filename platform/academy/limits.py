@@ -7,10 +7,15 @@ process's memory otherwise (the embedded one-process default).
 """
 from __future__ import annotations
 
+import math
+import time
 from typing import Callable
 
 from flask import Flask, g, request
+from flask_babel import gettext
 from flask_limiter import Limiter
+from limits import parse_many
+from werkzeug.exceptions import TooManyRequests
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from academy.settings import Settings, settings
@@ -37,6 +42,29 @@ def limit(name: str) -> Callable[[], str]:
 # The one Limiter; views in the blueprints declare their limits on it, `init_app` binds it to an app.
 limiter = Limiter(key_func=client_address, strategy="moving-window", headers_enabled=True,
                   key_prefix="academy-limits")
+
+
+def spend(name: str, scope: str, message: Callable[[], str]) -> None:
+    """Count one action of this client address against the limits of setting `name` (several with ";"),
+    under `scope`: for an action that more than one route performs. Above any of them: 429 with
+    Retry-After and `message`, and nothing is counted."""
+    if not limiter.enabled:  # RATELIMIT_ENABLED = False
+        return
+    strategy, address = limiter.limiter, client_address()
+    items = parse_many(getattr(settings(), name))
+    for item in items:
+        if not strategy.test(item, scope, address):
+            reset = strategy.get_window_stats(item, scope, address).reset_time
+            raise TooManyRequests(description=message(), retry_after=max(1, math.ceil(reset - time.time())))
+    for item in items:
+        strategy.hit(item, scope, address)
+
+
+def spend_new_guest() -> None:
+    """One new guest from this address, whichever route makes it (/auth/guest, or the first Run, Submit or
+    quiz answer of a visitor): one budget, DLA_LIMIT_GUESTS_PER_ADDRESS."""
+    spend("limit_guests_per_address", "new-guest",
+          lambda: gettext("Too many new guests from your network; try again later, or sign in."))
 
 
 def init_app(app: Flask) -> None:

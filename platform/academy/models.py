@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 from datetime import datetime, timezone
 from enum import StrEnum
 from typing import Any
@@ -18,8 +19,15 @@ class Base(DeclarativeBase):
     pass
 
 
+def new_session_secret() -> str:
+    return secrets.token_urlsafe(32)
+
+
 class User(Base):
     __tablename__ = "users"
+    # An id is never handed out twice (SQLite's AUTOINCREMENT; PostgreSQL's sequence never goes back): a row
+    # that still names a deleted user, a cookie or a log line, can never come to mean somebody else.
+    __table_args__ = {"sqlite_autoincrement": True}
 
     id: Mapped[int] = mapped_column(primary_key=True)
     # Guests have no email or password until they turn their guest account into a real one.
@@ -28,9 +36,11 @@ class User(Base):
     role: Mapped[str] = mapped_column(String(16), default="learner")  # learner | instructor
     is_guest: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
-    # Carried in the session cookie and compared on every request: bumping it (sign-out, a password
-    # change, "sign out everywhere") makes every cookie issued before worthless, copies included.
-    session_version: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    # Random, carried in the session cookie and compared on every request (security.py): a cookie names this
+    # user and this secret, so it dies with the row, and replacing the secret (sign-out, a password change,
+    # "sign out everywhere", a guest signing up, signing in or being merged) ends every cookie issued
+    # before, copies included.
+    session_secret: Mapped[str] = mapped_column(String(64), default=new_session_secret)
     # Last request of this user, written at most every SEEN_EVERY (security.py); guests idle for 30 days
     # are removed by `flask --app academy remove-idle-guests`.
     last_seen_at: Mapped[datetime | None] = mapped_column(DateTime)
@@ -38,6 +48,10 @@ class User(Base):
     language: Mapped[str | None] = mapped_column(String(8))
 
     tokens: Mapped[list[ApiToken]] = relationship(back_populates="user", cascade="all, delete-orphan")
+
+    def end_sessions(self) -> None:
+        """Every cookie issued to this user so far stops working, copies included (caller commits)."""
+        self.session_secret = new_session_secret()
 
     @property
     def is_instructor(self) -> bool:
@@ -138,6 +152,10 @@ class Draft(Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     exercise_id: Mapped[str] = mapped_column(String(200))
     code: Mapped[str] = mapped_column(Text)
+    # What the stored drafts of an account, and of a client address, add up to (api.save_draft's quotas):
+    # the code's UTF-8 size, and the address that saved it last.
+    size_bytes: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    address: Mapped[str | None] = mapped_column(String(64), index=True)
     updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
 
 
@@ -202,6 +220,17 @@ class ValidationRun(Base):
     report: Mapped[str | None] = mapped_column(Text)  # one line per case
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+class SigninFailure(Base):
+    """Wrong passwords counted under one key (academy/backoff.py): an account (its email, as typed), a client
+    address, or one browser's device cookie. The key is a hash, so typed emails are not kept."""
+    __tablename__ = "signin_failures"
+
+    key: Mapped[str] = mapped_column(String(80), primary_key=True)
+    failures: Mapped[int] = mapped_column(Integer, default=0)  # wrong passwords (right ones are given back)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)  # every attempt counted, ever: the row's version
+    last_failure_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
 
 
 REGRADE_BUSY = PENDING

@@ -13,7 +13,17 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from academy.db import get_session
-from academy.models import GRADED, PENDING, Draft, HintReveal, LessonProgress, QuizAnswer, StepVisit, Submission, User
+from academy.models import (
+    GRADED,
+    PENDING,
+    Draft,
+    HintReveal,
+    LessonProgress,
+    QuizAnswer,
+    StepVisit,
+    Submission,
+    User,
+)
 from grader.course import Exercise, Lesson, Progress
 
 
@@ -194,4 +204,4 @@ def merge_guest(guest: User, account: User) -> None:
     if db.scalar(select(Submission.id).where(Submission.user_id == guest.id).limit(1)) is None:
         db.delete(guest)
     else:
-        guest.session_version += 1  # no copy of the guest's cookie works any more
+        guest.end_sessions()  # no copy of the guest's cookie works any more

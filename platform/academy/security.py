@@ -14,6 +14,7 @@ from sqlalchemy import select
 
 from academy.db import get_session
 from academy.i18n import N_
+from academy.limits import spend_new_guest
 from academy.models import ApiToken, User, utcnow
 
 TOKEN_PREFIX = "dla_"
@@ -47,18 +48,18 @@ def wants_json() -> bool:
 
 def start_session(user: User) -> None:
     """Sign `user` in on this browser: a fresh cookie session (and CSRF token), so no session fixation,
-    carrying the account's session version."""
+    naming the user and carrying the user's session secret."""
     session.clear()
     session.permanent = True
     session["user_id"] = user.id
-    session["v"] = user.session_version
+    session["k"] = user.session_secret
 
 
 def end_other_sessions(user: User) -> None:
     """Every cookie issued to `user` so far stops working (caller commits); this browser stays signed in."""
-    user.session_version += 1
+    user.end_sessions()
     if g.get("user") is not None and g.user.id == user.id and not g.get("via_token"):
-        session["v"] = user.session_version
+        session["k"] = user.session_secret
 
 
 def _load_user() -> Any:
@@ -72,22 +73,22 @@ def _load_user() -> Any:
             return _deny(403, N_("API tokens work only for the JSON API under /api/; sign in to use this page."))
         db = get_session()
         token = db.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(header[7:].strip())))
-        if token is None:
+        if token is None or token.user is None:  # revoked, or its user's row is gone
             return _deny(401, N_("The API token is not valid (it may have been revoked)."))
         token.last_used_at = utcnow()
         _seen(token.user)
         db.commit()
         g.user, g.via_token = token.user, True
         return None
-    user_id = session.get("user_id")
+    user_id, secret = session.get("user_id"), session.get("k")
     if user_id is not None:
-        user = get_session().get(User, user_id)
-        # A deleted account, or a cookie from before a sign-out or password change (its version is old,
-        # even if it was copied and replayed): forget who it was. The CSRF token stays, so the sign-in
-        # form that browser already shows still works.
-        if user is None or session.get("v") != user.session_version:
+        user = get_session().get(User, user_id) if isinstance(user_id, int) else None
+        # A deleted user, a cookie from before a sign-out, a password change or a merge (its secret is
+        # replaced, even if the cookie was copied and replayed), or a user that only has the same id: forget
+        # who it was. The CSRF token stays, so the sign-in form that browser already shows still works.
+        if user is None or not isinstance(secret, str) or not hmac.compare_digest(secret, user.session_secret):
             session.pop("user_id", None)
-            session.pop("v", None)
+            session.pop("k", None)
             return None
         g.user = user
         if _seen(user):
@@ -161,17 +162,11 @@ def may_become_guest() -> bool:
             and request.method in UNSAFE_METHODS and not g.get("via_token"))
 
 
-def become_guest() -> Any:
+def become_guest() -> None:
     """Make this browser a guest (caller: after the CSRF check passed). The CSRF token is kept, so the
-    page already open goes on working; the limit on new guests per address holds as for /auth/guest."""
-    from limits import parse_many
-
-    from academy.limits import client_address, limiter
-    from academy.settings import settings
-
-    for item in parse_many(settings().limit_guests_per_address):
-        if not limiter.limiter.hit(item, "auto-guest", client_address()):
-            return _deny(429, N_("Too many new guests from your network; try again later, or sign in."))
+    page already open goes on working; it spends the same per-address budget of new guests as /auth/guest
+    (429 above it)."""
+    spend_new_guest()
     token = session.get("csrf")
     user = User(is_guest=True)
     db = get_session()
@@ -180,7 +175,6 @@ def become_guest() -> Any:
     start_session(user)
     session["csrf"] = token
     g.user = user
-    return None
 
 
 def learner_required(view: Callable) -> Callable:
@@ -189,9 +183,7 @@ def learner_required(view: Callable) -> Callable:
     @functools.wraps(view)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         if g.user is None and may_become_guest():
-            refused = become_guest()
-            if refused is not None:
-                return refused
+            become_guest()
         return login_required(view)(*args, **kwargs)
     return wrapped
 

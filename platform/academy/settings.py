@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
+from urllib.parse import urlsplit
 
 from flask import Config, Flask, current_app
 
@@ -34,6 +35,18 @@ def setting(env: str | None, default: Any, description: str, parse: Callable[[st
 
 def per_minute(value: str) -> tuple[int, int]:
     return int(value), 60
+
+
+def public_origin(value: str) -> str:
+    """An origin with an optional path (`https://host[:port][/prefix]`), kept without its trailing slash."""
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise ValueError(value)
+    return value.strip().rstrip("/")
+
+
+def host_names(value: str) -> tuple[str, ...]:
+    return tuple(name.strip().lower().strip("[]") for name in value.split(",") if name.strip())
 
 
 @dataclass(frozen=True)
@@ -119,9 +132,10 @@ class Settings:
         "DLA_LIMIT_SIGNUPS_PER_ADDRESS", "60 per hour", "sign-ups from one client address")
     limit_signins_per_address: str = setting(
         "DLA_LIMIT_SIGNINS_PER_ADDRESS", "300 per hour", "sign-in attempts from one client address")
-    limit_signin_failures: str = setting(
-        "DLA_LIMIT_SIGNIN_FAILURES", "5 per 5 minutes",
-        "wrong passwords for one account from one client address (then a back-off)")
+    limit_quiz_answers_per_account: str = setting(
+        "DLA_LIMIT_QUIZ_ANSWERS_PER_ACCOUNT", "30 per minute;1000 per day", "quiz answers of one account")
+    limit_quiz_answers_per_address: str = setting(
+        "DLA_LIMIT_QUIZ_ANSWERS_PER_ADDRESS", "600 per minute;20000 per day", "quiz answers from one client address")
     limit_submissions_per_address: str = setting(
         "DLA_LIMIT_SUBMISSIONS_PER_ADDRESS", "200 per minute", "submissions from one client address")
     limit_runs_per_account: str = setting(
@@ -135,6 +149,38 @@ class Settings:
         "draft saves of one account (the editor saves 0.7 s after typing stops)")
     limit_drafts_per_address: str = setting(
         "DLA_LIMIT_DRAFTS_PER_ADDRESS", "2400 per minute", "draft saves from one client address")
+
+    # -- what stays stored (academy/api.py: save_draft)
+    draft_kb_per_account: int = setting(
+        "DLA_DRAFT_KB_PER_ACCOUNT", 1024, "KB all the drafts of one account may take together; a save above it "
+        "answers `413` and the draft stored before stays", int)
+    draft_kb_per_address: int = setting(
+        "DLA_DRAFT_KB_PER_ADDRESS", 65536, "KB the drafts last saved from one client address may take together "
+        "(every guest and account behind it); `remove-idle-guests` frees what idle guests kept", int)
+
+    # -- wrong passwords (academy/backoff.py): growing delays, never a lock-out ([Sign-in](#limits))
+    signin_free_failures: int = setting(
+        "DLA_SIGNIN_FREE_FAILURES", 5, "wrong passwords for one account from browsers that never signed in to it, "
+        "or from one browser that did (its device cookie), before each further attempt waits", int)
+    signin_free_failures_per_address: int = setting(
+        "DLA_SIGNIN_FREE_FAILURES_PER_ADDRESS", 50, "wrong passwords from one client address (a classroom behind "
+        "one NAT) before its further attempts wait; browsers with a device cookie for the account are exempt", int)
+    signin_first_delay_s: int = setting(
+        "DLA_SIGNIN_FIRST_DELAY_S", 2, "seconds the first attempt after the free ones waits after the last wrong "
+        "password; each further wrong password doubles it", int)
+    signin_max_delay_s: int = setting(
+        "DLA_SIGNIN_MAX_DELAY_S", 900, "the longest wait after a wrong password (a delay, never a lock: no "
+        "attempt is ever held back for longer)", int)
+
+    # -- absolute URLs (hreflang links; academy/i18n.py)
+    public_url: str | None = setting(
+        "DLA_PUBLIC_URL", None, "the site's public origin, e.g. `https://academy.example.org`: absolute links "
+        "(the pages' `hreflang` alternates) are built from it, never from the request's `Host`",
+        public_origin, shown_default="unset")
+    allowed_hosts: tuple[str, ...] = setting(
+        "DLA_ALLOWED_HOSTS", ("localhost", "127.0.0.1", "::1"), "without `DLA_PUBLIC_URL`: host names (comma "
+        "separated) whose `Host` header absolute links may be built from; any other host gets links without "
+        "one (a path)", host_names, shown_default="`localhost,127.0.0.1,::1`")
 
     def job_timeout_of(self, kind: str) -> int:
         return self.regrade_timeout if kind == "regrade_exercise_run" else self.job_timeout

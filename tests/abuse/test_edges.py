@@ -67,3 +67,13 @@ def test_no_credentials_is_401_not_a_csrf_failure(server: LiveServer) -> None:
                                     {"Content-Type": "application/json"})
         assert response.status == 401, (url, response.status, response.text)
         assert "Sign in" in response.json()["error"]
+
+
+def test_absolute_links_never_come_from_a_host_header_a_client_chose(shared_server: LiveServer) -> None:
+    page = "/lessons/mixed-precision/what-mixed-precision-means"
+    forged = Client(shared_server, "127.0.0.33").request("GET", page, headers={"Host": "evil.example"})
+    assert forged.status == 200 and "evil.example" not in forged.text
+    assert f'hreflang="it" href="/it{page}"' in forged.text  # a path: still right for the browser that asked
+    # The host the server answers on by default (DLA_ALLOWED_HOSTS: localhost, 127.0.0.1, ::1) keeps its links.
+    own = Client(shared_server, "127.0.0.33").get(page)
+    assert f'hreflang="it" href="http://127.0.0.1:{shared_server.port}/it{page}"' in own.text

@@ -1,6 +1,7 @@
-"""Migration 0003 down and up again, on SQLite and on a real PostgreSQL: a database from before it that holds
-several pending submissions of one learner upgrades (the oldest keeps its place), and afterwards the
-database itself refuses a second pending submission."""
+"""Migrations down and up again, on SQLite and on a real PostgreSQL, with rows in the tables they change.
+0003: a database from before it that holds several pending submissions of one learner upgrades (the oldest
+keeps its place), and afterwards the database itself refuses a second pending submission. 0004, 0005: step
+and option ids. 0007: users rebuilt so ids are never reused, every reference kept."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,11 +29,12 @@ def _round_trip(url: str) -> None:
                                 "VALUES (1, 'learner', true, CURRENT_TIMESTAMP)"))
         for status in ("queued", "running", "queued", "done"):
             connection.execute(text(PENDING_ROW), {"status": status})
-    command.upgrade(config, "head")
+    command.upgrade(config, "0006")  # 0007 replaced the session version with a secret
     with engine.begin() as connection:
         rows = connection.execute(text("SELECT id, status FROM submissions ORDER BY id")).all()
         assert [tuple(r) for r in rows] == [(1, "queued"), (2, "error"), (3, "error"), (4, "done")]
         assert connection.execute(text("SELECT session_version FROM users")).scalar() == 0
+    command.upgrade(config, "head")
     with pytest.raises(IntegrityError), engine.begin() as connection:
         connection.execute(text(PENDING_ROW), {"status": "running"})
     command.downgrade(config, "0002")  # and back down cleanly
@@ -121,3 +123,91 @@ def test_migration_0005_on_sqlite(tmp_path: Path) -> None:
 
 def test_migration_0005_on_postgresql(postgres: PostgresServer) -> None:
     _option_ids_round_trip(postgres.url())
+
+
+CHILD_ROWS = {  # a row per table that references users, inserted for each user (:u) before 0007
+    "api_tokens": "(user_id, name, token_hash, prefix, created_at) "
+                  "VALUES (:u, 't', 'h' || :u, 'dla_', CURRENT_TIMESTAMP)",
+    "submissions": "(user_id, exercise_id, code, status, passed, created_at, kind) "
+                   "VALUES (:u, 'mixed-precision/amp-step', 'x = 1', 'done', false, CURRENT_TIMESTAMP, 'grade')",
+    "drafts": "(user_id, exercise_id, code, updated_at) "
+              "VALUES (:u, 'mixed-precision/amp-step', 'héllo', CURRENT_TIMESTAMP)",
+    "lesson_progress": "(user_id, lesson_id, step_id, updated_at) VALUES (:u, 'mixed-precision', 'meet-autocast', "
+                       "CURRENT_TIMESTAMP)",
+    "step_visits": "(user_id, lesson_id, step_id, seen_at) VALUES (:u, 'mixed-precision', 'meet-autocast', "
+                   "CURRENT_TIMESTAMP)",
+    "quiz_answers": "(user_id, lesson_id, question_id, option_id, correct, created_at) "
+                    "VALUES (:u, 'mixed-precision', 'q', '1', true, CURRENT_TIMESTAMP)",
+    "hint_reveals": "(user_id, submission_id, check_id, number, revealed_at) "
+                    "SELECT :u, max(id), 'runs', 1, CURRENT_TIMESTAMP FROM submissions WHERE user_id = :u",
+}
+
+
+def _owners(connection, table: str) -> list[int]:  # noqa: ANN001
+    return connection.execute(text(f"SELECT user_id FROM {table} ORDER BY user_id")).scalars().all()
+
+
+def _identity_round_trip(url: str, upgrade_to_head) -> None:  # noqa: ANN001
+    """0007: `users` rebuilt (SQLite: AUTOINCREMENT) keeps every id and every row that references one; rows of a
+    user deleted by hand (foreign keys off) go; each user gets its own random session secret; drafts their
+    size; an id freed after it is never handed out again; and back down."""
+    config = alembic_config(url)
+    command.upgrade(config, "0006")
+    engine = create_engine(url)  # on SQLite without the app's pragmas: foreign keys off, as in the sqlite3 shell
+    with engine.begin() as connection:
+        for _ in range(3):
+            connection.execute(text("INSERT INTO users (role, is_guest, created_at, session_version) "
+                                    "VALUES ('learner', true, CURRENT_TIMESTAMP, 0)"))
+        for user_id in (1, 2, 3):
+            for table, values in CHILD_ROWS.items():
+                connection.execute(text(f"INSERT INTO {table} {values}"), {"u": user_id})
+        connection.execute(text("DELETE FROM users WHERE id = 3"))  # SQLite: its rows stay behind
+    upgrade_to_head()
+    with engine.begin() as connection:
+        users = connection.execute(text("SELECT id, session_secret FROM users ORDER BY id")).all()
+        assert [row.id for row in users] == [1, 2]
+        assert len({row.session_secret for row in users}) == 2 and all(len(row.session_secret) >= 40 for row in users)
+        for table in CHILD_ROWS:
+            assert _owners(connection, table) == [1, 2], table
+        assert connection.execute(text("SELECT size_bytes FROM drafts")).scalars().all() == [6, 6]  # 'héllo'
+        if engine.dialect.name == "sqlite":
+            schema = connection.execute(text("SELECT sql FROM sqlite_master WHERE name = 'users'")).scalar()
+            assert "AUTOINCREMENT" in schema
+            assert connection.execute(text("PRAGMA foreign_key_check")).all() == []
+        new = "INSERT INTO users (role, is_guest, created_at, session_secret) VALUES ('learner', true, " \
+              "CURRENT_TIMESTAMP, 's') RETURNING id"
+        freed = connection.execute(text(new)).scalar()
+        connection.execute(text("DELETE FROM users WHERE id = :id"), {"id": freed})
+        assert connection.execute(text(new)).scalar() == freed + 1  # the freed id is never handed out again
+    command.downgrade(config, "0006")
+    with engine.begin() as connection:
+        users = connection.execute(text("SELECT id, session_version FROM users ORDER BY id")).all()
+        assert [tuple(user) for user in users] == [(1, 0), (2, 0), (freed + 1, 0)]
+        assert _owners(connection, "drafts") == [1, 2]
+    command.upgrade(config, "head")
+    engine.dispose()
+
+
+def test_migration_0007_on_sqlite_through_the_app(tmp_path: Path) -> None:
+    """The app migrates with its own engine, whose SQLite connections have foreign keys on: rebuilding `users`
+    must not cascade-delete what references it (academy.db.upgrade turns them off around the migrations)."""
+    from academy import create_app
+
+    url = f"sqlite:///{tmp_path / 'academy.sqlite'}"
+    made = []
+
+    def through_the_app() -> None:
+        made.append(create_app({"INSTANCE_PATH": str(tmp_path / "instance"), "DATABASE_URL": url,
+                                "SANDBOX": "local", "SECRET_KEY": "test", "TESTING": True,
+                                "REQUEUE_ON_START": False}))
+        with made[0].extensions["academy.engine"].connect() as connection:
+            assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1  # on again afterwards
+
+    _identity_round_trip(url, through_the_app)
+    from academy import jobs
+    jobs.shutdown(made[0])
+
+
+def test_migration_0007_on_postgresql(postgres: PostgresServer) -> None:
+    url = postgres.url()
+    _identity_round_trip(url, lambda: command.upgrade(alembic_config(url), "head"))

@@ -134,8 +134,10 @@ def test_learners_see_only_their_own_submissions(web, app) -> None:  # noqa: ANN
         get_session().commit()
     teacher = new_session(app)
     teacher.client.get("/")
+    with app.app_context():
+        secret = get_session().get(User, 3).session_secret
     with teacher.client.session_transaction() as session:
-        session["user_id"], session["v"] = 3, 0  # what sign-in writes (security.start_session)
+        session["user_id"], session["k"] = 3, secret  # what sign-in writes (security.start_session)
     assert teacher.api("GET", "/api/submissions/1").json["result"] is None
 
 

@@ -1,10 +1,13 @@
 """Submissions graded for real in the background, and the grader failing without losing anything."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from sqlalchemy import select
 
 from academy import jobs
+from academy.api import GRADER_FAILED
 from academy.db import get_session
 from academy.models import Submission, User
 from grader.result import validate_result
@@ -44,9 +47,15 @@ def test_a_failing_grader_keeps_the_submission_and_says_so(make_app) -> None:  #
     submission = wait_for(app, created.json["id"], timeout=30)
     assert submission.status == "error" and submission.code == STARTER
     body = learner.api("GET", f"/api/submissions/{submission.id}").json
-    assert body["status"] == "error"
-    assert body["error"].startswith("The grader failed: unknown sandbox 'no-such-sandbox'")
-    assert body["result"]["status"] == "infra-error"
+    assert body["status"] == "error" and body["result"]["status"] == "infra-error"
+    # The learner reads that the platform failed; what failed (the sandbox's words) is kept for instructors.
+    assert body["error"] == body["result"]["error"]["message"] == GRADER_FAILED
+    assert "unknown sandbox" not in json.dumps(body)
+    assert submission.error_message.startswith("The grader failed: unknown sandbox 'no-such-sandbox'")
+    run = learner.api("POST", "/api/runs", {"exercise": EXERCISE, "code": STARTER}).json
+    wait_for(app, run["id"], timeout=30)
+    ran = learner.api("GET", f"/api/runs/{run['id']}").json
+    assert ran["status"] == "error" and ran["error"] == GRADER_FAILED, ran
 
 
 def test_a_vanished_exercise_ends_as_a_plain_error(app) -> None:  # noqa: ANN001

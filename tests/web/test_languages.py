@@ -362,3 +362,10 @@ def test_account_instructor_and_error_pages_in_arabic(app) -> None:  # noqa: ANN
     guest = WebSession(app.test_client()).guest()
     warning = guest.client.get("/ar/auth/signout").get_data(as_text=True)
     assert "أنت ضيف. تسجيل الخروج يُفقدك تقدمك" in warning and "Signing out loses" not in warning
+
+
+def test_absolute_links_come_from_the_public_url(make_app) -> None:  # noqa: ANN001
+    app = make_app(PUBLIC_URL="https://academy.example.org/course")
+    page = app.test_client().get(f"/it{FIRST}", headers={"Host": "evil.example"}).get_data(as_text=True)
+    assert f'hreflang="en" href="https://academy.example.org/course/en{FIRST}"' in page
+    assert "evil.example" not in page

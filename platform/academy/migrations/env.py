@@ -14,8 +14,11 @@ def run_migrations_online() -> None:
         _run(connection)
         return
     engine = create_engine(config.get_main_option("sqlalchemy.url"))
-    with engine.begin() as connection:
-        _run(connection)
+    try:
+        with engine.begin() as connection:
+            _run(connection)
+    finally:
+        engine.dispose()  # no pooled connection left open: a database server being stopped need not wait for it
 
 
 def _run(connection) -> None:  # noqa: ANN001

@@ -81,6 +81,8 @@
       .then((r) => {
         draftState.textContent = r.ok ? T("Draft saved") : T("Draft not saved (%(status)s)", { status: r.status });
         if (r.ok) forgetLocalDraft();
+        // Refused (a quota, a limit): say why, in the server's words; the editor keeps the text.
+        else r.json().then((body) => { if (body && body.error) draftState.textContent = body.error; }, () => {});
       })
       .catch(() => { draftState.textContent = T("Draft not saved (offline?)"); draftDirty = true; });
   }

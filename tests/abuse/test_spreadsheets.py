@@ -1,0 +1,70 @@
+"""What learners type reaches the instructor's spreadsheet as text, against the running server: sign-up refuses
+emails a CSV reader could split or unquote, and every gradebook shape quotes every cell and puts an apostrophe
+wherever a formula could start, for a reader that splits on ",", ";" (many European locales), tab or "|",
+or splits lines before unquoting; accounts made before the check included."""
+from __future__ import annotations
+
+import csv
+import io
+import sqlite3
+
+from tests.helpers import Client, LiveServer
+
+REFUSED = ["x;=2+5;@evil.io", "a,=1@evil.io", 'q"=1@evil.io', "tab\t=1@evil.io", "s p@evil.io", "l\n=1@evil.io",
+           "bell\x07@evil.io", "pipe|=1@evil.io", "tick`=1@evil.io", "nbsp\u00a0=1@evil.io"]
+# Accounts from before sign-up checked emails: the gradebook must still be safe with them.
+LEGACY = ["old;=2+5;@evil.io", "a,=1@old.io", 'q;"=1@old.io', "t;\t=1@old.io", "sp; =1@old.io", "l\r\n=1@old.io",
+          "p|@old.io", "=HYPERLINK(\"http://evil.io\")@old.io", "-2+3@old.io", "nb;\u00a0@old.io"]
+FORMULA = ("=", "+", "-", "@", "\t", "\r")
+HEADERS = {"plain": '"learner_id","email","guest",', "canvas": '"Student","ID","SIS User ID","SIS Login ID",',
+           "moodle": '"Email address",'}  # every cell quoted, the header's too
+
+
+def _starts_a_formula(cell: str) -> bool:
+    return cell.lstrip(" \u00a0")[:1] in FORMULA and cell.strip() != ""
+
+
+def _formula_cells(body: str) -> list[tuple[str, str]]:
+    """Every cell a spreadsheet would read as a formula, for each way it may split the file."""
+    found = []
+    for delimiter in (",", ";", "\t", "|"):
+        for row in csv.reader(io.StringIO(body, newline=""), delimiter=delimiter):
+            found += [(delimiter, cell) for cell in row if _starts_a_formula(cell)]
+        for line in body.replace("\r\n", "\n").replace("\r", "\n").split("\n"):  # lines first, then cells
+            found += [(f"naive {delimiter!r}", cell) for cell in line.split(delimiter)
+                      if _starts_a_formula(cell.strip(' "'))]
+    return found
+
+
+def test_sign_up_refuses_emails_a_spreadsheet_could_split(shared_server: LiveServer) -> None:
+    for n, email in enumerate(REFUSED):
+        refused = Client(shared_server, f"127.0.14.{n + 1}").signup(email)
+        assert refused.status == 400 and "valid email" in refused.text, email
+    assert Client(shared_server, "127.0.14.30").signup("o'brien+course@example.org").status == 302
+
+
+def _legacy_account(database: sqlite3.Connection, email: str) -> None:
+    """An account as the sign-up of before made it, with some activity so the gradebook lists it."""
+    columns = {row[1] for row in database.execute("PRAGMA table_info(users)")}
+    secret = ", session_secret" if "session_secret" in columns else ""
+    user_id = database.execute(f"INSERT INTO users (email, role, is_guest, created_at{secret}) VALUES "
+                               f"(?, 'learner', 0, CURRENT_TIMESTAMP{', ?' if secret else ''})",
+                               (email, "legacy-" + email) if secret else (email,)).lastrowid
+    database.execute("INSERT INTO lesson_progress (user_id, lesson_id, step_id, updated_at) "
+                     "VALUES (?, 'mixed-precision', 'meet-autocast', CURRENT_TIMESTAMP)", (user_id,))
+
+
+def test_no_cell_of_any_gradebook_starts_a_formula(shared_server: LiveServer) -> None:
+    teacher = Client(shared_server, "127.0.14.40")
+    assert teacher.signup("csv-teacher@example.org").status == 302
+    with sqlite3.connect(shared_server.instance / "academy.sqlite") as database:
+        database.execute("UPDATE users SET role = 'instructor' WHERE email = 'csv-teacher@example.org'")
+        for email in LEGACY:
+            _legacy_account(database, email)
+    database.close()
+    for shape in ("plain", "canvas", "moodle"):
+        download = teacher.get(f"/instructor/gradebook.csv?format={shape}")
+        assert download.status == 200, shape
+        assert _formula_cells(download.text) == [], shape
+        # Read as CSV, the text is all there, quoted: an apostrophe marks each place a formula could start.
+        assert download.text.startswith(HEADERS[shape]) and '"old;\'=2+5;\'@evil.io"' in download.text, shape
