@@ -3,8 +3,9 @@
     .venv/bin/python benchmarks/outside_meters.py [--runs 5]
 
 Side by side in one run, each verdict graded in a fresh fork of one warm grading process (as the warm
-pool does), local sandbox: fit-the-budget with and without its five dedicated memory processes, and
-the solution of every exercise as it is graded now. Prints medians and ratios against amp-step.
+pool does), local sandbox: fit-the-budget with and without its memory runs (the evaluate run, measured
+and checked, and the grading side's own baseline, original and no-grad processes), and the solution of
+every exercise as it is graded now. Prints medians and ratios against amp-step.
 """
 from __future__ import annotations
 
