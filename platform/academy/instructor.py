@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 from academy import gradebook, i18n, jobs
 from academy.content import get_content, reload_content
 from academy.db import get_session
+from academy.lessons import step_page
 from academy.models import GRADED, PENDING, JobStatus, RegradeRun, Submission, User, ValidationRun, stored_result
 from academy.security import instructor_required
 from academy.settings import settings
@@ -112,7 +113,8 @@ def overview() -> ResponseReturnValue:
     return render_template("instructor/overview.html", course=get_content().course, runs=runs, busy=busy,
                            can_reload=settings().content_reload,
                            translations=i18n.coverage(get_content().course, get_content().translations),
-                           languages=i18n.LANGUAGES, image_note=jobs.grading_sandbox(current_app).stale_image_note())
+                           languages=i18n.LANGUAGES, image_note=jobs.grading_sandbox(current_app).stale_image_note(),
+                           step_page=step_page)
 
 
 @bp.post("/validate/<path:exercise_id>")
