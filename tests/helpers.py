@@ -410,13 +410,10 @@ class LiveServer:
     def init_db(self) -> None:
         """What an operator runs before the first start (`flask --app academy init-db`), with this server's
         settings, in this process: a second's Python start-up less per server."""
-        from academy import create_app, jobs
+        from academy.instance import init_db
         from academy.settings import from_environment
 
-        app = ready_instance(create_app({"INSTANCE_PATH": str(self.instance), "REQUEUE_ON_START": False,
-                                         **from_environment(self.env)}))
-        jobs.shutdown(app)
-        app.extensions["academy.engine"].dispose()
+        init_db({"INSTANCE_PATH": str(self.instance), "REQUEUE_ON_START": False, **from_environment(self.env)})
 
     def logs(self) -> str:
         return (self.folder / "server.log").read_text(errors="replace")[-4000:]
