@@ -24,7 +24,7 @@ def test_a_schema_1_verdict_is_drawn_from_what_the_server_sends(page: Page, live
     app = create_app({"INSTANCE_PATH": str(live_instance), "REQUEUE_ON_START": False})  # the server's database
     with app.app_context():
         user = create_account("schema-one@example.org", "password123")
-        get_session().add(Submission(user_id=user.id, exercise_id=EXERCISE, code="x = 1\n", status="done",
+        get_session().add(Submission(user=user, exercise_id=EXERCISE, code="x = 1\n", status="done",
                                      passed=False, result_json=json.dumps(schema_1_result())))
         get_session().commit()
     jobs.shutdown(app)

@@ -209,3 +209,13 @@ def test_migration_0007_on_sqlite_through_the_app(tmp_path: Path) -> None:
 def test_migration_0007_on_postgresql(postgres: PostgresServer) -> None:
     url = postgres.url()
     _identity_round_trip(url, lambda: command.upgrade(alembic_config(url), "head"))
+
+
+def test_the_schema_the_app_checks_for_is_alembics_head() -> None:
+    """academy.db.SCHEMA_REVISION (what the app's first session checks, without importing Alembic) names the
+    newest migration: a new migration without it fails here, not in an operator's `503`."""
+    from alembic.script import ScriptDirectory
+
+    from academy.db import SCHEMA_REVISION
+
+    assert ScriptDirectory.from_config(alembic_config("sqlite://")).get_heads() == [SCHEMA_REVISION]
