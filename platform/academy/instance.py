@@ -59,13 +59,18 @@ def serves_pages() -> bool:
 def create_secret_key(path: Path) -> bool:
     """Write a new random key to `path`, readable by its owner only, unless a key is there. True if written.
 
-    Created exclusively with its final mode, so no other user ever reads it and two commands racing keep one key."""
+    Written to a file of its own with its final mode, then linked into place: no other user ever reads it,
+    nobody reads it half-written, and of two commands racing the first keeps its key and the second uses it."""
+    draft = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    descriptor = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as file:
+            file.write(secrets.token_urlsafe(48))
+        os.link(draft, path)
     except FileExistsError:
         return False
-    with os.fdopen(descriptor, "w") as file:
-        file.write(secrets.token_urlsafe(48))
+    finally:
+        draft.unlink()
     return True
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import stat
 import subprocess
 import sys
@@ -148,6 +149,14 @@ def test_a_serving_app_without_a_secret_key_refuses_to_start_and_says_how_to_mak
     with pytest.raises(InstanceNotReady, match="is empty"):
         create_app({"INSTANCE_PATH": str(folder)})
     assert (folder / "secret_key").read_text() == "\n"  # never replaced by the app
+
+
+def test_flask_run_without_a_key_refuses_to_serve(instance_env: Path) -> None:
+    with socket.socket() as busy:  # a port that is taken: were the app made, the server would stop at once
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        refused = _cli("run", "--port", str(busy.getsockname()[1]))  # `run` serves pages: it needs the key
+    assert isinstance(refused.exception, InstanceNotReady) and "No secret key" in str(refused.exception)
 
 
 def test_init_db_makes_the_instance_and_commands_need_no_key(instance_env: Path) -> None:
