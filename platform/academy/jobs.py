@@ -47,6 +47,7 @@ from grader.course import Exercise
 from grader.protocol import RawVerdict, Request, Status
 
 if TYPE_CHECKING:
+    from academy.runners import JobRunner
     from sandbox import Sandbox
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ def enqueue_regrade(run_id: int) -> None:
     _runner().submit(JobKind.REGRADE_EXERCISE, run_id, STAFF_KEY)
 
 
-def _runner() -> Any:
+def _runner() -> JobRunner:
     return current_app.extensions["academy.jobs"]  # set by academy.runners.init_app
 
 
