@@ -210,9 +210,11 @@ def _in_process(sandbox: str, warm: int):  # noqa: ANN202
     @contextlib.contextmanager
     def setup(folder: Path) -> Iterator[Api]:
         from academy import create_app, jobs
+        from academy.instance import init_instance
         from academy.jobs import grading_sandbox
 
         app = create_app(app_config(folder / "instance", SANDBOX=sandbox, GRADING_WORKERS=2, WARM_POOL=warm))
+        init_instance(app)  # what `flask --app academy init-db` does
         server = LiveServer(app)
         try:
             api = Api(server.base, make_tokens(app, 1)[0])
@@ -236,9 +238,11 @@ def _through_rq(sandbox: str, pool_size: int):  # noqa: ANN202
     @contextlib.contextmanager
     def setup(folder: Path) -> Iterator[Api]:
         from academy import create_app
+        from academy.instance import init_instance
 
         redis = RedisProcess()
         app = create_app(app_config(folder / "instance", SANDBOX=sandbox, REDIS_URL=redis.url))
+        init_instance(app)
         server = LiveServer(app)
         worker = start_worker(folder / "instance", redis.url, folder / "worker.log", sandbox=sandbox,
                               extra_env={"DLA_WARM_POOL": str(pool_size)})

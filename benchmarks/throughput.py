@@ -41,8 +41,10 @@ from api_latency import (
 
 def _inprocess(folder: Path, workers: int, accounts: int) -> Iterator[tuple[Any, list[Api]]]:
     from academy import create_app, jobs
+    from academy.instance import init_instance
 
     app = create_app(app_config(folder / "instance", SANDBOX="local", GRADING_WORKERS=workers))
+    init_instance(app)  # what `flask --app academy init-db` does
     server = LiveServer(app)
     try:
         yield app, [Api(server.base, token) for token in make_tokens(app, accounts)]
@@ -54,9 +56,11 @@ def _inprocess(folder: Path, workers: int, accounts: int) -> Iterator[tuple[Any,
 def _rq(folder: Path, workers: int, accounts: int, sandbox: str = "local",
         pool_size: int = 0) -> Iterator[tuple[Any, list[Api]]]:
     from academy import create_app
+    from academy.instance import init_instance
 
     redis = RedisProcess()
     app = create_app(app_config(folder / "instance", SANDBOX=sandbox, REDIS_URL=redis.url))
+    init_instance(app)
     server = LiveServer(app)
     processes = [start_worker(folder / "instance", redis.url, folder / f"worker-{i}.log", sandbox=sandbox,
                               extra_env={"DLA_WARM_POOL": str(pool_size)}) for i in range(workers)]

@@ -83,10 +83,12 @@ def prepare(instance: Path, database_url: str, learners: int, result_json: str) 
     from academy import create_app
     from academy.auth import create_account
     from academy.db import get_session
+    from academy.instance import init_instance
     from academy.models import Submission, utcnow
 
     app = create_app({"INSTANCE_PATH": str(instance), "DATABASE_URL": database_url, "SECRET_KEY": "bench",
                       "REQUEUE_ON_START": False})
+    init_instance(app)  # what `flask --app academy init-db` does
     owned = {}
     with app.app_context():
         db = get_session()

@@ -14,6 +14,7 @@ import tempfile
 import time
 
 from academy import create_app, jobs
+from academy.instance import init_instance
 
 PAGES = [
     ("course page", "/"),
@@ -31,6 +32,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as instance:
         app = create_app({"INSTANCE_PATH": instance, "SECRET_KEY": "bench", "SANDBOX": "local"})
+        init_instance(app)  # what `flask --app academy init-db` does
         client = app.test_client()
         token = re.search(r'name="csrf-token" content="([^"]+)"', client.get("/").get_data(as_text=True))
         client.post("/auth/guest", data={"csrf_token": token.group(1)})

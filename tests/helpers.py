@@ -2,6 +2,7 @@
 several folders drive. Fixtures stay in the conftest modules; these are plain code any test may import."""
 from __future__ import annotations
 
+import atexit
 import contextlib
 import glob
 import http.client
@@ -188,7 +189,6 @@ class QueueStack:
     """The web app (enqueueing on RQ) and worker processes sharing its SQLite database."""
 
     def __init__(self, tmp_path: Path, redis: RedisServer, **env: str):
-        from academy import create_app
         from academy.runners import runner
         from academy.settings import from_environment
 
@@ -198,9 +198,9 @@ class QueueStack:
                     "DLA_INSTANCE": str(tmp_path / "instance"), "SECRET_KEY": "test", "PYTHONUNBUFFERED": "1"}
         self.env.pop("DATABASE_URL", None)
         config = from_environment(self.env)  # the workers' settings, for the app in this process too
-        self.app: Flask = create_app({"INSTANCE_PATH": str(tmp_path / "instance"), "SANDBOX": "local",
-                                      "SECRET_KEY": "test", "TESTING": True, "REQUEUE_ON_START": False,
-                                      "SUBMISSION_RATE": (1000, 60), **config})
+        self.app: Flask = ready_app({"INSTANCE_PATH": str(tmp_path / "instance"), "SANDBOX": "local",
+                                     "SECRET_KEY": "test", "TESTING": True, "REQUEUE_ON_START": False,
+                                     "SUBMISSION_RATE": (1000, 60), **config})
         self.runner = runner(self.app)
         self.client: FlaskClient = self.app.test_client()
         self.token = self.learner("learner@example.org")
@@ -270,6 +270,48 @@ class QueueStack:
                 except subprocess.TimeoutExpired:
                     os.killpg(process.pid, signal.SIGKILL)
                     process.wait()
+
+
+# --- an app whose instance is ready, as `flask --app academy init-db` leaves it
+
+def ready_app(config: dict[str, Any]) -> Flask:
+    """create_app(config), then its instance made ready (academy.instance.init_instance, what `init-db` runs)."""
+    from academy import create_app
+
+    return ready_instance(create_app(config))
+
+
+def ready_instance(app: Flask) -> Flask:
+    """`init-db` for `app`'s instance. Its default SQLite database starts as a copy of one migrated once per
+    test run (the migrations take a sixth of a second per app; tests/deploy runs them for real); init-db's
+    own code then finds it at the newest migration and makes the rest (folder, secret key) as it would."""
+    from academy.instance import init_instance
+    from academy.settings import settings
+
+    database = Path(app.instance_path) / "academy.sqlite"
+    if settings(app).database_url == f"sqlite:///{database}" and not database.exists():
+        database.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(_migrated_database(), database)
+    init_instance(app)
+    return app
+
+
+_MIGRATED: list[Path] = []
+
+
+def _migrated_database() -> Path:
+    """An empty SQLite database at the newest migration, made by init-db's code once per test process."""
+    if not _MIGRATED:
+        from academy import create_app
+        from academy.instance import init_instance
+
+        folder = Path(tempfile.mkdtemp(prefix="dla-migrated-"))
+        app = create_app({"INSTANCE_PATH": str(folder), "SECRET_KEY": "template", "REQUEUE_ON_START": False})
+        init_instance(app)
+        app.extensions["academy.engine"].dispose()  # the last connection folds SQLite's WAL into the file
+        _MIGRATED.append(folder / "academy.sqlite")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return _MIGRATED[0]
 
 
 # --- the app through Flask's test client
@@ -346,6 +388,7 @@ class LiveServer:
         self.process: subprocess.Popen | None = None
 
     def start(self) -> LiveServer:
+        self.init_db()
         self.log = open(self.folder / "server.log", "ab")
         gunicorn = Path(sys.executable).with_name("gunicorn")
         self.process = subprocess.Popen(
@@ -363,6 +406,14 @@ class LiveServer:
                 self.stop()
                 raise RuntimeError(f"the server did not start:\n{self.logs()}")
             time.sleep(0.2)
+
+    def init_db(self) -> None:
+        """What an operator runs before the first start (`flask --app academy init-db`), with this server's
+        settings, in this process: a second's Python start-up less per server."""
+        from academy.instance import init_db
+        from academy.settings import from_environment
+
+        init_db({"INSTANCE_PATH": str(self.instance), "REQUEUE_ON_START": False, **from_environment(self.env)})
 
     def logs(self) -> str:
         return (self.folder / "server.log").read_text(errors="replace")[-4000:]
@@ -621,3 +672,25 @@ def wait_no_grading_containers(timeout: float = 20) -> list[str]:
 # --- the browser tests' instructor
 
 INSTRUCTOR = ("teacher@example.org", "teacher-password")
+
+
+# --- a result as the grader stored it before schema_version 2 (grader.result.upgrade_result reads it)
+
+def schema_1_result() -> dict[str, Any]:
+    """An amp-step result in the stored shape of schema 1: no per-check status, a hint string, device
+    "unknown", the sandbox's notes among the learner's. Two of six checks fail."""
+    checks = [{"id": check_id, "title": title, "passed": passed, "message": "" if passed else message,
+               "hint": "" if passed else hint, "line": None if passed else line}
+              for check_id, title, passed, message, hint, line in [
+                  ("runs", "Your step runs", True, "", "", None),
+                  ("autocast-scope", "Forward pass under autocast", True, "", "", None),
+                  ("scaled-backward", "Backward on the scaled loss", False, "backward() was called on the raw loss.",
+                   "Call scaler.scale(loss).backward().", 4),
+                  ("step-update-order", "scaler.step then scaler.update", True, "", "", None),
+                  ("grads-cleared", "Gradients cleared", False, "The gradients were never cleared.",
+                   "Call optimizer.zero_grad() first.", 2),
+                  ("matches-reference", "Matches the reference step", True, "", "", None)]]
+    return {"exercise": EXERCISE, "title": "Write one AMP training step", "passed": False, "score": 0.6667,
+            "status": "failed", "checks": checks, "error": None, "device": "unknown", "sandbox": "local",
+            "duration_s": 2.5, "output": "", "output_truncated": False,
+            "notes": ["Graded by the local sandbox (namespaces)."], "seed": 7}

@@ -1,41 +1,34 @@
 """Deep Learning Academy, the web platform (Flask app factory, flaskr style).
 
-    flask --app academy init-db                      create/upgrade the database
+    flask --app academy init-db                      make the instance ready: folder, secret key, database
     flask --app academy create-user EMAIL --instructor
     flask --app academy run                          development server
     python -m academy worker                         an RQ grading worker (same as flask --app academy worker)
 
 Configuration: academy/settings.py (every setting, its environment variable, default and meaning), read
 once here; docs/web.md lists them.
+
+`create_app` reads the settings and the secret key and wires the parts together, nothing more: it migrates
+no database (`init-db` does, academy/instance.py), writes no file, and loads no course (the first
+`get_content()` does, academy/content.py). So an administrator's command starts in a fraction of a second,
+and a serving process finds out on its first request, not at import, what it has to do.
 """
 from __future__ import annotations
 
-import os
-import secrets
 from pathlib import Path
 from typing import Any
 
 from flask import Flask
 
-MAX_REQUEST_BYTES = 320 * 1024  # a 256 KB submission as JSON, with escaping headroom
-
-
-def _secret_key(instance: Path) -> str:
-    """A stable random key kept in the instance folder, so sessions survive restarts."""
-    path = instance / "secret_key"
-    if not path.exists():
-        path.write_text(secrets.token_urlsafe(48))
-        path.chmod(0o600)
-    return path.read_text().strip()
-
 
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:
+    from academy import instance
     from academy import settings as settings_module
+    from academy.inputs import MAX_BODY_BYTES
 
     test_config = test_config or {}
-    instance = settings_module.instance_folder(test_config)
-    app = Flask(__name__, instance_path=instance, instance_relative_config=True)
-    os.makedirs(app.instance_path, exist_ok=True)
+    instance_path = settings_module.instance_folder(test_config)
+    app = Flask(__name__, instance_path=instance_path, instance_relative_config=True)
     config_file = settings_module.read_config_file(app.instance_path)
     settings = settings_module.load(Path(app.instance_path), config_file, test_config)
     app.extensions["academy.settings"] = settings
@@ -43,7 +36,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     # test_config add for them (e.g. TESTING, SESSION_COOKIE_NAME).
     app.config.from_mapping({name.upper(): value for name, value in vars(settings).items()})
     app.config.from_mapping(
-        MAX_CONTENT_LENGTH=MAX_REQUEST_BYTES,
+        MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         # Secure by default; browsers accept Secure cookies from http://localhost and 127.0.0.1 too.
@@ -52,7 +45,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     )
     app.config.from_mapping({key: value for key, value in {**config_file, **test_config}.items()
                              if key.lower() not in vars(settings)})
-    app.config["SECRET_KEY"] = settings.secret_key or _secret_key(Path(app.instance_path))
+    app.config["SECRET_KEY"] = instance.secret_key_for(settings)
 
     from academy import (
         api,
@@ -73,8 +66,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     inputs.init_app(app)
     db.init_app(app)
-    db.upgrade(app)
-    content.reload_content(app)
+    content.init_app(app)
     security.init_app(app)
     limits.init_app(app)  # after security: per-account limits need the user that security loads
     i18n.init_app(app)  # after security: the learner's saved language
@@ -87,6 +79,4 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(api.bp)
     app.register_blueprint(instructor.bp)
     app.add_url_rule("/", endpoint="index", view_func=lessons.course)
-    if settings.requeue_on_start:
-        runners.recover_on_start(app)
     return app

@@ -1,9 +1,15 @@
-"""`flask --app academy ...` commands for administrators (init-db lives with the database in db.py)."""
+"""`flask --app academy ...` commands for administrators.
+
+None of them needs torch or the course but `regrade` and `worker`, and none imports either before it runs:
+`create-user` starts in well under a second (benchmarks/cli_startup.py). A command that uses the database
+says so when its schema is missing or behind (`needs_database`), naming `init-db`.
+"""
 from __future__ import annotations
 
+import functools
 import time
 from datetime import timedelta
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import click
 from flask import Flask, current_app
@@ -13,17 +19,45 @@ from sqlalchemy import delete, func, select
 from academy import jobs
 from academy.auth import AccountError, create_account
 from academy.content import get_content
-from academy.db import get_session
+from academy.db import check_schema, get_session
+from academy.instance import init_instance
 from academy.models import PENDING, JobStatus, RegradeRun, Submission, User, utcnow
 from academy.runners import runner
 from academy.security import new_api_token
-from academy.settings import settings
+from academy.settings import InstanceNotReady, settings
+
+Command = TypeVar("Command", bound=Callable[..., Any])
+
+
+def needs_database(command: Command) -> Command:
+    """The command's database at the schema this code needs, else a plain error naming `init-db`."""
+    @functools.wraps(command)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        try:
+            check_schema(current_app._get_current_object())  # type: ignore[attr-defined]
+        except InstanceNotReady as exc:
+            raise click.ClickException(str(exc)) from None
+        return command(*args, **kwargs)
+    return checked  # type: ignore[return-value]
+
+
+@click.command("init-db")
+@with_appcontext
+def init_db_command() -> None:
+    """Make the instance ready: its folder, its secret key, the database schema (Alembic migrations).
+
+    Run it once before the first start and after every upgrade; running it again changes nothing.
+    """
+    for line in init_instance(current_app._get_current_object()):  # type: ignore[attr-defined]
+        click.echo(line)
 
 
 @click.command("create-user")
 @click.argument("email")
 @click.option("--instructor", is_flag=True, help="Give the account the instructor role.")
 @click.password_option(help="The password (asked for when not given).")
+@with_appcontext
+@needs_database
 def create_user_command(email: str, instructor: bool, password: str) -> None:
     """Create an account (use --instructor for the first instructor)."""
     try:
@@ -37,6 +71,8 @@ def create_user_command(email: str, instructor: bool, password: str) -> None:
 @click.command("create-token")
 @click.argument("email")
 @click.option("--name", default="cli", show_default=True, help="A label to tell tokens apart.")
+@with_appcontext
+@needs_database
 def create_token_command(email: str, name: str) -> None:
     """Create a personal API token for an account and print it (shown only once)."""
     db = get_session()
@@ -52,6 +88,7 @@ def create_token_command(email: str, name: str) -> None:
 @click.argument("exercise")
 @click.option("--wait", is_flag=True, help="Stay until the regrade is done and print every verdict, old and new.")
 @with_appcontext  # also when invoked through app.cli directly (app.test_cli_runner), not only by `flask`
+@needs_database
 def regrade_command(exercise: str, wait: bool) -> None:
     """Grade the finished submissions of EXERCISE again with its current checks (e.g. after changing them).
 
@@ -115,6 +152,7 @@ def regrade_table(run: RegradeRun) -> str:
 @click.command("remove-idle-guests")
 @click.option("--days", type=int, help="Idle for longer than this (default DLA_GUEST_IDLE_DAYS, 30).")
 @with_appcontext
+@needs_database
 def remove_idle_guests_command(days: int | None) -> None:
     """Delete guests with no request for DAYS days, with everything they did (run it daily, e.g. from cron).
 
@@ -138,6 +176,7 @@ def remove_idle_guests_command(days: int | None) -> None:
 @click.option("--name", help="Worker name shown by `rq info` (default HOST.PID).")
 @click.option("--pool", "pool_size", type=int, help="Warm grading processes (default DLA_WARM_POOL or 2; 0 = cold).")
 @with_appcontext
+@needs_database
 def worker_command(burst: bool, name: str | None, pool_size: int | None) -> None:
     """Grade queued submissions from Redis (REDIS_URL) with the best sandbox of this host."""
     from academy.runners.rq import run_worker  # imports rq and redis only when they are wanted
@@ -147,6 +186,6 @@ def worker_command(burst: bool, name: str | None, pool_size: int | None) -> None
 
 def init_app(app: Flask) -> None:
     """Every command, on `flask --app academy` and on `python -m academy` alike (academy/__main__.py)."""
-    for command in (remove_idle_guests_command, create_user_command, create_token_command, regrade_command,
-                    worker_command):
+    for command in (init_db_command, remove_idle_guests_command, create_user_command, create_token_command,
+                    regrade_command, worker_command):
         app.cli.add_command(command)

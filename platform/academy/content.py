@@ -1,54 +1,71 @@
 """The course as the web app shows it: `grader.course` objects plus their Markdown rendered to safe HTML.
 
-Rendering happens once per (re)load, not per request, so a lesson page costs a template render only.
+Loaded and rendered on first use (`get_content`), not when the app is made, and then once per reload, not
+per request: a lesson page costs a template render only, and a command that never shows the course (e.g.
+`create-user`) never reads it. The Markdown libraries are imported on first use for the same reason.
 """
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import nh3
 from flask import Flask, current_app
-from markdown_it import MarkdownIt
-from pygments import highlight
-from pygments.formatters import HtmlFormatter
-from pygments.lexers import get_lexer_by_name
-from pygments.util import ClassNotFound
 
 from academy.settings import settings
 from grader.course import Course, Exercise, Lesson, Step, load_course
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 _ALLOWED_TAGS = {"p", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "strong", "em", "code", "pre",
                  "span", "a", "blockquote", "hr", "br", "table", "thead", "tbody", "tr", "th", "td", "div",
                  "img", "del", "sup", "sub"}
 _ALLOWED_ATTRIBUTES = {"*": {"class"}, "a": {"href", "title"}, "img": {"src", "alt", "title"},
                        "th": {"align"}, "td": {"align"}}
-_FORMATTER = HtmlFormatter(cssclass="highlight", nowrap=True)
+
+
+@cache
+def _formatter(style: str = "default") -> Any:
+    from pygments.formatters import HtmlFormatter
+
+    return HtmlFormatter(cssclass="highlight", nowrap=True, style=style)
 
 
 def _highlight(code: str, lang: str, _attrs: str) -> str:
+    from pygments import highlight
+    from pygments.lexers import get_lexer_by_name
+    from pygments.util import ClassNotFound
+
     # markdown-it wraps the callback's output in <pre><code> unless it already starts with "<pre".
     try:
         lexer = get_lexer_by_name(lang or "text")
     except ClassNotFound:
         lexer = get_lexer_by_name("text")
-    return f'<pre class="highlight"><code>{highlight(code, lexer, _FORMATTER)}</code></pre>\n'
+    return f'<pre class="highlight"><code>{highlight(code, lexer, _formatter())}</code></pre>\n'
 
 
-_MARKDOWN = MarkdownIt("commonmark", {"highlight": _highlight, "html": False}).enable("table")
+@cache
+def _markdown() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"highlight": _highlight, "html": False}).enable("table")
 
 
 def render_markdown(text: str) -> str:
     """Markdown to HTML that is safe to put in a page as-is (sanitised by nh3)."""
-    return nh3.clean(_MARKDOWN.render(text), tags=_ALLOWED_TAGS, attributes=_ALLOWED_ATTRIBUTES,
+    import nh3
+
+    return nh3.clean(_markdown().render(text), tags=_ALLOWED_TAGS, attributes=_ALLOWED_ATTRIBUTES,
                      url_schemes={"http", "https", "mailto"})
 
 
 def pygments_css() -> str:
     """static/highlight.css: the light palette, and github-dark in dark mode (academy.css, static/theme.js)."""
-    dark = HtmlFormatter(cssclass="highlight", nowrap=True, style="github-dark")
-    return f"{_FORMATTER.get_style_defs('.highlight')}\n{dark.get_style_defs(':root[data-theme=dark] .highlight')}"
+    dark = _formatter("github-dark")
+    return f"{_formatter().get_style_defs('.highlight')}\n{dark.get_style_defs(':root[data-theme=dark] .highlight')}"
 
 
 @dataclass(frozen=True)
@@ -70,7 +87,7 @@ class Content:
         return self.course.exercises[exercise_id]
 
 
-def build_content(root: Path | None) -> Content:
+def build_content(root: str | Path | None) -> Content:
     course = load_course(root)
     html: dict[int, str] = {}
     for lesson in course.lessons:
@@ -82,16 +99,35 @@ def build_content(root: Path | None) -> Content:
     return Content(course, html, load_translations(course), load_course_translations(course))
 
 
-_lock = threading.Lock()
+_lock = threading.Lock()  # one load at a time: the first requests of a new process wait for one load, not many
 
 
-def get_content() -> Content:
-    return current_app.extensions["academy.content"]
+def get_content(app: Flask | None = None) -> Content:
+    """The course of `app` (else of the current app), loaded on first use. Raises CourseError while the course
+    files cannot be loaded (the next call tries again)."""
+    app = app or current_app._get_current_object()  # type: ignore[attr-defined]
+    content = app.extensions.get("academy.content")
+    if content is None:
+        with _lock:
+            content = app.extensions.get("academy.content")  # loaded by the thread this one waited for
+            if content is None:
+                content = _load(app)
+    return content
 
 
 def reload_content(app: Flask) -> Content:
-    """Load the exercises folder again (instructor "reload" in development). Raises CourseError."""
+    """Load the exercises folder again (instructor "reload" in development). Raises CourseError, and the
+    content loaded before stays."""
     with _lock:
-        content = build_content(settings(app).exercises_dir)
-        app.extensions["academy.content"] = content
+        return _load(app)
+
+
+def _load(app: Flask) -> Content:
+    content = build_content(settings(app).exercises_dir)
+    app.extensions["academy.content"] = content
     return content
+
+
+def init_app(app: Flask) -> None:
+    """Nothing is read here: the course is loaded by the first get_content()."""
+    app.extensions["academy.content"] = None

@@ -1,22 +1,33 @@
 """The database: one engine per app, one session per request (or background job), Alembic migrations.
 
-SQLite in the instance folder by default; any SQLAlchemy URL through DATABASE_URL.
+SQLite in the instance folder by default; any SQLAlchemy URL through DATABASE_URL. Migrations run only when
+asked (`flask --app academy init-db`, academy/instance.py): several gunicorn workers starting at once must
+not race to apply them, and a command that only reads should not wait for them. Instead the first session
+of an app checks that the schema is the one this code was written for (`check_schema`), and otherwise
+refuses with a message naming the command that fixes it, rather than failing later on a missing column.
 """
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import click
-from alembic import command
-from alembic.config import Config
 from flask import Flask, current_app, g
-from sqlalchemy import create_engine, event
+from sqlalchemy import create_engine, event, inspect, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from academy.settings import settings
+from academy.settings import InstanceNotReady, settings
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+# The newest migration in migrations/versions: the schema this code reads and writes. A constant rather than
+# Alembic's own answer, so that commands which only check it need not import Alembic (a fifth of a second);
+# tests/deploy/test_migrations.py holds it equal to Alembic's head.
+SCHEMA_REVISION = "0007"
+INIT_DB = "flask --app academy init-db"
 
 
 def make_engine(url: str) -> Engine:
@@ -37,10 +48,39 @@ def make_engine(url: str) -> Engine:
 
 
 def get_session() -> Session:
-    """The session of this request or job; closed when its app context ends."""
+    """The session of this request or job; closed when its app context ends. The app's first one checks the
+    schema (InstanceNotReady when it is missing or behind)."""
     if "db_session" not in g:
-        g.db_session = current_app.extensions["academy.sessionmaker"]()
+        app = current_app._get_current_object()  # type: ignore[attr-defined]
+        if not app.extensions["academy.schema_ok"].is_set():
+            check_schema(app)
+        g.db_session = app.extensions["academy.sessionmaker"]()
     return g.db_session
+
+
+def schema_revision(engine: Engine) -> str | None:
+    """The migration the database is at (Alembic's alembic_version table), None for a database without it."""
+    database = engine.url.database
+    if engine.dialect.name == "sqlite" and database and database != ":memory:" and not Path(database).exists():
+        return None  # not made yet; connecting would make an empty file (or fail, without its folder)
+    with engine.connect() as connection:
+        if not inspect(connection).has_table("alembic_version"):
+            return None
+        return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
+
+
+def check_schema(app: Flask) -> None:
+    """InstanceNotReady unless the database is at SCHEMA_REVISION; remembered once it is (a schema that is
+    still behind is asked again next time, so the app recovers as soon as `init-db` has run)."""
+    engine = app.extensions["academy.engine"]
+    revision = schema_revision(engine)
+    where = engine.url.render_as_string()  # the password hidden
+    if revision is None:
+        raise InstanceNotReady(f"The database {where} has no tables yet: run `{INIT_DB}` to create them.")
+    if revision != SCHEMA_REVISION:
+        raise InstanceNotReady(f"The database {where} is at migration {revision}, but this version of the app needs "
+                               f"{SCHEMA_REVISION}: run `{INIT_DB}` to upgrade it (docs/deploy.md, \"Upgrading\").")
+    app.extensions["academy.schema_ok"].set()
 
 
 def close_session(_exc: BaseException | None = None) -> None:
@@ -50,6 +90,8 @@ def close_session(_exc: BaseException | None = None) -> None:
 
 
 def alembic_config(url: str) -> Config:
+    from alembic.config import Config  # only where migrations run: a fifth of a second of every command
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
@@ -63,6 +105,8 @@ def upgrade(app: Flask) -> None:
     (https://www.sqlite.org/lang_altertable.html, "other kinds of table schema changes"): with them on,
     dropping the old copy of a rebuilt table deletes every row that references it (ON DELETE CASCADE).
     They are checked afterwards and turned on again."""
+    from alembic import command
+
     config = alembic_config(settings(app).database_url)
     config.attributes["course_root"] = settings(app).exercises_dir  # 0004 maps step numbers to ids
     engine = app.extensions["academy.engine"]
@@ -88,17 +132,13 @@ def upgrade(app: Flask) -> None:
             connection.exec_driver_sql("PRAGMA foreign_keys=ON")
             connection.commit()
 
-
-@click.command("init-db")
-def init_db_command() -> None:
-    """Create or upgrade the database schema (Alembic migrations)."""
-    upgrade(current_app)
-    click.echo(f"Database ready: {current_app.extensions['academy.engine'].url.render_as_string()}")
+    app.extensions["academy.schema_ok"].set()
 
 
 def init_app(app: Flask) -> None:
+    """The engine and its sessions; nothing connects until the first session is asked for."""
     engine = make_engine(settings(app).database_url)
     app.extensions["academy.engine"] = engine
     app.extensions["academy.sessionmaker"] = sessionmaker(engine, expire_on_commit=False)
+    app.extensions["academy.schema_ok"] = threading.Event()
     app.teardown_appcontext(close_session)
-    app.cli.add_command(init_db_command)

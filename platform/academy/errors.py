@@ -1,13 +1,19 @@
 """Error pages for people and JSON errors for the API: never a platform stack trace."""
 from __future__ import annotations
 
+import logging
+
 from flask import Flask, jsonify, make_response, render_template, request
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext, lazy_gettext
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from academy import MAX_REQUEST_BYTES
+from academy.db import INIT_DB
 from academy.i18n import N_
+from academy.inputs import MAX_BODY_BYTES
+from academy.settings import InstanceNotReady
+
+log = logging.getLogger(__name__)
 
 # Error pages in the page's language. Werkzeug's names and default descriptions are the msgids, so English
 # pages read as before; a view's own description (abort(..., description=...)) is translated where the view
@@ -37,7 +43,7 @@ TOO_LARGE = N_("The request is larger than %(size)s KB; code may be at most 256 
 def _message(exc: HTTPException) -> str:
     """The error's description in the request's language (Werkzeug's defaults through the catalogs)."""
     if isinstance(exc, RequestEntityTooLarge) and exc.description == RequestEntityTooLarge.description:
-        return gettext(TOO_LARGE, size=MAX_REQUEST_BYTES // 1024)  # the body itself: a view's 413 says its own
+        return gettext(TOO_LARGE, size=MAX_BODY_BYTES // 1024)  # the body itself: a view's 413 says its own
     return _DEFAULTS.get(str(exc.description), exc.description or NAMES.get(exc.code or 500, exc.name))
 
 
@@ -54,5 +60,20 @@ def _handle(exc: HTTPException) -> ResponseReturnValue:
     return response
 
 
+def _not_ready(exc: InstanceNotReady) -> ResponseReturnValue:
+    """The instance needs `init-db` (academy/instance.py): the operator reads why in the log; the page says
+    only what to do, in English like the command it names, without the database's address."""
+    log.error("%s", exc)
+    message = f"This site is not ready for this version of the app: its administrator must run `{INIT_DB}`."
+    if request.path.startswith("/api/"):
+        response = jsonify(error=message)
+    else:
+        response = make_response(message)
+        response.mimetype = "text/plain"
+    response.status_code, response.headers["Retry-After"] = 503, "60"
+    return response
+
+
 def init_app(app: Flask) -> None:
     app.register_error_handler(HTTPException, _handle)
+    app.register_error_handler(InstanceNotReady, _not_ready)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import urlsplit
 
 import yaml
@@ -277,10 +277,7 @@ class LessonText(Heading):
     def pieces(self, lesson: Lesson) -> tuple[int, int]:
         """(translated, total): the title, the summary and each step count one."""
         done = (self.title is not None) + (self.summary is not None)
-        for step in lesson.steps:
-            done += step.id in self.cards if step.kind == "card" else 0
-            done += step.id in self.exercises if step.kind == "exercise" else 0
-            done += self.quiz is not None if step.kind == "quiz" else 0
+        done += sum(STEP_COVERAGE[type(step)](self, step) for step in lesson.steps)
         return done, 2 + len(lesson.steps)
 
     def prose(self, step: Step) -> str | None:
@@ -290,6 +287,15 @@ class LessonText(Heading):
         if isinstance(step, ExerciseStep):
             return self.exercises.get(step.id, {}).get("prompt") or None
         return None
+
+
+# Whether a lesson's translation covers a step, by kind of step (grader.course.STEP_KINDS): a card and an
+# exercise by their own files, the quiz by the lesson's quiz file.
+STEP_COVERAGE: dict[type, Callable[[LessonText, Any], bool]] = {
+    Card: lambda text, step: step.id in text.cards,
+    ExerciseStep: lambda text, step: step.id in text.exercises,
+    Quiz: lambda text, _step: text.quiz is not None,
+}
 
 
 # What each translation file may hold (docs/course.md, "Translations"); anything else is a mistake to report.
@@ -406,7 +412,7 @@ def load_translations(course: Course) -> dict[tuple[str, str], LessonText]:
         folder = Path(course.root) / lesson.id
         refs = [next(v for k, v in raw.items() if k != "id")
                 for raw in (yaml.safe_load((folder / "lesson.yaml").read_text()) or {}).get("steps", [])]
-        cards = {Path(str(ref)).name: step for ref, step in zip(refs, lesson.steps) if step.kind == "card"}
+        cards = {Path(str(ref)).name: step for ref, step in zip(refs, lesson.steps) if isinstance(step, Card)}
         for language in TRANSLATED:
             text = LessonText(**_heading(folder / f"lesson.{language}.yaml"))
             for path in sorted((folder / "cards" / language).glob("*.md")):
@@ -483,7 +489,7 @@ class Localized(LocalizedHeading):
 
     def step_html(self, step: Step, english_html: str) -> Markup | str:
         """A card's or exercise prompt's HTML in this language, else the English (`english` marks it)."""
-        if self.text is None or step.kind == "quiz":
+        if self.text is None or step.page_markdown() is None:  # a quiz lays out its own (marked) texts
             return english_html
         found = self.text.html.get(step.id)
         if found:
@@ -494,7 +500,7 @@ class Localized(LocalizedHeading):
     def english(self, step: Step) -> Markup:
         """` lang="en" dir="ltr"` for the prose of a card or exercise shown in English on another language's
         page (a quiz marks each of its texts instead: `marked`)."""
-        if self.text is None or step.kind == "quiz" or step.id in self.text.html:
+        if self.text is None or step.page_markdown() is None or step.id in self.text.html:
             return Markup("")
         return Markup(' lang="en" dir="ltr"')
 

@@ -2,7 +2,6 @@
 with its latest regrade."""
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass
 
@@ -14,11 +13,11 @@ from sqlalchemy import func, select
 from academy import gradebook, i18n, jobs
 from academy.content import get_content, reload_content
 from academy.db import get_session
-from academy.models import GRADED, PENDING, JobStatus, RegradeRun, Submission, User, ValidationRun
+from academy.lessons import step_page
+from academy.models import GRADED, PENDING, JobStatus, RegradeRun, Submission, User, ValidationRun, stored_result
 from academy.security import instructor_required
 from academy.settings import settings
 from grader.course import CourseError
-from grader.result import upgrade_result
 
 bp = Blueprint("instructor", __name__, url_prefix="/instructor")
 
@@ -82,7 +81,7 @@ def exercise_stats(exercise_id: str, page: int = 1) -> ExerciseStats:
         # Failures of judged checks only. Checks skipped because the code did not load are no failure of
         # every check (a syntax error would otherwise count against "gradients cleared" too); those
         # submissions are counted once, apart.
-        checks = upgrade_result(json.loads(result_json or "{}")).get("checks", [])
+        checks = (stored_result(result_json) or {}).get("checks", [])
         if checks and all(c["status"] == "skipped" and c["because"] == "load" for c in checks):
             not_loaded += 1
             continue
@@ -114,7 +113,8 @@ def overview() -> ResponseReturnValue:
     return render_template("instructor/overview.html", course=get_content().course, runs=runs, busy=busy,
                            can_reload=settings().content_reload,
                            translations=i18n.coverage(get_content().course, get_content().translations),
-                           languages=i18n.LANGUAGES, image_note=jobs.grading_sandbox(current_app).stale_image_note())
+                           languages=i18n.LANGUAGES, image_note=jobs.grading_sandbox(current_app).stale_image_note(),
+                           step_page=step_page)
 
 
 @bp.post("/validate/<path:exercise_id>")

@@ -4,11 +4,12 @@
     enqueue_validation(run_id)      run `grader validate` for one exercise (instructor page)
     enqueue_regrade(run_id)         grade the finished submissions of one exercise again (request_regrade)
 
-The job functions (`JOBS`) take only an id and read everything else from the database, so any runner can
-run them: an in-process thread pool by default, RQ workers when REDIS_URL is set (academy/runners/). A web
-request only stores the row and returns, never waits. Every job grades with this process's
-`GradingSandbox`. `mark_failed` is the one way a row ends as the platform's failure; `unfinished` is what
-every runner's recovery starts from.
+Each kind of job (`JobKind`) has one entry in `JOBS` (a `JobType`): the job function, which takes only an
+id and reads everything else from the database, so any runner can run it (an in-process thread pool by
+default, RQ workers when REDIS_URL is set: academy/runners/); how its unfinished rows are found; how one
+ends as the platform's failure; its time limit. A web request only stores the row and returns, never
+waits. Every job grades with this process's `GradingSandbox`. `mark_failed` is the one way a row ends as
+the platform's failure; `unfinished` is what every runner's recovery starts from.
 """
 from __future__ import annotations
 
@@ -18,12 +19,14 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from flask import Flask, current_app
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from academy.content import get_content
 from academy.db import get_session
@@ -39,10 +42,23 @@ from academy.models import (
     ValidationStatus,
     utcnow,
 )
-from academy.settings import settings
-from grader.protocol import Status
+from academy.settings import Settings, settings
+from grader.course import Exercise
+from grader.protocol import RawVerdict, Request, Status
+
+if TYPE_CHECKING:
+    from academy.runners import JobRunner
+    from sandbox import Sandbox
 
 log = logging.getLogger(__name__)
+
+
+class JobKind(StrEnum):
+    """The kinds of background job, by the names runners and the queue know them by (RQ's job arguments in
+    Redis carry them: never rename one)."""
+    GRADE_SUBMISSION = "grade_submission"
+    VALIDATE_EXERCISE = "validate_exercise_run"
+    REGRADE_EXERCISE = "regrade_exercise_run"
 
 
 # The turn of instructors' validation and regrade jobs: one key like one learner's, so they take their
@@ -52,18 +68,18 @@ UNKEYED = "unkeyed"  # rows stored before fair keys existed
 
 
 def enqueue(submission_id: int, key: str | None = None) -> None:
-    _runner().submit(grade_submission, submission_id, key or UNKEYED)
+    _runner().submit(JobKind.GRADE_SUBMISSION, submission_id, key or UNKEYED)
 
 
 def enqueue_validation(run_id: int) -> None:
-    _runner().submit(validate_exercise_run, run_id, STAFF_KEY)
+    _runner().submit(JobKind.VALIDATE_EXERCISE, run_id, STAFF_KEY)
 
 
 def enqueue_regrade(run_id: int) -> None:
-    _runner().submit(regrade_exercise_run, run_id, STAFF_KEY)
+    _runner().submit(JobKind.REGRADE_EXERCISE, run_id, STAFF_KEY)
 
 
-def _runner() -> Any:
+def _runner() -> JobRunner:
     return current_app.extensions["academy.jobs"]  # set by academy.runners.init_app
 
 
@@ -84,18 +100,19 @@ def grade_submission(submission_id: int) -> None:
         answer = run_example if submission.kind == SubmissionKind.RUN else run_submission
         result: dict[str, Any] | None = answer(exercise, submission.code, sandbox=grading_sandbox(current_app))
     except KeyError:
-        mark_failed("grade_submission", submission_id, f"The exercise '{submission.exercise_id}' no longer exists.")
+        mark_failed(JobKind.GRADE_SUBMISSION, submission_id,
+                    f"The exercise '{submission.exercise_id}' no longer exists.")
         return
     except SubmissionError as exc:
-        mark_failed("grade_submission", submission_id, f"This submission cannot be graded: {exc}.")
+        mark_failed(JobKind.GRADE_SUBMISSION, submission_id, f"This submission cannot be graded: {exc}.")
         return
     except Exception as exc:  # noqa: BLE001 - any other failure is the platform's, and must not lose the row
         log.exception("grading submission %s failed", submission_id)
-        mark_failed("grade_submission", submission_id,
+        mark_failed(JobKind.GRADE_SUBMISSION, submission_id,
                     f"The grader failed ({type(exc).__name__}). Your code is saved; try again later.")
         return
     if result["status"] == Status.INFRA_ERROR:  # the sandbox could not grade it: the platform's failure
-        mark_failed("grade_submission", submission_id, result["error"]["message"], result=result)
+        mark_failed(JobKind.GRADE_SUBMISSION, submission_id, result["error"]["message"], result=result)
         return
     submission.result_json = json.dumps(result)
     submission.passed = bool(result.get("passed"))  # a Run has no verdict: never passed
@@ -116,7 +133,7 @@ def validate_exercise_run(run_id: int) -> None:
         cases = validate_exercise(get_content().exercise(run.exercise_id),
                                   sandbox=grading_sandbox(current_app), jobs=1)
     except Exception as exc:  # noqa: BLE001 - shown to the instructor
-        mark_failed("validate_exercise_run", run_id, f"validate could not run: {exc}")
+        mark_failed(JobKind.VALIDATE_EXERCISE, run_id, f"validate could not run: {exc}")
         return
     # Per file: the checks it failed (and those reported skipped) next to what it declares, e.g.
     # "ok   raw_backward.py: failed scaled-backward (declared: scaled-backward); ...".
@@ -167,7 +184,7 @@ def _busy_regrade(exercise_id: str) -> RegradeRun | None:
     run = db.scalar(select(RegradeRun).where(RegradeRun.exercise_id == exercise_id,
                                              RegradeRun.status.in_(REGRADE_BUSY)))
     if run is not None and run.updated_at < utcnow() - REGRADE_STALE_AFTER:
-        mark_failed("regrade_exercise_run", run.id, f"Stopped: no progress for {REGRADE_STALE_AFTER.seconds // 60} "
+        mark_failed(JobKind.REGRADE_EXERCISE, run.id, f"Stopped: no progress for {REGRADE_STALE_AFTER.seconds // 60} "
                     "minutes (the process running it went away). A new regrade took its place.")
         return None
     return run
@@ -196,7 +213,7 @@ def regrade_exercise_run(run_id: int) -> None:
     try:
         exercise = get_content().exercise(run.exercise_id)
     except KeyError:
-        mark_failed("regrade_exercise_run", run_id, f"The exercise '{run.exercise_id}' no longer exists.")
+        mark_failed(JobKind.REGRADE_EXERCISE, run_id, f"The exercise '{run.exercise_id}' no longer exists.")
         return
     entries = run.entries
     done = {entry["submission"] for entry in entries}
@@ -223,13 +240,13 @@ def regrade_exercise_run(run_id: int) -> None:
     except Exception as exc:  # noqa: BLE001 - e.g. the database went away; shown to the instructor
         log.exception("regrade run %s failed", run_id)
         db.rollback()  # the unwritten batch goes back: its submissions keep their old verdicts
-        mark_failed("regrade_exercise_run", run_id, f"The regrade stopped ({type(exc).__name__}: {exc}).")
+        mark_failed(JobKind.REGRADE_EXERCISE, run_id, f"The regrade stopped ({type(exc).__name__}: {exc}).")
         return
     run.status, run.finished_at = JobStatus.DONE, utcnow()
     _write_progress(run, entries)
 
 
-def _regrade_submission(submission: Submission, exercise: Any) -> dict[str, Any]:
+def _regrade_submission(submission: Submission, exercise: Exercise) -> dict[str, Any]:
     """One submission graded again; its new result is stored on it (uncommitted) unless grading failed."""
     from grader.grading import SubmissionError, run_submission
 
@@ -249,7 +266,7 @@ def _regrade_submission(submission: Submission, exercise: Any) -> dict[str, Any]
         log.exception("regrading submission %s failed", submission.id)
         entry["error"] = f"The grader failed ({type(exc).__name__})."
         return entry
-    if result["status"] == "infra-error":
+    if result["status"] == Status.INFRA_ERROR:
         entry["error"] = result["error"]["message"]
         return entry
     entry["new"] = verdict_of(result)
@@ -269,60 +286,101 @@ def _write_progress(run: RegradeRun, entries: list[dict[str, Any]]) -> None:
 
 @dataclass(frozen=True)
 class UnfinishedJob:
-    """A row some job has still to finish: its job kind (a key of JOBS), id, fair key and when it was made."""
-    kind: str
+    """A row some job has still to finish: its job kind, id, fair key and when it was made."""
+    kind: JobKind
     object_id: int
     key: str
     created_at: datetime
 
 
-# The job kinds, by the name runners and the queue know them by.
-JOBS: dict[str, Callable[[int], None]] = {job.__name__: job for job in (
-    grade_submission, validate_exercise_run, regrade_exercise_run)}
+def _unfinished_submissions(db: Session) -> list[UnfinishedJob]:
+    return [UnfinishedJob(JobKind.GRADE_SUBMISSION, row_id, key or f"user-{user_id}", created)
+            for row_id, key, user_id, created in db.execute(
+                select(Submission.id, Submission.fair_key, Submission.user_id, Submission.created_at)
+                .where(Submission.status.in_(PENDING)).order_by(Submission.id))]
+
+
+def _unfinished_validations(db: Session) -> list[UnfinishedJob]:
+    return [UnfinishedJob(JobKind.VALIDATE_EXERCISE, row_id, STAFF_KEY, created) for row_id, created in db.execute(
+        select(ValidationRun.id, ValidationRun.created_at).where(
+            ValidationRun.status.in_(PENDING)).order_by(ValidationRun.id))]
+
+
+def _unfinished_regrades(db: Session) -> list[UnfinishedJob]:
+    return [UnfinishedJob(JobKind.REGRADE_EXERCISE, row_id, STAFF_KEY, created) for row_id, created in db.execute(
+        select(RegradeRun.id, RegradeRun.created_at).where(
+            RegradeRun.status.in_(REGRADE_BUSY)).order_by(RegradeRun.id))]
+
+
+def _fail_submission(db: Session, object_id: int, message: str, result: dict[str, Any] | None) -> Any:
+    row = db.get(Submission, object_id)
+    if row is None or row.status not in PENDING:
+        return None
+    row.status, row.error_message, row.passed = JobStatus.ERROR, message, False
+    row.result_json = json.dumps(result) if result is not None else None
+    return row
+
+
+def _fail_validation(db: Session, object_id: int, message: str, _result: dict[str, Any] | None) -> Any:
+    row = db.get(ValidationRun, object_id)
+    if row is None or row.status not in PENDING:
+        return None
+    row.status, row.report = ValidationStatus.ERROR, message
+    return row
+
+
+def _fail_regrade(db: Session, object_id: int, message: str, _result: dict[str, Any] | None) -> Any:
+    row = db.get(RegradeRun, object_id)
+    if row is None or not row.busy:
+        return None
+    row.status, row.error_message, row.updated_at = JobStatus.ERROR, message, utcnow()
+    return row
+
+
+def _restart_submission(db: Session, object_id: int) -> None:
+    db.get(Submission, object_id).status = JobStatus.QUEUED  # graded from the start again: it is queued
+
+
+@dataclass(frozen=True)
+class JobType:
+    """One kind of job, everything a runner needs to know of it."""
+    kind: JobKind
+    run: Callable[[int], None]  # the job itself: the row's id in, everything else from the database
+    unfinished: Callable[[Session], list[UnfinishedJob]]  # its queued or running rows, oldest first
+    fail: Callable[[Session, int, str, dict[str, Any] | None], Any]  # end a row as "error": the row, or None
+    timeout: Callable[[Settings], int]  # seconds the job may run (RQ stops it after that)
+    id_prefix: str  # of its RQ job ids: "submission-12"
+    # Before a runner that grades in this process runs a lost job again (threads.py): the row as it then is.
+    restart: Callable[[Session, int], None] = lambda _db, _object_id: None
+
+
+JOBS: dict[JobKind, JobType] = {job.kind: job for job in (
+    JobType(JobKind.GRADE_SUBMISSION, grade_submission, _unfinished_submissions, _fail_submission,
+            lambda own: own.job_timeout, "submission", restart=_restart_submission),
+    JobType(JobKind.VALIDATE_EXERCISE, validate_exercise_run, _unfinished_validations, _fail_validation,
+            lambda own: own.job_timeout, "validation"),
+    JobType(JobKind.REGRADE_EXERCISE, regrade_exercise_run, _unfinished_regrades, _fail_regrade,
+            lambda own: own.regrade_timeout, "regrade"),
+)}
 
 
 def unfinished() -> list[UnfinishedJob]:
     """Every queued or running row, oldest first within each kind (in an app context; the read
     transaction is ended before returning, so callers may take their time)."""
     db = get_session()
-    rows = [UnfinishedJob("grade_submission", row_id, key or f"user-{user_id}", created)
-            for row_id, key, user_id, created in db.execute(
-                select(Submission.id, Submission.fair_key, Submission.user_id, Submission.created_at)
-                .where(Submission.status.in_(PENDING)).order_by(Submission.id))]
-    rows += [UnfinishedJob("validate_exercise_run", row_id, STAFF_KEY, created) for row_id, created in db.execute(
-        select(ValidationRun.id, ValidationRun.created_at).where(
-            ValidationRun.status.in_(PENDING)).order_by(ValidationRun.id))]
-    rows += [UnfinishedJob("regrade_exercise_run", row_id, STAFF_KEY, created) for row_id, created in db.execute(
-        select(RegradeRun.id, RegradeRun.created_at).where(
-            RegradeRun.status.in_(REGRADE_BUSY)).order_by(RegradeRun.id))]
+    rows = [row for job in JOBS.values() for row in job.unfinished(db)]
     db.rollback()
     return rows
 
 
-def mark_failed(kind: str, object_id: int, message: str, result: dict[str, Any] | None = None) -> bool:
+def mark_failed(kind: JobKind, object_id: int, message: str, result: dict[str, Any] | None = None) -> bool:
     """End an unfinished row as the platform's failure ("error") with `message` for the learner or
     instructor (in an app context), and a submission's infra-error `result` when the sandbox gave one.
     False when the row is gone or had finished."""
     db = get_session()
-    row: Any
-    if kind == "grade_submission":
-        row = db.get(Submission, object_id)
-        if row is None or row.status not in PENDING:
-            return False
-        row.status, row.error_message, row.passed = JobStatus.ERROR, message, False
-        row.result_json = json.dumps(result) if result is not None else None
-    elif kind == "regrade_exercise_run":
-        row = db.get(RegradeRun, object_id)
-        if row is None or not row.busy:
-            return False
-        row.status, row.error_message, row.updated_at = JobStatus.ERROR, message, utcnow()
-    elif kind == "validate_exercise_run":
-        row = db.get(ValidationRun, object_id)
-        if row is None or row.status not in PENDING:
-            return False
-        row.status, row.report = ValidationStatus.ERROR, message
-    else:
-        raise ValueError(f"unknown job kind {kind!r}")
+    row = JOBS[JobKind(kind)].fail(db, object_id, message, result)  # ValueError for a kind that is not one
+    if row is None:
+        return False
     row.finished_at = utcnow()
     db.commit()
     log.warning("%s %s finished as error: %s", kind, object_id, message)
@@ -332,23 +390,36 @@ def mark_failed(kind: str, object_id: int, message: str, result: dict[str, Any] 
 class GradingSandbox:
     """This process's sandbox, made on first use and kept, with its warm pool of single-use grading
     processes (DLA_WARM_POOL, default 2; 0 = a cold process per submission; `warm` overrides it): a learner
-    then waits a fraction of a second for a verdict instead of a torch start-up. It is itself a sandbox
-    for `run_submission`: a sandbox that cannot be made is that submission's infra-error."""
+    then waits a fraction of a second for a verdict instead of a torch start-up. It is itself a `Sandbox`
+    (sandbox/__init__.py) for `run_submission`: a sandbox that cannot be made is that submission's
+    infra-error."""
 
     def __init__(self, app: Flask, warm: int | None = None):
         self.app = app
         self.warm = settings(app).warm_pool if warm is None else warm
-        self._sandbox: Any = None
+        self._sandbox: Sandbox | None = None
         self._lock = threading.Lock()
 
     @property
     def name(self) -> str:
         return self._sandbox.name if self._sandbox is not None else settings(self.app).sandbox
 
-    def run(self, exercise: Any, request: Any) -> Any:
+    def available(self) -> tuple[bool, str]:
+        from sandbox import SandboxError
+
+        try:
+            self.get()
+        except SandboxError as exc:
+            return False, str(exc)
+        return True, ""
+
+    def require(self) -> None:
+        self.get()
+
+    def run(self, exercise: Exercise, request: Request) -> RawVerdict:
         return self.get().run(exercise, request)
 
-    def get(self) -> Any:
+    def get(self) -> Sandbox:
         from sandbox import SERVICE_SANDBOXES, SandboxError, get_sandbox, names
 
         with self._lock:

@@ -1,11 +1,12 @@
 """Learner pages: the course, one lesson step at a time, and the quick-check quiz."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from flask import Blueprint, abort, g, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
-from flask_babel import gettext
+from flask_babel import LazyString, gettext, lazy_gettext
 from sqlalchemy import select
 
 from academy import progress
@@ -15,7 +16,7 @@ from academy.i18n import localize, localize_course
 from academy.limits import account_key, limit, limiter
 from academy.models import GRADED, Draft, QuizAnswer, Submission
 from academy.security import learner_required, public_lessons, public_page
-from grader.course import ExerciseStep, Lesson, Quiz, QuizQuestion, Step
+from grader.course import Card, ExerciseStep, Lesson, Quiz, QuizQuestion, Step
 
 bp = Blueprint("lessons", __name__, url_prefix="/lessons")
 
@@ -70,13 +71,18 @@ def step(lesson_id: str, step_id: str) -> ResponseReturnValue:
     context = {"lesson": lesson, "number": number, "step": current, "t": t,
                "html": t.step_html(current, content.step_html(current)),
                "status": progress.lesson_status(g.user, lesson)}
-    extras = _PAGE_EXTRAS.get(current.kind)
-    if extras is not None:
-        context.update(extras(lesson, current))
-    if current.kind == "exercise":
-        for check in context["editor"]["checks"]:
-            check["title"] = t.check_title(current, check["id"], check["title"])
-    return render_template("lessons/step.html", **context)
+    page = step_page(current)
+    if page.extras is not None:
+        context.update(page.extras(lesson, current))
+    return render_template("lessons/step.html", page=page, **context)
+
+
+def _exercise_extras(lesson: Lesson, step: ExerciseStep) -> dict[str, Any]:
+    editor = _editor_state(step)
+    t = localize(lesson)
+    for check in editor["checks"]:
+        check["title"] = t.check_title(step, check["id"], check["title"])
+    return {"editor": editor}
 
 
 def _editor_state(current: ExerciseStep) -> dict:
@@ -122,11 +128,26 @@ def _quiz_state(lesson: Lesson, quiz: Quiz) -> dict[str, Any]:
     return {"answers": latest, "options": options, "first_tries": first_tries(lesson, quiz)}
 
 
-# What a step's page shows beyond its HTML, by kind of step (grader.course.STEP_KINDS); cards need nothing.
-_PAGE_EXTRAS: dict[str, Callable[[Lesson, Step], dict[str, Any]]] = {
-    "exercise": lambda lesson, step: {"editor": _editor_state(step)},
-    "quiz": _quiz_state,
+@dataclass(frozen=True)
+class StepPage:
+    """How the web app shows one kind of step (grader.course.STEP_KINDS)."""
+    partial: str  # the template that draws the step's body on its page
+    label: LazyString  # the kind of step, as the instructor's content table names it
+    extras: Callable[[Lesson, Any], dict[str, Any]] | None = None  # what its page needs beyond the step's HTML
+    editor: bool = False  # its page loads the code editor and the verdict's pictures
+
+
+# Every kind of step, by its class: a kind the grader adds and this registry lacks fails its test
+# (tests/web/test_lessons.py) instead of falling through a chain of string comparisons.
+STEP_PAGES: dict[type, StepPage] = {
+    Card: StepPage("lessons/_card.html", lazy_gettext("card")),
+    ExerciseStep: StepPage("lessons/_exercise.html", lazy_gettext("exercise"), _exercise_extras, editor=True),
+    Quiz: StepPage("lessons/_quiz.html", lazy_gettext("quiz"), _quiz_state),
 }
+
+
+def step_page(step: Step) -> StepPage:
+    return STEP_PAGES[type(step)]
 
 
 @bp.route("/<lesson_id>/end")
@@ -143,8 +164,10 @@ def lesson_end(lesson_id: str) -> ResponseReturnValue:
     following = lessons[lessons.index(lesson) + 1] if lesson is not lessons[-1] else None
     return render_template("lessons/end.html", lesson=lesson, t=localize(lesson), status=status, quiz=quiz,
                            first_tries=tries,
-                           exercises=[(s, s.exercise.id in passed) for s in lesson.steps if s.kind == "exercise"],
-                           cards=[s for s in lesson.steps if s.kind == "card"], following=following, localize=localize)
+                           exercises=[(s, s.exercise.id in passed) for s in lesson.steps
+                                      if isinstance(s, ExerciseStep)],
+                           cards=[s for s in lesson.steps if isinstance(s, Card)], following=following,
+                           localize=localize)
 
 
 @bp.post("/<lesson_id>/quiz/<question_id>")

@@ -19,6 +19,14 @@ class Base(DeclarativeBase):
     pass
 
 
+def stored_result(result_json: str | None) -> dict[str, Any] | None:
+    """A stored result, as every reader gets it: in today's shape (grader.result.upgrade_result, the one
+    upgrade path; imported here, not at the top, for it imports jsonschema, which no command needs)."""
+    from grader.result import upgrade_result
+
+    return upgrade_result(json.loads(result_json)) if result_json else None
+
+
 def new_session_secret() -> str:
     return secrets.token_urlsafe(32)
 
@@ -138,9 +146,7 @@ class Submission(Base):
 
     @property
     def result(self) -> dict[str, Any] | None:
-        from grader.result import upgrade_result
-
-        return upgrade_result(json.loads(self.result_json)) if self.result_json else None
+        return stored_result(self.result_json)
 
 
 class Draft(Base):

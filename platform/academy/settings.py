@@ -56,14 +56,16 @@ class Settings:
         "DLA_INSTANCE", None, "the instance folder: database, `secret_key`, optional `config.py`; hidden from "
         "learner code", shown_default="`./instance` with `scripts/run`; else Flask's default")
     database_url: str | None = setting(
-        "DATABASE_URL", None, "any SQLAlchemy URL (PostgreSQL: `postgresql+psycopg://...`); migrations "
-        "(Alembic, `platform/academy/migrations`) run at start and by `init-db`",
+        "DATABASE_URL", None, "any SQLAlchemy URL (PostgreSQL: `postgresql+psycopg://...`); its migrations "
+        "(Alembic, `platform/academy/migrations`) run by `flask --app academy init-db`, never by the app itself",
         shown_default="`sqlite:///<instance>/academy.sqlite`")
     exercises_dir: str | None = setting(
         None, None, "the course folder (set it with the grader's `DLA_EXERCISES`, below)",
         shown_default="`DLA_EXERCISES`")
     secret_key: str | None = setting(
-        "SECRET_KEY", None, "signs the session cookie", shown_default="random, kept in `<instance>/secret_key`")
+        "SECRET_KEY", None, "signs the session cookie; unset: read from `<instance>/secret_key`, which `init-db` "
+        "creates (a serving app without either refuses to start and says so)",
+        shown_default="random, made by `init-db`, kept in `<instance>/secret_key`")
 
     # -- grading
     sandbox: str = setting(
@@ -79,7 +81,7 @@ class Settings:
         "DLA_SUBMISSIONS_PER_MINUTE", (10, 60), "per-account submission limit; above it `429` with "
         "`Retry-After` (the other limits: [Limits](#limits))", per_minute, shown_default="`10`")
     requeue_on_start: bool = setting(
-        None, True, "recover unfinished jobs when the app is made (tests turn it off)", flag)
+        None, True, "recover unfinished jobs on the serving process's first request (tests turn it off)", flag)
 
     # -- the job queue (RQ), used when REDIS_URL is set
     redis_url: str | None = setting(
@@ -182,8 +184,10 @@ class Settings:
         "separated) whose `Host` header absolute links may be built from; any other host gets links without "
         "one (a path)", host_names, shown_default="`localhost,127.0.0.1,::1`")
 
-    def job_timeout_of(self, kind: str) -> int:
-        return self.regrade_timeout if kind == "regrade_exercise_run" else self.job_timeout
+
+class InstanceNotReady(RuntimeError):
+    """The instance is not ready for this version of the app (no secret key, a database schema that is
+    missing or behind): the message says what is wrong and which command makes it ready."""
 
 
 def fields() -> list[tuple[dataclasses.Field, Setting]]:
@@ -261,4 +265,4 @@ if __name__ == "__main__":
     print(markdown_table())
 
 
-__all__ = ["Settings", "SettingError", "from_environment", "load", "markdown_table", "settings"]
+__all__ = ["InstanceNotReady", "Settings", "SettingError", "from_environment", "load", "markdown_table", "settings"]

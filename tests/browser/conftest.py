@@ -24,10 +24,16 @@ def _flask(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="session")
-def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def live_instance(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The live server's instance folder (its SQLite database, its secret key), for tests that store rows."""
+    return tmp_path_factory.mktemp("academy-instance")
+
+
+@pytest.fixture(scope="session")
+def live_server(live_instance: Path) -> Iterator[str]:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: run scripts/setup-system (installs Debian's chromium)")
-    instance = tmp_path_factory.mktemp("academy-instance")
+    instance = live_instance
     env = {**os.environ, "DLA_INSTANCE": str(instance), "DLA_SANDBOX": "local", "DLA_GRADING_WORKERS": "2",
            "PYTHONUNBUFFERED": "1"}
     for name in ("DATABASE_URL", "REDIS_URL", "DLA_EXERCISES", "SECRET_KEY"):

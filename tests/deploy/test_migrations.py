@@ -12,7 +12,7 @@ from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.exc import IntegrityError
 
 from academy.db import alembic_config
-from tests.helpers import PostgresServer
+from tests.helpers import PostgresServer, ready_app
 
 PENDING_ROW = ("INSERT INTO submissions (user_id, exercise_id, code, status, passed, created_at) "
                "VALUES (1, 'mixed-precision/amp-step', 'x = 1', :status, false, CURRENT_TIMESTAMP)")
@@ -191,15 +191,13 @@ def _identity_round_trip(url: str, upgrade_to_head) -> None:  # noqa: ANN001
 def test_migration_0007_on_sqlite_through_the_app(tmp_path: Path) -> None:
     """The app migrates with its own engine, whose SQLite connections have foreign keys on: rebuilding `users`
     must not cascade-delete what references it (academy.db.upgrade turns them off around the migrations)."""
-    from academy import create_app
-
     url = f"sqlite:///{tmp_path / 'academy.sqlite'}"
     made = []
 
-    def through_the_app() -> None:
-        made.append(create_app({"INSTANCE_PATH": str(tmp_path / "instance"), "DATABASE_URL": url,
-                                "SANDBOX": "local", "SECRET_KEY": "test", "TESTING": True,
-                                "REQUEUE_ON_START": False}))
+    def through_the_app() -> None:  # what `flask --app academy init-db` runs
+        made.append(ready_app({"INSTANCE_PATH": str(tmp_path / "instance"), "DATABASE_URL": url,
+                               "SANDBOX": "local", "SECRET_KEY": "test", "TESTING": True,
+                               "REQUEUE_ON_START": False}))
         with made[0].extensions["academy.engine"].connect() as connection:
             assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1  # on again afterwards
 
@@ -211,3 +209,13 @@ def test_migration_0007_on_sqlite_through_the_app(tmp_path: Path) -> None:
 def test_migration_0007_on_postgresql(postgres: PostgresServer) -> None:
     url = postgres.url()
     _identity_round_trip(url, lambda: command.upgrade(alembic_config(url), "head"))
+
+
+def test_the_schema_the_app_checks_for_is_alembics_head() -> None:
+    """academy.db.SCHEMA_REVISION (what the app's first session checks, without importing Alembic) names the
+    newest migration: a new migration without it fails here, not in an operator's `503`."""
+    from alembic.script import ScriptDirectory
+
+    from academy.db import SCHEMA_REVISION
+
+    assert ScriptDirectory.from_config(alembic_config("sqlite://")).get_heads() == [SCHEMA_REVISION]

@@ -1,4 +1,4 @@
-"""The web app on a real PostgreSQL: migrations on start, a submission round trip, a restart."""
+"""The web app on a real PostgreSQL: migrations by init-db, a submission round trip, a restart."""
 from __future__ import annotations
 
 import time
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, inspect, text
 
-from tests.helpers import EXERCISE, SOLUTION, PostgresServer
+from tests.helpers import EXERCISE, SOLUTION, PostgresServer, ready_app
 
 
 def _api(app, token: str):  # noqa: ANN001, ANN202
@@ -18,7 +18,7 @@ def _api(app, token: str):  # noqa: ANN001, ANN202
 
 def test_app_on_postgresql_migrates_grades_and_survives_a_restart(postgres: PostgresServer, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from academy import create_app, jobs
+    from academy import jobs
     from academy.auth import create_account
     from academy.db import get_session
     from academy.security import new_api_token
@@ -26,7 +26,7 @@ def test_app_on_postgresql_migrates_grades_and_survives_a_restart(postgres: Post
     monkeypatch.delenv("REDIS_URL", raising=False)  # grade in-process: this test is about the database
     config = {"INSTANCE_PATH": str(tmp_path / "instance"), "DATABASE_URL": postgres.url(), "SANDBOX": "local",
               "SECRET_KEY": "test", "TESTING": True}
-    app = create_app(config)
+    app = ready_app(config)  # `flask --app academy init-db` on a new database, then the app
     engine = create_engine(postgres.url())
     with engine.connect() as connection:
         assert connection.execute(text("select version_num from alembic_version")).scalar() is not None
@@ -47,7 +47,7 @@ def test_app_on_postgresql_migrates_grades_and_survives_a_restart(postgres: Post
     jobs.shutdown(app)  # the in-process runner (no REDIS_URL here)
 
     # A restart: migrations are a no-op, the stored verdict and the token are still there.
-    again = create_app(config)
+    again = ready_app(config)
     state = _api(again, token)("GET", f"/api/submissions/{submission_id}").get_json()
     assert state["status"] == "done" and state["result"]["passed"] is True
     jobs.shutdown(again)

@@ -1,4 +1,5 @@
-"""A fresh app per test: its own instance folder and SQLite database, the local sandbox."""
+"""A fresh app per test: its own instance folder and SQLite database (made ready as `init-db` does), the local
+sandbox."""
 from __future__ import annotations
 
 import shutil
@@ -8,8 +9,8 @@ from typing import Any, Iterator
 import pytest
 from flask import Flask
 
-from academy import create_app, jobs
-from tests.helpers import REPO, WebSession
+from academy import jobs
+from tests.helpers import REPO, WebSession, ready_app
 
 
 @pytest.fixture
@@ -20,8 +21,8 @@ def make_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator:
     apps: list[Flask] = []
 
     def _make(**config: Any) -> Flask:
-        app = create_app({"INSTANCE_PATH": str(tmp_path / "instance"), "SANDBOX": "local",
-                          "SECRET_KEY": "test", "TESTING": True, **config})
+        app = ready_app({"INSTANCE_PATH": str(tmp_path / "instance"), "SANDBOX": "local",
+                         "SECRET_KEY": "test", "TESTING": True, **config})
         apps.append(app)
         return app
     yield _make

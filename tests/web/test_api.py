@@ -17,10 +17,13 @@ class RecordingRunner:
     def __init__(self, app):  # noqa: ANN001
         self.app, self.seen = app, []
 
-    def submit(self, job, object_id: int, key: str = "unkeyed") -> None:  # noqa: ANN001
+    def submit(self, kind, object_id: int, key: str = "unkeyed") -> None:  # noqa: ANN001
         with self.app.app_context():
             row = get_session().get(Submission, object_id)
-            self.seen.append((job.__name__, object_id, row.status if row else None))
+            self.seen.append((kind, object_id, row.status if row else None))
+
+    def recover(self) -> dict[str, int]:
+        return {}
 
     def shutdown(self) -> None:
         pass

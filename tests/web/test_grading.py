@@ -81,7 +81,10 @@ def test_unfinished_submissions_are_graded_after_a_restart(make_app) -> None:  #
         db.add_all([Submission(user_id=1, exercise_id=EXERCISE, code="a = 1", status="queued"),
                     Submission(user_id=2, exercise_id=EXERCISE, code="b = 1", status="running")])
         db.commit()
-    second = make_app(SANDBOX="no-such-sandbox")  # starting up picks both up again
+    second = make_app(SANDBOX="no-such-sandbox")
+    with second.app_context():
+        assert get_session().scalar(select(Submission.status).where(Submission.id == 2)) == "running"  # not yet
+    second.test_client().get("/api/exercises")  # the serving process's first request picks both up again
     for submission_id in (1, 2):
         assert wait_for(second, submission_id, timeout=30).status == "error"
     with second.app_context():

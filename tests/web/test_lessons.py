@@ -219,3 +219,13 @@ def test_step_ids_come_from_file_names_or_an_explicit_id(exercises_copy) -> None
     lesson_yaml.write_text(original.replace("  - card: 12-recap.md\n", "  - card: 12-recap.md\n    id: '12'\n"))
     with pytest.raises(CourseError, match="not only digits"):
         load_course(exercises_copy)
+
+
+def test_every_kind_of_step_has_its_page_and_its_translation_coverage() -> None:
+    """The web app's step-kind registries hold exactly the grader's kinds of step (grader.course.STEP_KINDS)."""
+    from academy.i18n import STEP_COVERAGE
+    from academy.lessons import STEP_PAGES
+    from grader.course import STEP_KINDS
+
+    assert set(STEP_PAGES) == set(STEP_KINDS.values()) == set(STEP_COVERAGE)
+    assert [STEP_PAGES[kind].editor for kind in STEP_KINDS.values()] == [False, True, False]  # card, exercise, quiz

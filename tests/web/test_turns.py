@@ -15,8 +15,13 @@ class Log:
         self.events: list[tuple[str, str, int]] = []  # (start|end, key, id)
         self.running: dict[str, int] = {}
         self.most: dict[str, int] = {}
+        self.handlers: dict[str, object] = {}  # the runner's jobs, by kind: one kind per key and duration
 
-    def job(self, key: str, seconds: float):  # noqa: ANN201
+    def runner(self, app, workers: int) -> ThreadRunner:  # noqa: ANN001
+        return ThreadRunner(app, workers=workers, handlers=self.handlers)
+
+    def job(self, key: str, seconds: float) -> str:
+        """The kind of a job that logs its start and end under `key` and takes `seconds`."""
         def run(object_id: int) -> None:
             with self.lock:
                 self.events.append(("start", key, object_id))
@@ -26,8 +31,9 @@ class Log:
             with self.lock:
                 self.running[key] -= 1
                 self.events.append(("end", key, object_id))
-        run.__name__ = f"job_{key}"
-        return run
+        kind = f"job_{key}_{seconds}"
+        self.handlers[kind] = run
+        return kind
 
     def started(self, key: str) -> list[int]:
         return [i for kind, k, i in self.events if kind == "start" and k == key]
@@ -37,7 +43,8 @@ class Log:
 
 
 def test_staff_jobs_and_learners_take_turns(app) -> None:  # noqa: ANN001
-    runner, log = ThreadRunner(app, workers=2), Log()
+    log = Log()
+    runner = log.runner(app, 2)
     for n in range(4):  # a regrade/validation burst first ...
         runner.submit(log.job(STAFF_KEY, 0.3), 100 + n, STAFF_KEY)
     stop = threading.Event()
@@ -63,7 +70,8 @@ def test_staff_jobs_and_learners_take_turns(app) -> None:  # noqa: ANN001
 
 
 def test_one_key_floods_and_another_waits_one_turn(app) -> None:  # noqa: ANN001
-    runner, log = ThreadRunner(app, workers=2), Log()
+    log = Log()
+    runner = log.runner(app, 2)
     for n in range(6):
         runner.submit(log.job("guest@10.0.0.9", 0.2), n, "guest@10.0.0.9")
     time.sleep(0.05)

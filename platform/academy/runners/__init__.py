@@ -9,12 +9,15 @@ jobs), so one client's flood holds one grader at most and everyone else's next j
 from __future__ import annotations
 
 import logging
-from typing import Callable, Protocol
+import threading
+from typing import TYPE_CHECKING, Callable, Protocol
 
-import click
 from flask import Flask, current_app
 
-from academy.settings import settings
+from academy.settings import InstanceNotReady, settings
+
+if TYPE_CHECKING:
+    from academy.jobs import JobKind
 
 log = logging.getLogger(__name__)
 
@@ -22,9 +25,9 @@ log = logging.getLogger(__name__)
 class JobRunner(Protocol):
     runs_here: bool  # True when the jobs run in this process (they end when it ends)
 
-    def submit(self, job: Callable[[int], None], object_id: int, key: str) -> None:
-        """Run `job(object_id)` later, in an app context, in `key`'s turn. Never raises for a queue that is
-        away: the row is already stored, and recovery finds it."""
+    def submit(self, kind: JobKind, object_id: int, key: str) -> None:
+        """Run the job of `kind` (academy.jobs.JOBS) on `object_id` later, in an app context, in `key`'s turn.
+        Never raises for a queue that is away: the row is already stored, and recovery finds it."""
 
     def recover(self) -> dict[str, int]:
         """Give every unfinished row (academy.jobs.unfinished) a live job; counts of what it did."""
@@ -57,24 +60,43 @@ def runner(app: Flask | None = None) -> JobRunner:
 
 
 def init_app(app: Flask) -> None:
-    """The app's runner: RQ when REDIS_URL is set, else threads."""
+    """The app's runner: RQ when REDIS_URL is set, else threads; and its recovery on the first request."""
     app.extensions["academy.jobs"] = RUNNERS[runner_name(app)](app)
+    if settings(app).requeue_on_start:
+        app.before_request(FirstRequestRecovery(app))
 
 
-def recover_on_start(app: Flask) -> None:
-    """Unfinished jobs get a live job again when a serving process starts (gunicorn, `flask run`).
+class FirstRequestRecovery:
+    """Unfinished jobs get a live job again when a serving process (gunicorn, `flask run`) takes its first
+    request: by then it is the process that serves, so the thread runner's jobs run on threads that live as
+    long as the server. Not when the app is made: an administrator's command (`create-user`) makes the app
+    too, and would take the running server's jobs onto threads that end with the command. RQ workers also
+    recover on their own maintenance pass. Only one request runs it; the others do not wait for it."""
 
-    Not when a CLI command such as `create-user` makes the app: with the thread runner it would take the
-    running server's jobs onto its own threads, which end with the command. RQ workers recover on their
-    own maintenance pass.
-    """
-    command = click.get_current_context(silent=True)
-    if command is not None and command.command.name != "run":
-        return
+    def __init__(self, app: Flask):
+        self.app = app
+        self.done = False
+        self._lock = threading.Lock()
+
+    def __call__(self) -> None:
+        if self.done or not self._lock.acquire(blocking=False):
+            return
+        try:
+            if not self.done:
+                self.done = recover(self.app)
+        finally:
+            self._lock.release()
+
+
+def recover(app: Flask) -> bool:
+    """Run the runner's recovery and log what it did; False when the database is not ready yet (try again)."""
     try:
         counts = runner(app).recover()
-    except Exception:  # noqa: BLE001 - e.g. Redis away: the app must still start; workers recover later
+    except InstanceNotReady:
+        return False  # the request itself answers 503 and says why; after `init-db` the next one recovers
+    except Exception:  # noqa: BLE001 - e.g. Redis away: the app must still serve; workers recover later
         log.exception("recovering unfinished jobs at start failed")
-        return
+        return True
     if any(counts.values()):
         log.warning("recovery at start: %s", ", ".join(f"{n} {what}" for what, n in counts.items()))
+    return True

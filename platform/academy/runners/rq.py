@@ -3,9 +3,9 @@
     REDIS_URL=redis://host:6379/0 python -m academy worker     # one worker; start as many as you like
 
 A web request stores the submission as "queued", then `RQRunner.submit` enqueues `perform("grade_submission",
-id, fair_key)` under the job id "submission-ID", when it is that key's turn (see "Turns" below). Any number of
-workers on any number of hosts consume the queue;
-each grades with the best sandbox it has (docker with a warm pool, on the GPU when there is one).
+id, fair_key)` (the first argument a JobKind's value, academy/jobs.py) under the job id "submission-ID",
+when it is that key's turn (see "Turns" below). Any number of workers on any number of hosts consume the
+queue; each grades with the best sandbox it has (docker with a warm pool, on the GPU when there is one).
 
 Nothing is lost, using RQ's own machinery:
 - a job running past DLA_JOB_TIMEOUT is stopped and run once more (RQ `Retry`), then its failure
@@ -35,7 +35,7 @@ import logging
 import os
 import socket
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any
 
 import click
 from flask import Flask
@@ -49,15 +49,12 @@ from rq.timeouts import JobTimeoutException, UnixSignalDeathPenalty
 from rq.worker import WorkerStatus
 
 from academy import jobs
+from academy.jobs import JOBS, JobKind
 from academy.models import utcnow
 from academy.settings import Settings, settings
 
 log = logging.getLogger(__name__)
 
-# The prefix of each job kind's RQ job ids ("submission-12"); a queued job may name only these kinds.
-JOB_KINDS = {"grade_submission": "submission", "validate_exercise_run": "validation",
-             "regrade_exercise_run": "regrade"}
-assert JOB_KINDS.keys() == jobs.JOBS.keys()
 LIVE_STATES = {JobStatus.QUEUED, JobStatus.STARTED, JobStatus.SCHEDULED, JobStatus.DEFERRED,
                JobStatus.CREATED, JobStatus.READY_TO_ENQUEUE}
 RECOVERY_LOCK = "academy:recovery-lock"
@@ -86,8 +83,9 @@ def connect(url: str) -> Redis:
     return Redis.from_url(url, socket_connect_timeout=3, socket_timeout=10, health_check_interval=30)
 
 
-def job_id(kind: str, object_id: int) -> str:
-    return f"{JOB_KINDS[kind]}-{object_id}"
+def job_id(kind: JobKind, object_id: int) -> str:
+    """The RQ job id of one row's job ("submission-12"): one live job per row (RQ `unique=True`)."""
+    return f"{JOBS[kind].id_prefix}-{object_id}"
 
 
 PERFORM = "academy.runners.rq.perform"
@@ -110,7 +108,7 @@ def untrusted(job: Job) -> str | None:
         return "its payload is not JSON"
     if func_name != PERFORM or instance is not None or kwargs:
         return f"it calls {func_name!r}"
-    if not (isinstance(args, (list, tuple)) and len(args) == 3 and args[0] in JOB_KINDS
+    if not (isinstance(args, (list, tuple)) and len(args) == 3 and args[0] in JOBS
             and type(args[1]) is int and isinstance(args[2], str)):
         return "its arguments are not (job kind, id, fair key)"
     callbacks = {job._success_callback_name, job._stopped_callback_name, job._failure_callback_name} - {None, ""}
@@ -150,13 +148,13 @@ class AcademyJob(Job):
         return None
 
 
-def member(kind: str, object_id: int) -> str:
+def member(kind: JobKind, object_id: int) -> str:
     return f"{kind}:{object_id}"
 
 
-def parse_member(value: str | bytes) -> tuple[str, int]:
+def parse_member(value: str | bytes) -> tuple[JobKind, int]:
     kind, _, object_id = (value.decode() if isinstance(value, bytes) else value).partition(":")
-    return kind, int(object_id)
+    return JobKind(kind), int(object_id)
 
 
 class RQRunner:
@@ -177,28 +175,29 @@ class RQRunner:
     def waiting_list(self, key: str) -> str:
         return f"academy:{self.settings.queue}:waiting:{key}"
 
-    def submit(self, job: Callable[[int], None], object_id: int, key: str = "unkeyed") -> None:
-        """Enqueue `job(object_id)` in `key`'s turn, unless a live job for that object exists already.
+    def submit(self, kind: JobKind, object_id: int, key: str = "unkeyed") -> None:
+        """Enqueue the job of `kind` on `object_id` in `key`'s turn, unless a live job for that object exists
+        already.
 
         Never raises for Redis trouble: the row is already committed as queued, and a worker's
         recovery pass enqueues it once Redis answers again.
         """
         try:
-            self.take_turn(job.__name__, object_id, key)
+            self.take_turn(kind, object_id, key)
         except RedisError as exc:
             log.warning("Redis unreachable (%s): %s %s stays queued in the database until a worker "
-                        "recovers it", exc, job.__name__, object_id)
+                        "recovers it", exc, kind, object_id)
 
-    def take_turn(self, kind: str, object_id: int, key: str) -> bool:
+    def take_turn(self, kind: JobKind, object_id: int, key: str) -> bool:
         """Enqueue the job now if `key` has no job on the queue, else add it to the key's waiting list.
         True when it was enqueued."""
-        if kind not in JOB_KINDS:
+        if kind not in JOBS:
             raise ValueError(f"unknown job kind {kind!r}")
         if self._admit(keys=[self.holders, self.waiting_list(key)], args=[key, member(kind, object_id)]):
             return self.enqueue(kind, object_id, key)
         return False
 
-    def end_turn(self, key: str, kind: str, object_id: int) -> None:
+    def end_turn(self, key: str, kind: JobKind, object_id: int) -> None:
         """The job of `key` ended: its next waiting job (if any) goes to the back of the queue."""
         following = self._release(keys=[self.holders, self.waiting_list(key)], args=[key, member(kind, object_id)])
         if following is not None:
@@ -208,19 +207,19 @@ class RQRunner:
         value = self.connection.hget(self.holders, key)
         return value.decode() if value is not None else None
 
-    def is_waiting(self, key: str, kind: str, object_id: int) -> bool:
+    def is_waiting(self, key: str, kind: JobKind, object_id: int) -> bool:
         return self.connection.lpos(self.waiting_list(key), member(kind, object_id)) is not None
 
-    def enqueue(self, kind: str, object_id: int, key: str = "unkeyed") -> bool:
+    def enqueue(self, kind: JobKind, object_id: int, key: str = "unkeyed") -> bool:
         """Put one job on the queue; False when a live job for it was already there."""
-        if kind not in JOB_KINDS:
+        if kind not in JOBS:
             raise ValueError(f"unknown job kind {kind!r}")
         ident = job_id(kind, object_id)
         for _attempt in range(2):
             try:
                 self.queue.enqueue(
                     perform, kind, object_id, key, job_id=ident, unique=True,
-                    job_timeout=self.settings.job_timeout_of(kind),
+                    job_timeout=JOBS[kind].timeout(self.settings),
                     retry=Retry(max=self.settings.job_retries) if self.settings.job_retries > 0 else None,
                     on_failure=Callback(on_job_failure), meta={"retries": self.settings.job_retries},
                     result_ttl=0,  # the verdict lives in the database
@@ -239,7 +238,7 @@ class RQRunner:
                 old.delete()
         return False
 
-    def job_status(self, kind: str, object_id: int) -> JobStatus | None:
+    def job_status(self, kind: JobKind, object_id: int) -> JobStatus | None:
         try:
             return AcademyJob.fetch(job_id(kind, object_id), connection=self.connection,
                                     serializer=JSONSerializer).get_status()
@@ -301,17 +300,18 @@ def worker_app() -> Flask:
 
 
 def perform(kind: str, object_id: int, key: str) -> None:
-    """The RQ job: run academy.jobs.JOBS[kind](object_id) inside the worker's app context, then hand `key`'s
-    turn on (a job that raises is retried in the same turn; its failure callback ends the turn)."""
-    if kind not in JOB_KINDS:
+    """The RQ job: run the job of `kind` (academy.jobs.JOBS) on `object_id` inside the worker's app context,
+    then hand `key`'s turn on (a job that raises is retried in the same turn; its failure callback ends the
+    turn). `kind` is a JobKind's value, as the job's JSON in Redis carries it."""
+    if kind not in JOBS:
         raise ValueError(f"unknown job kind {kind!r}")
     app = worker_app()
     with app.app_context():
-        jobs.JOBS[kind](object_id)
-    _end_turn(app, key, kind, object_id)
+        JOBS[JobKind(kind)].run(object_id)
+    _end_turn(app, key, JobKind(kind), object_id)
 
 
-def _end_turn(app: Flask, key: str, kind: str, object_id: int) -> None:
+def _end_turn(app: Flask, key: str, kind: JobKind, object_id: int) -> None:
     try:
         runner_of(app).end_turn(key, kind, object_id)
     except RedisError:  # the recovery pass hands the turn on once Redis answers
@@ -337,8 +337,8 @@ def on_job_failure(job: Job, connection: Redis, exc_type: Any, exc_value: Any, t
     kind, object_id, key = job.args
     app = worker_app()
     with app.app_context():
-        jobs.mark_failed(kind, object_id, failure_message(exc_type, job))
-    _end_turn(app, key, kind, object_id)
+        jobs.mark_failed(JobKind(kind), object_id, failure_message(exc_type, job))
+    _end_turn(app, key, JobKind(kind), object_id)
 
 
 def runner_of(app: Flask) -> RQRunner:

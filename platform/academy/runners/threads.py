@@ -4,12 +4,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from typing import Callable
+from typing import Callable, Mapping
 
 from flask import Flask
 
 from academy import jobs
-from academy.models import JobStatus, Submission
+from academy.jobs import JobKind
+from academy.models import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -25,22 +26,25 @@ class ThreadRunner:
 
     runs_here = True
 
-    def __init__(self, app: Flask, workers: int):
+    def __init__(self, app: Flask, workers: int, handlers: Mapping[str, Callable[[int], None]] | None = None):
         self.app = app
         self.workers = workers
+        # What runs a job of each kind: academy.jobs.JOBS (tests time the turns with jobs of their own).
+        self.handlers = handlers if handlers is not None else {kind: job.run for kind, job in jobs.JOBS.items()}
+        self.made_at = utcnow()  # rows unfinished from before this were left by a stopped process (recover)
         self._cond = threading.Condition()
-        self._waiting: dict[str, deque[tuple[Callable[[int], None], int]]] = {}
+        self._waiting: dict[str, deque[tuple[JobKind, int]]] = {}
         self._line: deque[str] = deque()  # keys with a waiting job and none running, in turn order
         self._running: set[str] = set()
         self._threads: list[threading.Thread] = []  # started on first use: the factory starts nothing
         self._busy = 0
         self._stopping = False
 
-    def submit(self, job: Callable[[int], None], object_id: int, key: str = jobs.UNKEYED) -> None:
+    def submit(self, kind: JobKind, object_id: int, key: str = jobs.UNKEYED) -> None:
         with self._cond:
             if self._stopping:
                 raise RuntimeError("the job runner is shut down")
-            self._waiting.setdefault(key, deque()).append((job, object_id))
+            self._waiting.setdefault(key, deque()).append((kind, object_id))
             if key not in self._running and key not in self._line:
                 self._line.append(key)
             if not self._threads:
@@ -50,7 +54,7 @@ class ThreadRunner:
                     self._threads.append(thread)
             self._cond.notify()
 
-    def _next(self) -> tuple[str, Callable[[int], None], int] | None:
+    def _next(self) -> tuple[str, JobKind, int] | None:
         with self._cond:
             while not self._line:
                 if self._stopping and not self._busy:
@@ -58,10 +62,10 @@ class ThreadRunner:
                     return None
                 self._cond.wait()
             key = self._line.popleft()
-            job, object_id = self._waiting[key].popleft()
+            kind, object_id = self._waiting[key].popleft()
             self._running.add(key)
             self._busy += 1
-            return key, job, object_id
+            return key, kind, object_id
 
     def _done(self, key: str) -> None:
         with self._cond:
@@ -75,12 +79,12 @@ class ThreadRunner:
 
     def _work(self) -> None:
         while (picked := self._next()) is not None:
-            key, job, object_id = picked
+            key, kind, object_id = picked
             try:
                 with self.app.app_context():
-                    job(object_id)
+                    self.handlers[kind](object_id)
             except Exception:  # the job records its own failure; this only keeps the worker thread alive
-                log.exception("background job %s(%s) failed", job.__name__, object_id)
+                log.exception("background job %s(%s) failed", kind, object_id)
             finally:
                 self._done(key)
 
@@ -93,14 +97,15 @@ class ThreadRunner:
             thread.join()
 
     def recover(self) -> dict[str, int]:
-        """Every unfinished row was left by a stopped process (this one grades them all): run them again."""
+        """Every row left unfinished before this runner was made was left by a stopped process (without a queue,
+        the serving process grades them all): run them again. Rows made since have a live job: this process's
+        own, or that of a command such as `flask --app academy regrade` grading on its own threads."""
         with self.app.app_context():
-            lost = jobs.unfinished()
+            lost = [job for job in jobs.unfinished() if job.created_at <= self.made_at]
             db = jobs.get_session()
             for job in lost:
-                if job.kind == "grade_submission":  # graded from the start again: it is queued
-                    db.get(Submission, job.object_id).status = JobStatus.QUEUED
+                jobs.JOBS[job.kind].restart(db, job.object_id)
             db.commit()
         for job in lost:
-            self.submit(jobs.JOBS[job.kind], job.object_id, job.key)
+            self.submit(job.kind, job.object_id, job.key)
         return {"requeued": len(lost)}
