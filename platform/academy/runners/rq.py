@@ -49,9 +49,10 @@ from rq.timeouts import JobTimeoutException, UnixSignalDeathPenalty
 from rq.worker import WorkerStatus
 
 from academy import jobs
+from academy.db import check_schema
 from academy.jobs import JOBS, JobKind
 from academy.models import utcnow
-from academy.settings import Settings, settings
+from academy.settings import InstanceNotReady, Settings, settings
 
 log = logging.getLogger(__name__)
 
@@ -411,6 +412,10 @@ def run_worker(app: Flask, *, burst: bool = False, name: str | None = None, pool
         where = sandbox.describe()  # refuse before taking a job when nothing here can grade it
     except SandboxError as exc:
         raise click.ClickException(f"this worker cannot grade: {exc}") from None
+    try:  # a host that cannot grade is the more basic fault, so it is said first (above)
+        check_schema(app)
+    except InstanceNotReady as exc:
+        raise click.ClickException(str(exc)) from None
     try:
         worker = GradingWorker(
             [runner.queue], connection=runner.connection, name=name or f"{socket.gethostname()}.{os.getpid()}",
