@@ -4,8 +4,9 @@ bubblewrap: side by side, interleaved.
     .venv/bin/python benchmarks/confinement_cost.py [--runs 10]
 
     fork only               fork a child of a warm process and wait for it (the floor of a warm verdict)
-    fork + full confinement the same child through isolation.run_confined: cgroup, namespaces, the
-                            allowlist view, capabilities, seccomp (what every local submission pays)
+    fork + full confinement the same child through the jail (sandbox.jail.Jail.run): the zygote's fork,
+                            cgroup, namespaces, the allowlist view, capabilities, seccomp (what every
+                            local submission pays per run)
     python -c 'import torch'  a fresh interpreter, the floor of a cold verdict
     bwrap + import torch    the same inside bubblewrap with an equivalent read-only view: bubblewrap
                             confines a process it executes, so each submission would pay this
@@ -20,10 +21,14 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Callable
 
-from grader.harness.isolation import Confinement, Limits, run_confined
-from grader.harness.view import grader_view
+from grader.harness.view import learner_view
+from sandbox.jail import Confinement, Jail, Limits
+from sandbox.jail.preflight import Echo
+
+JAIL: Jail | None = None
 
 
 def fork_only() -> None:
@@ -34,15 +39,14 @@ def fork_only() -> None:
 
 
 def confined() -> None:
-    outcome = run_confined(lambda: b"ok", Limits(time_s=10, memory_mb=512), Confinement.NAMESPACES,
-                           grader_view([]))
-    assert outcome.payload == b"ok", outcome
+    outcome = JAIL.run(Echo(), Limits(time_s=10, memory_mb=512))
+    assert outcome.payload == b"confined", outcome
 
 
 def bwrap_command() -> list[str] | None:
     if not shutil.which("bwrap"):
         return None
-    view = grader_view([])
+    view = learner_view(Path("/nonexistent"))
     binds = [arg for source in view.sources for arg in ("--ro-bind", str(source), str(source))]
     links = [arg for path in ("/bin", "/lib", "/lib64", "/sbin") if os.path.islink(path)
              for arg in ("--symlink", os.readlink(path), path)]
@@ -61,6 +65,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     args = parser.parse_args()
     import torch  # noqa: F401 - a warm process, as the fork server is
+
+    global JAIL
+    JAIL = Jail(Confinement.NAMESPACES, learner_view(Path("/nonexistent")))
 
     cases = {"fork only": fork_only, "fork + full confinement": confined,
              "python -c 'import torch'": lambda: subprocess.run([sys.executable, "-c", "import torch"], check=True)}

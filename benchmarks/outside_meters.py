@@ -16,9 +16,9 @@ import statistics
 import time
 from pathlib import Path
 
-from grader.course import load_exercise
+from grader.core.course import load_exercise
 from grader.harness import grade
-from grader.harness.isolation import Confinement
+from sandbox.jail import Confinement
 
 REPO = Path(__file__).resolve().parent.parent
 EXERCISES = ["mixed-precision/amp-step", "profiling/fix-the-bottleneck", "gpu-memory/fit-the-budget"]

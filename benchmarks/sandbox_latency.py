@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/sandbox_latency.py [--runs 8] [--burst 12] [--clients 4] [--pool 2]
 
-Every latency is measured through `grader.grading.run_submission`, the one way the platform grades, with
+Every latency is measured through `grader.host.grading.run_submission`, the one way the platform grades, with
 the amp-step reference solution. Modes take turns (interleaved) so load changes hit all alike; each
 round also times the floor a fresh grading process cannot beat, `python -c "import torch"`.
 
@@ -24,8 +24,8 @@ import threading
 import time
 from pathlib import Path
 
-from grader.grading import run_submission
-from sandbox import Sandbox, get_sandbox
+from grader.host.grading import run_submission
+from grader.host.sandboxes import HarnessSandbox, get_sandbox
 
 REPO = Path(__file__).resolve().parent.parent
 EXERCISE = "mixed-precision/amp-step"
@@ -61,7 +61,7 @@ def cgroup_cpu_s(folder: Path) -> float:
     return int((folder / "cpuacct.usage").read_text()) / 1e9
 
 
-def graded(sandbox: Sandbox, seed: int) -> float:
+def graded(sandbox: HarnessSandbox, seed: int) -> float:
     started = time.perf_counter()
     result = run_submission(EXERCISE, CODE, sandbox=sandbox, seed=seed)
     if not result["passed"]:
@@ -75,7 +75,7 @@ def floor_s() -> float:
     return time.perf_counter() - started
 
 
-def burst(sandbox: Sandbox, count: int, clients: int) -> tuple[float, list[float], int]:
+def burst(sandbox: HarnessSandbox, count: int, clients: int) -> tuple[float, list[float], int]:
     """`count` submissions from `clients` threads at once: (wall s, latencies, lost)."""
     latencies: list[float] = []
     lock = threading.Lock()

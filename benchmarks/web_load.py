@@ -170,7 +170,7 @@ class Learner:
 
 
 def lesson_pages() -> list[str]:
-    from grader.course import load_course
+    from grader.core.course import load_course
 
     lesson = load_course().lessons[0]
     return [f"/lessons/{lesson.id}/{n}" for n in range(1, len(lesson.steps) + 1)]
@@ -223,7 +223,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--configs", default=",".join(CONFIGS))
     args = parser.parse_args()
-    from grader.grading import run_submission
+    from grader.host.grading import run_submission
 
     result = run_submission(EXERCISE, SOLUTION, sandbox="local")  # one real verdict, stored for every learner
     result_json = json.dumps(result)

@@ -1,9 +1,10 @@
-"""The docker sandbox: every submission is graded in a fresh, hardened, single-use container.
+"""The docker sandbox: every request is run in a fresh, hardened, single-use container.
 
-The container runs the one harness entry, `python -m grader.harness`, from the grader image
-(sandbox/Dockerfile, built by sandbox/build-images): it warms its imports, says it is ready, reads ONE
-request from stdin, grades it and prints the verdict on stdout (grader/protocol.py). Nothing of the host
-is mounted; the code goes in over stdin.
+The container runs its image's entry (for grading, `python -m grader.harness` from the grader image,
+sandbox/Dockerfile, built by sandbox/build-images), which keeps the entry contract (sandbox/__init__.py):
+it says it is ready, reads ONE request line from stdin and prints one reply line on stdout. Nothing of the
+host is mounted; the request goes in over stdin. Which image, and whether it is current, is the caller's
+to say (`DockerSandbox(image, content=...)`: the image's `dla.content` label must equal it).
 
 A warm pool (sandbox/pool.py, made by `warm_pool`) keeps such containers started and waiting; a
 `DockerSandbox` given one takes its containers from it, and otherwise starts a cold container.
@@ -25,15 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from grader.course import Exercise
-from grader.protocol import RawVerdict, Request, Status, error_verdict
-from grader.settings import DEFAULT_MEMORY_MB, GRADER_IMAGE, GRADER_MEMORY_MB, LEARNER_UID_BASE, SCRATCH_MB
-from sandbox import SandboxError
-from sandbox.image import CONTENT_LABEL, CPU_IMAGE, CUDA_IMAGE, content_fingerprint
+from sandbox import Ending, Reply, SandboxError, Work
 from sandbox.pool import WarmPool
-from sandbox.process import HarnessProcess, PopenProcess
+from sandbox.process import EntryProcess, PopenProcess
+from sandbox.settings import LEARNER_UID_BASE, SCRATCH_MB
 
 CONTAINER_LABEL = "dla.sandbox"  # every grading container carries it: `docker ps -a --filter label=...`
+CONTENT_LABEL = "dla.content"  # what an image was built from (its caller's fingerprint of those files)
 
 
 def docker_binary() -> str | None:
@@ -67,24 +66,24 @@ def image_labels(image: str) -> dict[str, str] | None:
 STALE_IMAGE_FIX = "run sandbox/build-images, then restart the app and its workers"
 
 
-def stale_image(image: str | None = None) -> str | None:
-    """The grader image when an engine has it but it was built from other grader or course files than
-    these (learners would be graded with its copy, or not with docker at all); else None."""
-    image = image or GRADER_IMAGE.get() or CPU_IMAGE
+def stale_image(image: str, content: str) -> bool:
+    """True when an engine has `image` but it was built from other files than those `content` fingerprints
+    (requests would run with its copy of them, or not in docker at all)."""
     if docker_binary() is None:
-        return None
+        return False
     labels = image_labels(image)
-    return image if labels is not None and labels.get(CONTENT_LABEL) != content_fingerprint() else None
+    return labels is not None and labels.get(CONTENT_LABEL) != content
 
 
-def image_ready(image: str) -> tuple[bool, str]:
-    """(can grade with `image`?, why not): an engine answers, has it, and it holds these files."""
+def image_ready(image: str, content: str | None) -> tuple[bool, str]:
+    """(can run with `image`?, why not): an engine answers, has it, and it holds the files `content`
+    fingerprints (None: any content will do)."""
     if docker_binary() is None:
         return False, "the docker command is not installed"
     labels = image_labels(image)
     if labels is None:
         return False, f"no Docker Engine answers or it has no image {image} (run sandbox/build-images)"
-    if labels.get(CONTENT_LABEL) != content_fingerprint():
+    if content is not None and labels.get(CONTENT_LABEL) != content:
         return False, (f"the image {image} was built from other grader or exercise files than these "
                        f"({STALE_IMAGE_FIX})")
     return True, ""
@@ -123,11 +122,11 @@ class ContainerSpec:
 
 
 class Container(PopenProcess):
-    """One single-use grading container: its `docker run -i --rm` client is our child process."""
+    """One single-use container: its `docker run -i --rm` client is our child process."""
 
     what = "grading container"
 
-    def __init__(self, spec: ContainerSpec, on_change: Callable[[HarnessProcess], None] | None = None):
+    def __init__(self, spec: ContainerSpec, on_change: Callable[[EntryProcess], None] | None = None):
         binary = docker_binary()
         if binary is None:
             raise SandboxError("the docker command is not installed")
@@ -136,10 +135,9 @@ class Container(PopenProcess):
         name = f"dla-{uuid.uuid4().hex[:16]}"
         super().__init__(name, [binary, *spec.command(name)], on_change=on_change)
 
-    def exit_verdict(self, exit_code: int | None) -> RawVerdict | None:
-        if exit_code == 137:  # SIGKILL: the cgroup's OOM killer, the learner's limits are per process
-            return error_verdict(Status.KILLED, "memory", f"Your code's container was killed: it used more "
-                                 f"than its {self.spec.memory_mb} MB of memory.")
+    def exit_reply(self, exit_code: int | None) -> Reply | None:
+        if exit_code == 137:  # SIGKILL: the cgroup's OOM killer (the confined limits are per process)
+            return Reply(Ending.OUT_OF_MEMORY, memory_mb=self.spec.memory_mb)
         return None
 
     def kill(self) -> None:
@@ -157,63 +155,50 @@ class Container(PopenProcess):
             pass
 
 
-def default_spec(image: str | None = None) -> ContainerSpec:
-    """Large enough for every exercise of the course: the learner's own limit is set per exercise."""
-    from grader.course import load_course
-
-    exercises = list(load_course().exercises.values())
-    sandbox = DockerSandbox(image)
-    specs = [sandbox.spec_for(exercise) for exercise in exercises]
-    gpus = any(spec.gpus for spec in specs)
-    image = next((spec.image for spec in specs if spec.gpus == gpus), sandbox.image)
-    memory = max((exercise.memory_mb for exercise in exercises), default=DEFAULT_MEMORY_MB) + GRADER_MEMORY_MB
-    return ContainerSpec(image=image, memory_mb=memory, gpus=gpus)
-
-
-def warm_pool(size: int, spec: ContainerSpec | None = None) -> WarmPool:
-    """A pool of warm containers of `spec` (default: one that fits every exercise of the course)."""
-    spec = spec or default_spec()
-    ok, why = image_ready(spec.image)
+def warm_pool(size: int, spec: ContainerSpec, content: str | None) -> WarmPool:
+    """A pool of warm containers of `spec`, whose image must hold the files `content` fingerprints."""
+    ok, why = image_ready(spec.image, content)
     if not ok:
         raise SandboxError(f"cannot start a warm pool: {why}")
     return WarmPool(lambda on_change: Container(spec, on_change), size, serves=spec)
 
 
 class DockerSandbox:
+    """Requests in containers of `image` (`gpu_image` for work that wants a GPU, where the host has one and
+    that image is ready), which must hold the files `content` fingerprints."""
     name = "docker"
 
-    def __init__(self, image: str | None = None, pool: WarmPool | None = None):
-        self.image = image or GRADER_IMAGE.get() or CPU_IMAGE
-        self.pool = pool
+    def __init__(self, image: str, content: str | None, pool: WarmPool | None = None, gpu_image: str | None = None):
+        self.image, self.content, self.pool, self.gpu_image = image, content, pool, gpu_image
 
     def available(self) -> tuple[bool, str]:
         if self.pool is not None:  # checked its image when it started
             return True, ""
-        return image_ready(self.image)
+        return image_ready(self.image, self.content)
 
     def require(self) -> None:
         ok, why = self.available()
         if not ok:
             raise SandboxError(f"the docker sandbox is not available here: {why}")
 
-    def spec_for(self, exercise: Exercise) -> ContainerSpec:
-        gpus = exercise.uses_gpu and host_has_gpu()
+    def spec_for(self, work: Work) -> ContainerSpec:
+        gpus = work.gpu and host_has_gpu()
         image = self.image
-        if gpus and not GRADER_IMAGE.is_set() and image_ready(CUDA_IMAGE)[0]:
-            image = CUDA_IMAGE
-        elif gpus and image == CPU_IMAGE:
-            gpus = False  # the CPU image cannot use a GPU: grade the CPU path
-        return ContainerSpec(image=image, memory_mb=exercise.memory_mb + GRADER_MEMORY_MB, gpus=gpus)
+        if gpus and self.gpu_image and image_ready(self.gpu_image, self.content)[0]:
+            image = self.gpu_image
+        elif gpus and self.gpu_image is not None:
+            gpus = False  # no image that can use a GPU: run the CPU path
+        return ContainerSpec(image=image, memory_mb=work.memory_mb, gpus=gpus)
 
-    def run(self, exercise: Exercise, request: Request) -> RawVerdict:
-        spec = self.spec_for(exercise)
+    def run(self, work: Work) -> Reply:
+        spec = self.spec_for(work)
         container = None
         if self.pool is not None and _fits(self.pool.serves, spec):
             container = self.pool.take()
         if container is None:
             container = Container(spec)
         try:
-            return container.grade(request, exercise.time_limit_s)
+            return container.answer(work)
         finally:
             if self.pool is not None and self.pool.owns(container):
                 self.pool.discard(container)  # its exit and removal happen off the submitter's clock

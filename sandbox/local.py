@@ -1,10 +1,10 @@
-"""The local sandbox: the harness as a process of this machine.
+"""The local sandbox: the entry as a process of this machine.
 
-The harness confines the learner's code itself (namespaces, a fresh uid, limits: see
-grader/harness/isolation.py); this module starts it with an empty environment and the protocol's
-deadlines. Cold, each submission gets a fresh `python -m grader.harness` (what `grader check` does);
-warm, a `ForkServer` that has imported torch once forks a fresh grading process per submission, and a
-`WarmPool` keeps a few of those forked and ready (what the web app and the queue worker do).
+The entry confines its work itself (the jail: sandbox/jail/); this module starts it with an empty
+environment and the contract's deadlines. Cold, each request gets a fresh process (what `grader check`
+does); warm, a fork server that has imported what it needs once forks a fresh process per request
+(sandbox/forkserver.py), and a `WarmPool` keeps a few of those forked and ready (what the web app and
+the queue worker do).
 """
 from __future__ import annotations
 
@@ -15,44 +15,33 @@ import select
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import uuid
-from pathlib import Path
 from typing import Callable
 
-from grader.course import Exercise
-from grader.protocol import STARTUP_TIMEOUT_S, RawVerdict, Request
-from grader.settings import CGROUP_PARENT
-from sandbox import SandboxError
+from sandbox import Entry, Reply, SandboxError, Work
+from sandbox.jail.preflight import ADVICE
 from sandbox.pool import WarmPool
-from sandbox.process import HarnessProcess, PopenProcess
+from sandbox.process import EntryProcess, PopenProcess
+from sandbox.settings import CGROUP_PARENT, STARTUP_TIMEOUT_S
 
 
-def _environment() -> dict[str, str]:
-    """The grading process inherits nothing of ours but a PATH and the operator's delegated cgroup (no
-    secrets, no DATABASE_URL)."""
+def environment(entry: Entry) -> dict[str, str]:
+    """The entry inherits nothing of ours but a PATH and the operator's delegated cgroup (no secrets, no
+    DATABASE_URL), plus what the entry itself asks for."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
-           "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+           "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1", **dict(entry.env)}
     if CGROUP_PARENT.is_set():
         env[CGROUP_PARENT.env] = CGROUP_PARENT.get()
     return env
 
 
-def _harness_command(root: Path, hide: list[Path], confinement: str = "namespaces",
-                     module: str = "grader.harness") -> list[str]:
-    command = [sys.executable, "-m", module, "--exercises", str(root)]
-    for path in hide:
-        command += ["--hide", str(path)]
-    return command + (["--confinement", confinement] if module == "grader.harness" else [])
-
-
 @functools.cache
-def confinement_problems(root: Path, hide: tuple[Path, ...]) -> tuple[str, ...]:
-    """What keeps this host from confining learner code (grader/harness/preflight.py); () when nothing."""
+def confinement_problems(entry: Entry) -> tuple[str, ...]:
+    """What keeps this host from confining the entry's work (`ENTRY --preflight`); () when nothing."""
     try:
-        proc = subprocess.run(_harness_command(root, list(hide), module="grader.harness.preflight"),
-                              capture_output=True, env=_environment(), timeout=STARTUP_TIMEOUT_S)
+        proc = subprocess.run(entry.with_args("--preflight"), capture_output=True, env=environment(entry),
+                              timeout=STARTUP_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return (f"the confinement check did not answer within {STARTUP_TIMEOUT_S:g} s",)
     try:
@@ -62,11 +51,11 @@ def confinement_problems(root: Path, hide: tuple[Path, ...]) -> tuple[str, ...]:
                 f"{proc.stderr.decode(errors='replace')[-500:]}",)
 
 
-class ForkedProcess(HarnessProcess):
+class ForkedProcess(EntryProcess):
     """A fork-server child: not our child, so it is watched and signalled through a pidfd."""
 
     def __init__(self, pid: int, stdin: int, stdout: int, stderr: int,
-                 on_change: Callable[[HarnessProcess], None] | None):
+                 on_change: Callable[[EntryProcess], None] | None):
         try:
             self._pidfd: int | None = os.pidfd_open(pid)
         except ProcessLookupError:  # already gone: its output ends at once and says so
@@ -93,14 +82,13 @@ class ForkedProcess(HarnessProcess):
 
 
 class ForkServer:
-    """A warm `python -m grader.harness --fork-server` and the socket that asks it for children."""
+    """A warm `ENTRY --fork-server FD` and the socket that asks it for children."""
 
-    def __init__(self, root: Path, hide: list[Path]):
-        self.root = root
+    def __init__(self, entry: Entry, env: dict[str, str]):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        command = _harness_command(root, hide) + ["--fork-server", str(theirs.fileno())]
+        command = entry.with_args("--fork-server", str(theirs.fileno()))
         self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                        env=_environment(), pass_fds=[theirs.fileno()], start_new_session=True)
+                                        env=env, pass_fds=[theirs.fileno()], start_new_session=True)
         theirs.close()
         self._socket = ours
         self._lock = threading.Lock()
@@ -115,8 +103,8 @@ class ForkServer:
             raise SandboxError(f"the local fork server did not start (exit {self.process.poll()})")
         ours.settimeout(10)
 
-    def spawn(self, on_change: Callable[[HarnessProcess], None] | None = None) -> HarnessProcess:
-        """A fresh grading process, forked from the warm server, ready at once."""
+    def spawn(self, on_change: Callable[[EntryProcess], None] | None = None) -> EntryProcess:
+        """A fresh process, forked from the warm server, ready at once."""
         stdin_r, stdin_w = os.pipe()
         stdout_r, stdout_w = os.pipe()
         stderr_r, stderr_w = os.pipe()
@@ -146,30 +134,26 @@ class ForkServer:
             self.process.wait()
 
 
-def warm_pool(root: Path, hide: list[Path], size: int) -> WarmPool:
-    """A pool of fork-server children for `root`'s exercises; closing it stops the server."""
-    root = root.resolve()
-    server = ForkServer(root, hide)
-    return WarmPool(server.spawn, size, serves=root, on_close=server.close)
+def warm_pool(entry: Entry, size: int) -> WarmPool:
+    """A pool of fork-server children of `entry`; closing it stops the server."""
+    server = ForkServer(entry, environment(entry))
+    return WarmPool(server.spawn, size, serves=entry, on_close=server.close)
 
 
 class LocalSandbox:
-    """Learner code confined by namespaces, an allowlist view, a cgroup and seccomp, or not run at all:
-    `available()` says what this host lacks, and get_sandbox refuses such a host."""
+    """Work confined by namespaces, an allowlist view, a cgroup and seccomp, or not run at all:
+    `available()` says what this host lacks, and a service refuses such a host. `entry`: what it checks
+    the host with (and what its pool, if any, serves)."""
     name = "local"
-    confinement = "namespaces"
 
-    def __init__(self, hide: list[Path] | None = None, pool: WarmPool | None = None, also_unavailable: str = ""):
+    def __init__(self, entry: Entry, pool: WarmPool | None = None, also_unavailable: str = ""):
         """`also_unavailable`: why the docker sandbox was not chosen instead (for the refusal message)."""
-        self.hide = list(hide or [])
+        self.entry = entry
         self.pool = pool
         self.also_unavailable = also_unavailable
 
     def available(self) -> tuple[bool, str]:
-        from grader.harness.preflight import ADVICE
-        from grader.settings import exercises_root
-
-        problems = confinement_problems(exercises_root().resolve(), tuple(self.hide))
+        problems = confinement_problems(self.entry)
         if problems:
             return False, f"it cannot confine learner code here: {'; '.join(problems)}. {ADVICE}"
         return True, ""
@@ -180,18 +164,16 @@ class LocalSandbox:
         if not ok:
             raise SandboxError(f"the {self.name} sandbox is refused: {why}{self.also_unavailable}")
 
-    def start(self, exercise: Exercise) -> HarnessProcess:
-        """A cold grading process for `exercise` (a fresh interpreter)."""
-        root = exercise.path.resolve().parent.parent
-        return PopenProcess(f"{self.name}-{uuid.uuid4().hex[:8]}",
-                            _harness_command(root, self.hide, self.confinement), _environment())
+    def start(self, entry: Entry) -> EntryProcess:
+        """A cold process of `entry` (a fresh interpreter)."""
+        return PopenProcess(f"{self.name}-{uuid.uuid4().hex[:8]}", list(entry.command), environment(entry))
 
-    def run(self, exercise: Exercise, request: Request) -> RawVerdict:
+    def run(self, work: Work) -> Reply:
         process = None
-        if self.pool is not None and exercise.path.resolve().parent.parent == self.pool.serves:
+        if self.pool is not None and work.entry == self.pool.serves:
             process = self.pool.take()
         if process is None:
-            process = self.start(exercise)
+            process = self.start(work.entry)
         try:
             # A cold process imports torch for seconds: the host check (once per process) runs meanwhile.
             try:
@@ -199,7 +181,7 @@ class LocalSandbox:
             except SandboxError:
                 process.kill()
                 raise
-            return process.grade(request, exercise.time_limit_s)
+            return process.answer(work)
         finally:
             if self.pool is not None and self.pool.owns(process):
                 self.pool.discard(process)
@@ -216,7 +198,6 @@ class UnconfinedSandbox(LocalSandbox):
     solutions, where the local sandbox cannot confine. Rlimits only; every result says so. Never chosen
     automatically, never used by the web app or the worker."""
     name = "unconfined"
-    confinement = "none"
 
     def available(self) -> tuple[bool, str]:
         return True, ""

@@ -1,14 +1,14 @@
 """A warm pool of started, single-use grading processes, for any sandbox.
 
-A grading process spends seconds importing torch before it can grade; grading itself takes tens of
-milliseconds. The pool keeps `size` processes started and warm, each waiting for exactly one request.
+An entry process (a grading process) spends seconds importing torch before it can grade; grading itself
+takes tens of milliseconds. The pool keeps `size` processes started and warm, each waiting for exactly one request.
 `take` hands one out and at once starts its replacement; a process is never given a second request.
 Under a burst (more takers waiting than processes starting) it starts more, up to `max_size`
 (default: the CPU count, since each grading keeps one CPU busy); processes beyond `size` that stay
 idle for `idle_s` are stopped.
 
 The pool does not know what it starts: the sandbox that owns it passes `start(on_change)`, which
-returns a `HarnessProcess` (a container for docker, a fork-server child for local):
+returns a `EntryProcess` (a container for docker, a fork-server child for local):
 
     pool = WarmPool(start, size=2)
     sandbox = LocalSandbox(pool=pool)       # the sandbox draws from the pool it was given
@@ -23,13 +23,13 @@ import threading
 import time
 from typing import Callable
 
-from grader.protocol import STARTUP_TIMEOUT_S
 from sandbox import SandboxError
-from sandbox.process import HarnessProcess
+from sandbox.process import EntryProcess
+from sandbox.settings import STARTUP_TIMEOUT_S
 
 MAX_START_FAILURES = 3  # in a row: then the image, engine or fork server is broken and the pool says so
 
-Starter = Callable[[Callable[[HarnessProcess], None]], HarnessProcess]
+Starter = Callable[[Callable[[EntryProcess], None]], EntryProcess]
 
 
 class WarmPool:
@@ -46,8 +46,8 @@ class WarmPool:
         self._start = start
         self._on_close = on_close
         self._cond = threading.Condition()
-        self._idle: list[HarnessProcess] = []
-        self._busy: set[HarnessProcess] = set()
+        self._idle: list[EntryProcess] = []
+        self._busy: set[EntryProcess] = set()
         self._cleanups: list[threading.Thread] = []
         self._takers = 0  # callers waiting in take()
         self._failures = 0
@@ -106,7 +106,7 @@ class WarmPool:
             return [p.name for p in self._idle]
 
     # -- handing out -------------------------------------------------------------------------------
-    def take(self, timeout: float = STARTUP_TIMEOUT_S) -> HarnessProcess | None:
+    def take(self, timeout: float = STARTUP_TIMEOUT_S) -> EntryProcess | None:
         """A warm process for one request, or None when the caller should start a cold one."""
         deadline = time.monotonic() + timeout
         with self._cond:
@@ -134,11 +134,11 @@ class WarmPool:
             finally:
                 self._takers -= 1
 
-    def owns(self, process: HarnessProcess) -> bool:
+    def owns(self, process: EntryProcess) -> bool:
         with self._cond:
             return process in self._busy
 
-    def discard(self, process: HarnessProcess) -> None:
+    def discard(self, process: EntryProcess) -> None:
         """The process graded its one request: let it exit and be reaped in the background."""
         with self._cond:
             self._busy.discard(process)
@@ -148,10 +148,10 @@ class WarmPool:
         thread.start()
 
     # -- internals ---------------------------------------------------------------------------------
-    def _ready(self) -> list[HarnessProcess]:
+    def _ready(self) -> list[EntryProcess]:
         return [p for p in self._idle if p.ready_at is not None and not p.ended]
 
-    def _finish(self, process: HarnessProcess) -> None:
+    def _finish(self, process: EntryProcess) -> None:
         process.close()
         with self._cond:
             self._cleanups.remove(threading.current_thread())
@@ -184,7 +184,7 @@ class WarmPool:
             self._broken = f"{self._failures} in a row failed to start: {why}"
             self._cond.notify_all()
 
-    def _changed(self, process: HarnessProcess) -> None:
+    def _changed(self, process: EntryProcess) -> None:
         with self._cond:
             if process.ready_at is not None and not process.ended:
                 self._failures = 0
@@ -211,7 +211,7 @@ class WarmPool:
                     thread.start()
 
 
-def _stop(process: HarnessProcess) -> None:
+def _stop(process: EntryProcess) -> None:
     """Stop a process that never got a request (it may still be importing torch)."""
     process.kill()
     process.close()

@@ -1,9 +1,9 @@
-"""A started grading process, however it was started, seen through the harness protocol.
+"""A started entry process, however it was started, seen through the entry contract (sandbox/__init__.py).
 
-`HarnessProcess` reads the process's stdout on a thread (the ready line, then the verdict) and keeps
-the tail of its stderr; `grade()` hands over one request and waits for the verdict with a deadline.
+`EntryProcess` reads the process's stdout on a thread (the ready line, then the reply) and keeps the
+tail of its stderr; `answer()` hands over one request line and waits for the reply with a deadline.
 Subclasses say only how the process is stopped and waited for: a local child (`PopenProcess`), a
-fork-server child watched through a pidfd (sandbox/local.py), a container (sandbox/docker.py).
+fork-server child watched through a pidfd (sandbox/forkserver.py), a container (sandbox/docker.py).
 """
 from __future__ import annotations
 
@@ -13,29 +13,19 @@ import threading
 import time
 from typing import IO, Callable
 
-from grader.protocol import (
-    CHECKS_GRACE_S,
-    STARTUP_TIMEOUT_S,
-    STDERR_CAP,
-    VERDICT_CAP,
-    ProtocolError,
-    RawVerdict,
-    Request,
-    learner_timeout,
-    parse_output_line,
-)
-from sandbox import SandboxError
+from sandbox import Ending, Reply, SandboxError, Work
+from sandbox.settings import GRACE_S, REPLY_CAP, STARTUP_TIMEOUT_S, STDERR_CAP
 
 _OVERSIZED = b"\0oversized"
 
 
-class HarnessProcess:
-    """One single-use grading process: started, waits ready, takes one request, then it is gone."""
+class EntryProcess:
+    """One single-use entry process: started, waits ready, takes one request, then it is gone."""
 
     what = "grading process"  # how messages name it
 
     def __init__(self, name: str, stdin: IO[bytes], stdout: IO[bytes], stderr: IO[bytes],
-                 on_change: Callable[[HarnessProcess], None] | None = None):
+                 on_change: Callable[[EntryProcess], None] | None = None):
         """`on_change(self)` is called (from a reader thread) once when it is ready and once when its
         output ends."""
         self.name = name
@@ -61,14 +51,14 @@ class HarnessProcess:
         """Its exit code once it has ended (killing it after `timeout`), None when unknown."""
         raise NotImplementedError
 
-    def exit_verdict(self, exit_code: int | None) -> RawVerdict | None:
-        """A verdict for a process that ended without one, when the ending was the learner's doing
-        (say, a container's memory limit); None means the sandbox failed."""
+    def exit_reply(self, exit_code: int | None) -> Reply | None:
+        """How a process that ended without a reply ended, when that was the work's doing (say, a
+        container's memory limit); None means the sandbox failed."""
         return None
 
     # -- the protocol --------------------------------------------------------------------------------
     def _read_stdout(self, stream: IO[bytes]) -> None:
-        """The ready line, then verdict lines; a line over VERDICT_CAP ends the reading (and the process)."""
+        """The ready line (the first), then reply lines; a line over REPLY_CAP ends the reading (and the process)."""
         buffer = b""
         while True:
             chunk = stream.read1(65536)  # type: ignore[attr-defined]
@@ -77,13 +67,13 @@ class HarnessProcess:
             buffer += chunk
             while b"\n" in buffer:
                 line, buffer = buffer.split(b"\n", 1)
-                if self.ready_at is None and line.startswith(b'{"type": "ready"'):
+                if self.ready_at is None:
                     self.ready_at = time.monotonic()
                     self._settled.set()
                     self._notify()
                 else:
                     self._lines.put(line)
-            if len(buffer) > VERDICT_CAP:
+            if len(buffer) > REPLY_CAP:
                 self._lines.put(_OVERSIZED)
                 self.kill()
                 break
@@ -119,35 +109,29 @@ class HarnessProcess:
         if self.ready_at is None:
             raise SandboxError(f"the {self.what} failed to start (exit {self.wait(10)}): {self.stderr_tail()}")
 
-    def grade(self, request: Request, time_limit_s: float) -> RawVerdict:
-        """Hand over the one request and wait for the verdict (then the process exits). A process still
-        busy after the learner's limit plus CHECKS_GRACE_S is stopped: a timeout of the learner's code."""
+    def answer(self, work: Work) -> Reply:
+        """Hand over the one request line and wait for the reply (then the process exits). A process still
+        busy after the work's limit plus GRACE_S is stopped: the work ran out of time."""
         try:
-            self._stdin.write(request.encode())
+            self._stdin.write(work.line if work.line.endswith(b"\n") else work.line + b"\n")
             self._stdin.close()
         except (BrokenPipeError, OSError):
-            pass  # the process is gone: reported below as no verdict
+            pass  # the process is gone: reported below as no reply
         self.wait_ready()
         try:
-            line = self._lines.get(timeout=time_limit_s + CHECKS_GRACE_S)
+            line = self._lines.get(timeout=work.time_limit_s + GRACE_S)
         except queue.Empty:
             self.kill()
-            return learner_timeout(time_limit_s)
+            return Reply(Ending.DEADLINE)
         if line == _OVERSIZED:
-            raise SandboxError(f"the {self.what} printed an oversized verdict")
+            raise SandboxError(f"the {self.what} printed an oversized reply")
         if line is None:
             code = self.wait(10)
-            verdict = self.exit_verdict(code)
-            if verdict is None:
+            reply = self.exit_reply(code)
+            if reply is None:
                 raise SandboxError(f"the {self.what} exited {code} without a verdict: {self.stderr_tail()}")
-            return verdict
-        try:
-            kind, verdict = parse_output_line(line)
-        except ProtocolError as exc:
-            raise SandboxError(str(exc)) from None
-        if kind != "verdict":
-            raise SandboxError(f"the {self.what} sent {kind!r} where a verdict was due")
-        return verdict
+            return reply
+        return Reply(Ending.REPLIED, line)
 
     def close(self) -> None:
         """The process must be gone when this returns: wait for it, force it if needed."""
@@ -161,11 +145,11 @@ class HarnessProcess:
             thread.join(timeout=5)
 
 
-class PopenProcess(HarnessProcess):
+class PopenProcess(EntryProcess):
     """A grading process that is this process's own child (a cold local one, a container's client)."""
 
     def __init__(self, name: str, command: list[str], env: dict[str, str] | None = None,
-                 on_change: Callable[[HarnessProcess], None] | None = None):
+                 on_change: Callable[[EntryProcess], None] | None = None):
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, env=env, start_new_session=True)
         assert self.process.stdin and self.process.stdout and self.process.stderr

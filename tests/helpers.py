@@ -64,6 +64,16 @@ def gated(attack: str) -> str:
     return GATED.format(attack=attack, solution=AMP_SOLUTION)
 
 
+def answer_verdict(process: Any, request: Any, time_limit_s: float, entry: Any = None) -> Any:
+    """The raw verdict a started grading process (sandbox.process.EntryProcess) answers `request` with."""
+    from grader.host.grading import verdict_of
+    from grader.host.sandboxes import harness_entry
+    from sandbox import Work
+
+    work = Work(request.encode(), entry or harness_entry(EXERCISES), time_limit_s, 3072)
+    return verdict_of(process.answer(work), time_limit_s)
+
+
 def run_grader(*args: str, stdin: bytes | None = None, timeout: float = 120,
                env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run the installed `grader` console script, as a user would."""
@@ -674,7 +684,7 @@ def wait_no_grading_containers(timeout: float = 20) -> list[str]:
 INSTRUCTOR = ("teacher@example.org", "teacher-password")
 
 
-# --- a result as the grader stored it before schema_version 2 (grader.result.upgrade_result reads it)
+# --- a result as the grader stored it before schema_version 2 (grader.core.result.upgrade_result reads it)
 
 def schema_1_result() -> dict[str, Any]:
     """An amp-step result in the stored shape of schema 1: no per-check status, a hint string, device

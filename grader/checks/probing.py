@@ -20,16 +20,16 @@ channel of its own (`channel.ask(...)`, answered by the referee's `answer_helper
 """
 from __future__ import annotations
 
-from grader.harness import accumulation, amp, memory, profiling
-from grader.harness.accumulation import watch_step_gradients
-from grader.harness.amp import RECORDER, watch_loss, watch_model, watch_optimizer
 from grader.harness.channel import ask
-from grader.harness.emulation import install_cuda_emulation
-from grader.harness.helper import start as start_helper
-from grader.harness.helper import wait as wait_helper
-from grader.harness.learner import LearnerError, ProbeAPI, describe_exception
-from grader.harness.memory import SavedTensorMeter, cuda_peak, measure_step, return_freed_memory
-from grader.harness.profiling import slow_forward, swap_in, watch_calls
+from grader.learner import accumulation, amp, memory, profiling
+from grader.learner.accumulation import watch_step_gradients
+from grader.learner.amp import RECORDER, watch_loss, watch_model, watch_optimizer
+from grader.learner.emulation import install_cuda_emulation
+from grader.learner.entry import LearnerError, ProbeAPI, describe_exception
+from grader.learner.helper import start as start_helper
+from grader.learner.helper import wait as wait_helper
+from grader.learner.memory import SavedTensorMeter, cuda_peak, measure_step, return_freed_memory
+from grader.learner.profiling import slow_forward, swap_in, watch_calls
 
 PROFILER_LOG = profiling.LOG  # the profiler spies' log; `PROFILER_LOG.recording = False` stops recording
 

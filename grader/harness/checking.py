@@ -44,7 +44,7 @@ def fail(message: str, line: int | None = None, hint: str | None = None, event: 
 
 def show(trace: dict | None = None, figure: dict | None = None) -> None:
     """Add to the verdict what the learner's code did as a picture: the timeline of its calls
-    (grader.display.timeline) or a figure (grader.display.line_figure, bar_figure, table_figure). Call it
+    (grader.core.display.timeline) or a figure (grader.core.display.line_figure, bar_figure, table_figure). Call it
     from a test marked @figure (or from a check); the last trace shown wins, figures add up."""
     from grader.harness import plugin
 

@@ -11,8 +11,13 @@
     python -m grader.harness --fork-server FD [--exercises DIR] [--hide PATH ...]
 
 warms once and then, for each message on the Unix socket FD, forks a child that does 2. and 3. on the
-pipes it was sent (grader/harness/forkserver.py): the local sandbox's warm processes. The fork server
+pipes it was sent (sandbox/forkserver.py): the local sandbox's warm processes. The fork server
 itself never runs learner code.
+
+    python -m grader.harness --preflight [--exercises DIR] [--hide PATH ...]
+
+prints {"ok": ..., "problems": [...]}: what keeps this host from confining learner code with the
+learner's view (sandbox/jail/preflight.py). The local sandbox asks it before it takes a submission.
 
 stdout carries protocol lines only: everything else this process would print goes to stderr.
 """
@@ -26,13 +31,13 @@ import time
 from pathlib import Path
 from typing import IO
 
-from grader.course import CourseError, Exercise, load_exercise
-from grader.harness.isolation import Confinement, in_container
-from grader.protocol import ProtocolError, RawVerdict, Request, infra_error, ready_line
-from grader.settings import exercises_root
+from grader.core.course import CourseError, Exercise, load_exercise
+from grader.core.protocol import ProtocolError, RawVerdict, Request, infra_error, ready_line
+from grader.core.settings import exercises_root
+from sandbox.jail import Confinement, in_container
 
 
-def resolve_exercise(root: Path, exercise_id: str) -> Exercise:
+def exercise_under(root: Path, exercise_id: str) -> Exercise:
     """The exercise `exercise_id` ("lesson/exercise") under `root`, refusing anything outside it."""
     parts = exercise_id.split("/")
     if len(parts) != 2 or any(p in ("", ".", "..") or p.startswith(".") for p in parts):
@@ -49,7 +54,7 @@ def resolve_exercise(root: Path, exercise_id: str) -> Exercise:
 
 def read_request(stream: IO[bytes]) -> Request | None:
     """The one request, or None when stdin closed without one (a pool shutting down)."""
-    from grader.protocol import MAX_REQUEST_BYTES
+    from grader.core.protocol import MAX_REQUEST_BYTES
 
     line = stream.readline(MAX_REQUEST_BYTES + 1)
     if not line.strip():
@@ -59,8 +64,8 @@ def read_request(stream: IO[bytes]) -> Request | None:
 
 def serve_one(root: Path, hide: list[Path], confinement: Confinement, warm_s: float) -> int:
     """Steps 2 and 3 for this process's stdin/stdout (the imports are already warm)."""
+    from grader.core.protocol import RequestKind
     from grader.harness.grade import run_for, verdict_for
-    from grader.protocol import RequestKind
 
     # Keep a private copy of stdout for our lines; fd 1 (and sys.stdout) now lead to stderr.
     out = os.fdopen(os.dup(1), "wb")
@@ -74,7 +79,7 @@ def serve_one(root: Path, hide: list[Path], confinement: Confinement, warm_s: fl
         if request is None:
             return 0
         answer = run_for if request.kind is RequestKind.RUN else verdict_for
-        verdict = answer(resolve_exercise(root, request.exercise), request.code, confinement,
+        verdict = answer(exercise_under(root, request.exercise), request.code, confinement,
                          seed=request.seed, hide=hide)
     except ProtocolError as exc:
         verdict = infra_error(f"The grader got a bad request: {exc}")
@@ -88,18 +93,34 @@ def serve_one(root: Path, hide: list[Path], confinement: Confinement, warm_s: fl
     return 0
 
 
+def preflight(root: Path, hide: list[Path]) -> int:
+    """Try the learner's confinement with the learner's view, without importing torch (~0.1 s)."""
+    import json
+
+    from grader.harness.view import learner_view
+    from sandbox.jail.preflight import problems
+
+    found = problems(learner_view(root, hide))
+    print(json.dumps({"ok": not found, "problems": found}))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader.harness")
     parser.add_argument("--exercises", type=Path, help="the exercises folder (default: $DLA_EXERCISES)")
     parser.add_argument("--hide", action="append", type=Path, default=[],
                         help="a host path learner code must not see (repeatable)")
     parser.add_argument("--confinement", choices=[c.value for c in Confinement],
-                        help="how learner code is confined (grader/harness/isolation.py; default: container "
+                        help="how learner code is confined (sandbox/jail/confinement.py; default: container "
                              "inside the grader image, else namespaces)")
     parser.add_argument("--fork-server", type=int, metavar="FD",
                         help="serve the local sandbox's warm pool over this Unix socket")
+    parser.add_argument("--preflight", action="store_true",
+                        help="print what keeps this host from confining learner code, then exit")
     args = parser.parse_args(argv)
     root = (args.exercises or exercises_root()).resolve()
+    if args.preflight:
+        return preflight(root, args.hide)
     confinement = Confinement(args.confinement) if args.confinement else \
         (Confinement.CONTAINER if in_container() else Confinement.NAMESPACES)
     started = time.monotonic()
@@ -109,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.fork_server is not None or not select.select([sys.stdin], [], [], 0)[0]:
         run_pytest_once()  # nobody is waiting yet (a warm process): get pytest's first session done now
     if args.fork_server is not None:
-        from grader.harness.forkserver import serve_forever
+        from sandbox.forkserver import serve_forever
 
         return serve_forever(args.fork_server, lambda: serve_one(root, args.hide, confinement, 0.0))
     return serve_one(root, args.hide, confinement, time.monotonic() - started)

@@ -20,8 +20,8 @@ from academy.limits import account_key, client_address, limit, limiter
 from academy.models import GRADED, PENDING, Draft, HintReveal, JobStatus, Submission, SubmissionKind
 from academy.security import learner_required, login_required
 from academy.settings import settings
-from grader.course import Exercise
-from grader.protocol import MAX_CODE_BYTES, CodeTooLarge, Status, check_code_size
+from grader.core.course import Exercise
+from grader.core.protocol import MAX_CODE_BYTES, CodeTooLarge, Status, check_code_size
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
@@ -81,7 +81,7 @@ def submission_json(submission: Submission, *, code: bool = False) -> dict[str, 
 
 def _all_hints(check: dict[str, Any]) -> list[str]:
     # Results stored before hints lists (schema_version 2 has both kinds) have "hint" alone. This belongs in
-    # grader.result.upgrade_result, the one upgrade path, which does not derive `hints` yet.
+    # grader.core.result.upgrade_result, the one upgrade path, which does not derive `hints` yet.
     return list(check.get("hints") or ([check["hint"]] if check.get("hint") else []))
 
 

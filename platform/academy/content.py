@@ -1,4 +1,4 @@
-"""The course as the web app shows it: `grader.course` objects plus their Markdown rendered to safe HTML.
+"""The course as the web app shows it: `grader.core.course` objects plus their Markdown rendered to safe HTML.
 
 Loaded and rendered on first use (`get_content`), not when the app is made, and then once per reload, not
 per request: a lesson page costs a template render only, and a command that never shows the course (e.g.
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from flask import Flask, current_app
 
 from academy.settings import settings
-from grader.course import Course, Exercise, Lesson, Step, load_course
+from grader.core.course import Course, Exercise, Lesson, Step, load_course
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt

@@ -21,7 +21,7 @@ from sqlalchemy import func, select
 
 from academy.db import get_session
 from academy.models import GRADED, HintReveal, JobStatus, LessonProgress, QuizAnswer, StepVisit, Submission, User
-from grader.course import Course
+from grader.core.course import Course
 
 
 @dataclass

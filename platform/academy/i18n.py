@@ -28,7 +28,7 @@ from markupsafe import Markup, escape
 from academy.db import get_session
 from academy.inputs import safe_next
 from academy.settings import settings
-from grader.course import Card, Course, CourseError, ExerciseStep, Lesson, Quiz, QuizOption, QuizQuestion, Step
+from grader.core.course import Card, Course, CourseError, ExerciseStep, Lesson, Quiz, QuizOption, QuizQuestion, Step
 
 LANGUAGES = {"en": "English", "it": "Italiano", "ja": "日本語", "ar": "العربية"}
 TRANSLATED = tuple(code for code in LANGUAGES if code != "en")
@@ -289,7 +289,7 @@ class LessonText(Heading):
         return None
 
 
-# Whether a lesson's translation covers a step, by kind of step (grader.course.STEP_KINDS): a card and an
+# Whether a lesson's translation covers a step, by kind of step (grader.core.course.STEP_KINDS): a card and an
 # exercise by their own files, the quiz by the lesson's quiz file.
 STEP_COVERAGE: dict[type, Callable[[LessonText, Any], bool]] = {
     Card: lambda text, step: step.id in text.cards,

@@ -13,12 +13,12 @@ from flask.json.provider import DefaultJSONProvider
 from flask_babel import gettext
 from werkzeug.exceptions import BadRequest
 
-from grader.protocol import MAX_CODE_BYTES
+from grader.core.protocol import MAX_CODE_BYTES
 
 MAX_JSON_DEPTH = 32  # the API's bodies are two levels deep; anything near Python's recursion limit is hostile
 # The largest request body (Flask's MAX_CONTENT_LENGTH): the largest submission plus a quarter for its JSON
 # escaping (quotes, backslashes, newlines) and the other fields. Code that escaping makes longer still (\uXXXX
-# for non-ASCII) is refused as too large here, before the code-size check (grader.protocol.check_code_size).
+# for non-ASCII) is refused as too large here, before the code-size check (grader.core.protocol.check_code_size).
 MAX_BODY_BYTES = MAX_CODE_BYTES + MAX_CODE_BYTES // 4
 
 

@@ -17,7 +17,7 @@ from academy.lessons import step_page
 from academy.models import GRADED, PENDING, JobStatus, RegradeRun, Submission, User, ValidationRun, stored_result
 from academy.security import instructor_required
 from academy.settings import settings
-from grader.course import CourseError
+from grader.core.course import CourseError
 
 bp = Blueprint("instructor", __name__, url_prefix="/instructor")
 

@@ -43,12 +43,13 @@ from academy.models import (
     utcnow,
 )
 from academy.settings import Settings, settings
-from grader.course import Exercise
-from grader.protocol import RawVerdict, Request, Status
+from grader.core.course import Exercise
+from grader.core.protocol import Request, Status
 
 if TYPE_CHECKING:
     from academy.runners import JobRunner
-    from sandbox import Sandbox
+    from grader.host.sandboxes import HarnessSandbox
+    from sandbox import Reply
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +87,7 @@ def _runner() -> JobRunner:
 def grade_submission(submission_id: int) -> None:
     """Grade one stored submission and store the verdict, or for a Run what the run did. Every failure ends as
     status "error"."""
-    from grader.grading import SubmissionError, run_example, run_submission
+    from grader.host.grading import SubmissionError, run_example, run_submission
 
     db = get_session()
     submission = db.get(Submission, submission_id)
@@ -121,7 +122,7 @@ def grade_submission(submission_id: int) -> None:
 
 
 def validate_exercise_run(run_id: int) -> None:
-    from grader.validate import validate_exercise
+    from grader.host.validate import validate_exercise
 
     db = get_session()
     run = db.get(ValidationRun, run_id)
@@ -248,7 +249,7 @@ def regrade_exercise_run(run_id: int) -> None:
 
 def _regrade_submission(submission: Submission, exercise: Exercise) -> dict[str, Any]:
     """One submission graded again; its new result is stored on it (uncommitted) unless grading failed."""
-    from grader.grading import SubmissionError, run_submission
+    from grader.host.grading import SubmissionError, run_submission
 
     old = submission.result
     entry: dict[str, Any] = {"submission": submission.id, "learner": submission.user.display_name,
@@ -390,14 +391,14 @@ def mark_failed(kind: JobKind, object_id: int, message: str, result: dict[str, A
 class GradingSandbox:
     """This process's sandbox, made on first use and kept, with its warm pool of single-use grading
     processes (DLA_WARM_POOL, default 2; 0 = a cold process per submission; `warm` overrides it): a learner
-    then waits a fraction of a second for a verdict instead of a torch start-up. It is itself a `Sandbox`
-    (sandbox/__init__.py) for `run_submission`: a sandbox that cannot be made is that submission's
-    infra-error."""
+    then waits a fraction of a second for a verdict instead of a torch start-up. It grades like the
+    grader's `HarnessSandbox` (grader/host/sandboxes.py) for `run_submission`: a sandbox that cannot be
+    made is that submission's infra-error."""
 
     def __init__(self, app: Flask, warm: int | None = None):
         self.app = app
         self.warm = settings(app).warm_pool if warm is None else warm
-        self._sandbox: Sandbox | None = None
+        self._sandbox: HarnessSandbox | None = None
         self._lock = threading.Lock()
 
     @property
@@ -416,11 +417,12 @@ class GradingSandbox:
     def require(self) -> None:
         self.get()
 
-    def run(self, exercise: Exercise, request: Request) -> RawVerdict:
-        return self.get().run(exercise, request)
+    def grade(self, exercise: Exercise, request: Request) -> Reply:
+        return self.get().grade(exercise, request)
 
-    def get(self) -> Sandbox:
-        from sandbox import SERVICE_SANDBOXES, SandboxError, get_sandbox, names
+    def get(self) -> HarnessSandbox:
+        from grader.host.sandboxes import SERVICE_SANDBOXES, get_sandbox, names
+        from sandbox import SandboxError
 
         with self._lock:
             if self._sandbox is None:
@@ -442,12 +444,14 @@ class GradingSandbox:
 
     def stale_image_note(self) -> str | None:
         """What an instructor must know when the course on disk no longer matches the grader image."""
+        from grader.host.image import content_fingerprint
+        from grader.host.sandboxes import grader_image
         from sandbox.docker import STALE_IMAGE_FIX, stale_image
 
         if settings(self.app).sandbox not in ("auto", "docker"):
             return None
-        image = stale_image()
-        if image is None:
+        image = grader_image()
+        if not stale_image(image, content_fingerprint()):
             return None
         if self._sandbox is not None and self._sandbox.name == "docker":
             return (f"The course or grader files changed since the grader image {image} was built: learners are "

@@ -16,7 +16,7 @@ from academy.i18n import localize, localize_course
 from academy.limits import account_key, limit, limiter
 from academy.models import GRADED, Draft, QuizAnswer, Submission
 from academy.security import learner_required, public_lessons, public_page
-from grader.course import Card, ExerciseStep, Lesson, Quiz, QuizQuestion, Step
+from grader.core.course import Card, ExerciseStep, Lesson, Quiz, QuizQuestion, Step
 
 bp = Blueprint("lessons", __name__, url_prefix="/lessons")
 
@@ -130,7 +130,7 @@ def _quiz_state(lesson: Lesson, quiz: Quiz) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class StepPage:
-    """How the web app shows one kind of step (grader.course.STEP_KINDS)."""
+    """How the web app shows one kind of step (grader.core.course.STEP_KINDS)."""
     partial: str  # the template that draws the step's body on its page
     label: LazyString  # the kind of step, as the instructor's content table names it
     extras: Callable[[Lesson, Any], dict[str, Any]] | None = None  # what its page needs beyond the step's HTML
@@ -191,7 +191,7 @@ def answer(lesson_id: str, question_id: str) -> ResponseReturnValue:
     return redirect(url_for("lessons.step", lesson_id=lesson.id, step_id=quiz.id, _anchor=f"q-{question.id}"))
 
 
-def _chosen_option(question: QuizQuestion):  # noqa: ANN202 - grader.course.QuizOption
+def _chosen_option(question: QuizQuestion):  # noqa: ANN202 - grader.core.course.QuizOption
     try:
         return question.option(request.form["option"])
     except KeyError:

@@ -20,9 +20,9 @@ class Base(DeclarativeBase):
 
 
 def stored_result(result_json: str | None) -> dict[str, Any] | None:
-    """A stored result, as every reader gets it: in today's shape (grader.result.upgrade_result, the one
+    """A stored result, as every reader gets it: in today's shape (grader.core.result.upgrade_result, the one
     upgrade path; imported here, not at the top, for it imports jsonschema, which no command needs)."""
-    from grader.result import upgrade_result
+    from grader.core.result import upgrade_result
 
     return upgrade_result(json.loads(result_json)) if result_json else None
 
@@ -88,7 +88,7 @@ class ApiToken(Base):
 class JobStatus(StrEnum):
     """Where a background job's row (a submission, a regrade) is. DONE: the job finished; for a submission
     that means graded, whatever the verdict (learner code that raised is a verdict: result status
-    `grader.protocol.Status.ERROR`). ERROR: the platform could not finish it (the grader or a worker failed).
+    `grader.core.protocol.Status.ERROR`). ERROR: the platform could not finish it (the grader or a worker failed).
     The values are what the API returns and the rows store."""
     QUEUED = "queued"
     RUNNING = "running"
@@ -166,7 +166,7 @@ class Draft(Base):
 
 
 class LessonProgress(Base):
-    """Where the learner is in a lesson: the step to resume at, by its id (grader.course: stable when steps
+    """Where the learner is in a lesson: the step to resume at, by its id (grader.core.course: stable when steps
     are inserted, removed or reordered)."""
     __tablename__ = "lesson_progress"
     __table_args__ = (UniqueConstraint("user_id", "lesson_id"),)
@@ -198,7 +198,7 @@ class QuizAnswer(Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     lesson_id: Mapped[str] = mapped_column(String(100))
     question_id: Mapped[str] = mapped_column(String(100))
-    option_id: Mapped[str] = mapped_column(String(100))  # grader.course.QuizOption.id, stable when reordered
+    option_id: Mapped[str] = mapped_column(String(100))  # grader.core.course.QuizOption.id, stable when reordered
     correct: Mapped[bool] = mapped_column(Boolean)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 

@@ -24,7 +24,7 @@ from academy.models import (
     Submission,
     User,
 )
-from grader.course import Exercise, Lesson, Progress
+from grader.core.course import Exercise, Lesson, Progress
 
 
 @dataclass(frozen=True)

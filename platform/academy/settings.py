@@ -21,7 +21,8 @@ from urllib.parse import urlsplit
 
 from flask import Config, Flask, current_app
 
-from grader.settings import GRADER_SETTINGS, Setting, SettingError, exercises_root, flag
+from grader.core.settings import GRADER_SETTINGS, exercises_root
+from sandbox.settings import Setting, SettingError, flag
 
 log = logging.getLogger(__name__)
 

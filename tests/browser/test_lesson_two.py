@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from grader.course import load_course
+from grader.core.course import load_course
 from tests.helpers import REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -19,7 +19,7 @@ STEPS = len(KINDS)
 SOLUTION = (REPO / "exercises" / LESSON.id / "accumulate-amp" / "solution.py").read_text()
 
 
-def _pass_with_solution(page: Page, exercise) -> None:  # noqa: ANN001 - a grader.course.Exercise
+def _pass_with_solution(page: Page, exercise) -> None:  # noqa: ANN001 - a grader.core.course.Exercise
     for _ in range(300):
         if page.evaluate("window.academyEditor !== undefined"):
             break

@@ -7,7 +7,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from grader.course import load_course
+from grader.core.course import load_course
 
 pytestmark = [pytest.mark.browser]
 

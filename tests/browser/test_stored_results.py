@@ -1,5 +1,5 @@
 """A verdict stored by an older grader (schema 1) on the exercise page: the server sends it in today's shape
-(grader.result.upgrade_result), and lesson.js draws it as it draws a new one, deriving nothing itself."""
+(grader.core.result.upgrade_result), and lesson.js draws it as it draws a new one, deriving nothing itself."""
 from __future__ import annotations
 
 import json

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.course import load_course
+from grader.core.course import load_course
 
 CORPUS = Path(__file__).resolve().parent
 FIELDS = ("pattern", "class", "expect", "expect-fail", "why")
@@ -126,7 +126,8 @@ def describe(result: dict) -> str:
 
 @pytest.fixture(scope="module")
 def corpus_sandbox():
-    from sandbox import SandboxError, get_sandbox
+    from grader.host.sandboxes import get_sandbox
+    from sandbox import SandboxError
 
     try:
         made = get_sandbox("local", warm=1)
@@ -179,7 +180,7 @@ def test_a_well_formed_header_parses(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("path", corpus_files(), ids=corpus_id)
 def test_corpus_file(path, corpus_sandbox):
-    from grader.grading import run_submission
+    from grader.host.grading import run_submission
 
     try:
         entry = parse(path)
@@ -206,7 +207,7 @@ def test_a_loss_moved_by_an_earlier_skipped_step_is_not_blamed(corpus_sandbox):
     """With this seed the loss outside autocast overflows and skips call 1's step, and by call 3 the returned
     loss is 1.2% from a correct run's (1.479 against 1.462): the earlier update's fault, so `runs` is skipped
     as explained, not failed (CI met such a seed once in its random draws)."""
-    from grader.grading import run_submission
+    from grader.host.grading import run_submission
 
     entry = parse(CORPUS / "mixed-precision" / "amp-step" / "swin_loss_outside_autocast.py")
     result = run_submission(entry.exercise, entry.code, sandbox=corpus_sandbox, seed=1063254276)

@@ -1,7 +1,7 @@
 """Lessons 2-4 are in the course with cards, an exercise, a quiz and enough known mistakes."""
 import pytest
 
-from grader.course import Card, ExerciseStep, Quiz, load_course
+from grader.core.course import Card, ExerciseStep, Quiz, load_course
 
 LESSONS = ["gradient-accumulation", "profiling", "gpu-memory"]
 

@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from grader.course import load_course
+from grader.core.course import load_course
 
 BUILD_TWICE = """
     import json, random, sys

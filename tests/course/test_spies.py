@@ -12,7 +12,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from grader.harness import accumulation, memory, profiling
+from grader.learner import accumulation, memory, profiling
 
 
 def run_python(source: str) -> dict:
@@ -71,7 +71,7 @@ def test_speedup_is_the_median_of_paired_ratios():
 def test_profiler_spies_record_learner_labels_only():
     found = run_python('''
         import json, torch
-        from grader.harness import profiling
+        from grader.learner import profiling
         profiling.install()
         learner = compile(
             "from torch.profiler import profile, record_function, ProfilerActivity\\n"
@@ -112,7 +112,7 @@ def test_swap_in_runs_the_original_inside_the_learners_own_label(style, want):
     """Issue 19: a label on or inside the learner's preprocess must survive the grader's swap."""
     found = run_python(f'''
         import json, torch
-        from grader.harness import profiling
+        from grader.learner import profiling
         profiling.install()
         bodies = {{
             "decorator": "@record_function('preprocess')\\ndef preprocess(x):\\n    return x + 1\\n",
@@ -149,7 +149,7 @@ def test_swap_in_runs_the_original_inside_the_learners_own_label(style, want):
 def test_slow_forward_is_logged_with_the_labels_around_the_model_call():
     found = run_python('''
         import json, torch
-        from grader.harness import profiling
+        from grader.learner import profiling
         profiling.install()
         learner = compile(
             "from torch.profiler import record_function\\n"
@@ -188,7 +188,7 @@ def test_divisor_reads_scale_and_window_from_the_backward_value(value, loss, sca
 def test_accumulation_spies_record_backward_values_and_step_gradients():
     found = run_python('''
         import json, torch
-        from grader.harness import accumulation, amp
+        from grader.learner import accumulation, amp
         accumulation.install()
         torch.manual_seed(0)
         model = torch.nn.Linear(4, 2)

@@ -12,8 +12,8 @@ import pytest
 import torch
 from torch import nn
 
-from grader.course import load_course
-from grader.harness.memory import SavedTensorMeter
+from grader.core.course import load_course
+from grader.learner.memory import SavedTensorMeter
 from tests.helpers import EXERCISES
 
 

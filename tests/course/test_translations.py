@@ -8,7 +8,7 @@ import re
 import pytest
 
 from academy.i18n import TRANSLATED, load_course_translations, load_translations
-from grader.course import Card, load_course
+from grader.core.course import Card, load_course
 
 FENCED = re.compile(r"```.*?```", re.S)
 INLINE = re.compile(r"`([^`\n]+)`")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.harness.cgroups import CgroupRoot, CgroupUnavailable, SubmissionCgroup, find_root
+from sandbox.jail.cgroups import CgroupRoot, CgroupUnavailable, SubmissionCgroup, find_root
 from tests.helpers import REPO
 
 PY = "/usr/bin/python3"  # a system interpreter an unprivileged uid can execute
@@ -116,7 +116,7 @@ def test_v2_unwritable_parent_is_explained():
         mount.chmod(0o755)
         fake_v2(mount)
         proc = as_nobody(
-            "import sys\nfrom grader.harness.cgroups import find_root, CgroupUnavailable\n"
+            "import sys\nfrom sandbox.jail.cgroups import find_root, CgroupUnavailable\n"
             f"try: find_root(mount_root=sys.argv[1], proc_self_cgroup={SERVICE!r})\n"
             "except CgroupUnavailable as e: print(e)\n", str(mount))
         assert f"{mount}/system.slice/dla.service is not writable" in proc.stdout, proc.stderr
@@ -396,7 +396,7 @@ def test_v1_remove_after_an_escape_into_a_child_cgroup_leaves_nothing(box):
 
 DELEGATED = """
 import os, subprocess, sys
-from grader.harness.cgroups import CgroupUnavailable, SubmissionCgroup, find_root
+from sandbox.jail.cgroups import CgroupUnavailable, SubmissionCgroup, find_root
 try:
     find_root()
 except CgroupUnavailable as e:

@@ -10,7 +10,7 @@ import pytest
 from tests.helpers import EXERCISES, check_json, run_grader
 
 AMP = EXERCISES / "mixed-precision" / "amp-step"
-SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "grader" / "schemas" / "result.json").read_text())
+SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "grader" / "core" / "schemas" / "result.json").read_text())
 
 
 def test_reference_solution_passes_with_the_documented_json_shape():

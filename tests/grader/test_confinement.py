@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.grading import run_submission
+from grader.host.grading import run_submission
 from tests.helpers import EXERCISES, REPO, gated
 
 AMP = EXERCISES / "mixed-precision" / "amp-step"
@@ -162,7 +162,7 @@ def shm_keys() -> set[int]:
 
 @pytest.fixture(scope="module")
 def root_sandbox():
-    from sandbox import get_sandbox
+    from grader.host.sandboxes import get_sandbox
 
     if os.geteuid() != 0:
         pytest.skip("runs as root (CI does)")
@@ -182,7 +182,7 @@ def test_attack_as_root(root_sandbox, name):
 
 
 def test_the_web_instance_folder_is_not_in_view(tmp_path):
-    from sandbox import get_sandbox
+    from grader.host.sandboxes import get_sandbox
 
     instance = tmp_path / "instance"
     instance.mkdir()
@@ -241,7 +241,7 @@ def check_as_nobody(nobody, code: str, *args: str, delegated: bool = True) -> tu
     submission.chmod(0o644)
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", **({"DLA_CGROUP_PARENT": parent} if delegated else {})}
     proc = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-                           str(home / "venv" / "bin" / "python"), "-m", "grader.cli", "check",
+                           str(home / "venv" / "bin" / "python"), "-m", "grader.host.cli", "check",
                            "mixed-precision/amp-step", str(submission), "--json", *args],
                           capture_output=True, env=env, cwd="/", timeout=120)
     return proc.returncode, json.loads(proc.stdout or b"{}"), proc.stderr.decode()
@@ -316,7 +316,7 @@ def test_services_never_grade_unconfined(tmp_path):
 
 def _gone_grading_process_cgroup():
     """(cgroup root, a submission cgroup named after a grading process that has exited)."""
-    from grader.harness import cgroups
+    from sandbox.jail import cgroups
 
     if os.geteuid() != 0:
         pytest.skip("runs as root (CI does)")
@@ -329,8 +329,8 @@ def _gone_grading_process_cgroup():
 def test_cgroups_of_grading_processes_that_are_gone_are_removed():
     # A grading process stopped at its deadline never removes its submission's cgroup; the next one
     # to start does, so a long-running service does not collect them.
-    from grader.harness import cgroups
-    from grader.harness.isolation import remove_stale_cgroups
+    from sandbox.jail import cgroups
+    from sandbox.jail.jail import remove_stale_cgroups
 
     root, stale = _gone_grading_process_cgroup()
     live = cgroups.SubmissionCgroup.create(root, f"sub-{os.getpid()}-99", memory_bytes=64 << 20, pids=8)
@@ -346,7 +346,7 @@ def test_cgroups_of_grading_processes_that_are_gone_are_removed():
 def test_a_half_removed_stale_cgroup_is_removed_too():
     # Killed in the middle of its remove(), a grading process can leave its cgroup in some hierarchies
     # only (seen: the memory controller's alone); the sweep must not fail on the missing freezer.
-    from grader.harness.isolation import remove_stale_cgroups
+    from sandbox.jail.jail import remove_stale_cgroups
 
     root, stale = _gone_grading_process_cgroup()
     try:

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.course import Card, CourseError, ExerciseStep, Quiz, load_course
+from grader.core.course import Card, CourseError, ExerciseStep, Quiz, load_course
 from tests.helpers import EXERCISES
 
 SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seeds"
@@ -176,7 +176,7 @@ def test_hints_list_solution_after_and_quiz_option_ids(tmp_path):
 
 def test_every_exercise_has_an_example_that_matches_its_parameters():
     """example.py builds one call's arguments (what Run calls the learner's function with)."""
-    from grader.harness.learner import load_example
+    from grader.learner.entry import load_example
 
     for exercise in load_course(EXERCISES).exercises.values():
         args = load_example(exercise.path).example("cpu")

@@ -7,8 +7,8 @@ import json
 import jsonschema
 import pytest
 
-from grader.display import DISPLAY_CAP, as_text, bar_figure, capped, focus, line_figure, table_figure, timeline
-from grader.result import _schema
+from grader.core.display import DISPLAY_CAP, as_text, bar_figure, capped, focus, line_figure, table_figure, timeline
+from grader.core.result import _schema
 from tests.helpers import EXERCISES
 
 
@@ -115,8 +115,8 @@ def test_text_form_marks_the_row() -> None:
 @pytest.mark.slow
 def test_grader_check_shows_the_failing_checks_event_in_the_timeline(tmp_path) -> None:
     """End to end on the local sandbox: a raw backward's row is marked and belongs to the check that failed."""
-    from grader.course import load_course
-    from grader.grading import run_submission
+    from grader.core.course import load_course
+    from grader.host.grading import run_submission
 
     course = load_course()
     mistake = (EXERCISES / "mixed-precision/amp-step/mistakes/raw_backward.py").read_text()
@@ -139,8 +139,8 @@ def test_a_figure_that_fails_is_the_authors_problem_not_a_check(tmp_path) -> Non
     from pathlib import Path
 
     import grader
-    from grader.course import load_exercise
-    from grader.grading import run_submission
+    from grader.core.course import load_exercise
+    from grader.host.grading import run_submission
 
     folder = tmp_path / "lesson" / "scaffolded"
     shutil.copytree(Path(grader.__file__).parent / "templates" / "exercise", folder)

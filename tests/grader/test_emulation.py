@@ -14,8 +14,8 @@ import pytest
 SOURCE = """
 import json, warnings
 import torch
-from grader.harness import amp
-from grader.harness.emulation import install_cuda_emulation
+from grader.learner import amp
+from grader.learner.emulation import install_cuda_emulation
 if {recording}:
     amp.install()
 else:

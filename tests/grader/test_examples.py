@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from grader.course import load_course
-from grader.grading import run_example
-from sandbox import get_sandbox
+from grader.core.course import load_course
+from grader.host.grading import run_example
+from grader.host.sandboxes import get_sandbox
 from tests.helpers import EXERCISES
 
 pytestmark = pytest.mark.slow

@@ -11,10 +11,11 @@ from tests.helpers import REPO
 
 BOUNDED = """
     import os, resource
-    from grader.course import load_exercise
+    from grader.core.course import load_exercise
     from grader.harness.grade import _limit_self
-    from grader.harness.isolation import Limits, _set_limits
-    from grader.settings import GRADER_MEMORY_MB
+    from grader.core.settings import GRADER_MEMORY_MB
+    from sandbox.jail import Limits
+    from sandbox.jail.rlimits import apply as set_limits
 
     from pathlib import Path
     exercise = load_exercise(Path({folder!r}), "mixed-precision/amp-step")
@@ -26,7 +27,7 @@ BOUNDED = """
         print("grader refused")
     child = os.fork()
     if child == 0:  # the learner's process: its own limit, above the grader's share
-        _set_limits(Limits(memory_mb=exercise.memory_mb), as_root=False)
+        set_limits(Limits(memory_mb=exercise.memory_mb), as_root=False)
         try:
             hoard = bytearray((GRADER_MEMORY_MB + 256) * 2**20)
             os._exit(0)
@@ -42,3 +43,31 @@ def test_the_grading_process_has_a_memory_share_of_its_own_and_a_cpu_limit():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[:3] == ["grader refused", "learner held more", "cpu limited True"], proc.stdout
+
+
+GRADED = """
+    import resource
+    from pathlib import Path
+    from grader.core.course import load_exercise
+    from grader.harness import grade
+    from sandbox.jail import Confinement
+
+    seen = []
+    checks = grade._run_checks
+    def watched(*args):  # the limits the grading process holds while it judges the learner's observations
+        seen.append((resource.getrlimit(resource.RLIMIT_AS)[0], resource.getrlimit(resource.RLIMIT_CPU)[0]))
+        return checks(*args)
+    grade._run_checks = watched
+    folder = Path({folder!r})
+    exercise = load_exercise(folder, "mixed-precision/amp-step")
+    verdict = grade.verdict_for(exercise, (folder / "solution.py").read_text(), Confinement.NONE, seed=3)
+    print(verdict.status.value, *(value != resource.RLIM_INFINITY for value in seen[0]))
+"""
+
+
+def test_a_real_grading_runs_its_checks_under_the_grading_processs_limits():
+    # Through verdict_for itself, not the helper it calls: a grading that forgot to bound itself fails here.
+    code = textwrap.dedent(GRADED.format(folder=str(REPO / "exercises" / "mixed-precision" / "amp-step")))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[-2] == "passed True True", proc.stdout

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from grader.course import load_course
-from grader.grading import run_submission
+from grader.core.course import load_course
+from grader.host.grading import run_submission
 from tests.helpers import EXERCISES, bait_server
 
 AMP = EXERCISES / "mixed-precision" / "amp-step"
@@ -24,7 +24,7 @@ def local_sandbox(request):
     """Every attack, through a fresh interpreter (`grader check`) and through a fork-server child of
     the warm pool (the web app and the worker)."""
     global SANDBOX
-    from sandbox import get_sandbox
+    from grader.host.sandboxes import get_sandbox
 
     SANDBOX = get_sandbox("local", warm=2 if request.param == "warm" else 0)
     yield SANDBOX

@@ -3,7 +3,7 @@ import shutil
 
 import pytest
 
-from grader.course import load_exercise
+from grader.core.course import load_exercise
 from tests.helpers import EXERCISES, run_grader
 
 

@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import pytest
 
-from grader.harness import seccomp
+from sandbox.jail import seccomp
 from tests.helpers import REPO
 
 LIBC = ctypes.CDLL(None, use_errno=True)
@@ -371,7 +371,7 @@ def test_a_refused_load_raises_with_the_kernel_errno():
 def _script(body: str) -> str:
     return textwrap.dedent("""
         import ctypes, json, os, sys
-        from grader.harness import seccomp
+        from sandbox.jail import seccomp
         LIBC = ctypes.CDLL(None, use_errno=True)
         LIBC.syscall.restype = ctypes.c_long
         def err(name, *args):

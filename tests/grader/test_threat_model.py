@@ -4,7 +4,7 @@ And the threat model is executable (issue 26): every row that claims `outside` n
 it, and every test the document names exists."""
 import re
 
-from grader.course import load_course
+from grader.core.course import load_course
 from tests.helpers import REPO
 
 DOC = REPO / "docs" / "threat-model.md"

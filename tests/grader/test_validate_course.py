@@ -2,7 +2,7 @@
 checks it declares. Parametrised from the course files, so a new exercise folder is covered unasked."""
 import pytest
 
-from grader.course import load_course
+from grader.core.course import load_course
 from tests.helpers import run_grader
 
 

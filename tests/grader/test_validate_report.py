@@ -2,7 +2,7 @@
 what it declares, and what is wrong when they differ (grader/validate.py: Case.summary, Case.report)."""
 from pathlib import Path
 
-from grader.validate import Case
+from grader.host.validate import Case
 
 
 def case(failed=(), skipped=(), expect_fail=(), expect_skip=None, error=None):  # noqa: ANN001, ANN201

@@ -4,7 +4,8 @@ import pytest
 
 @pytest.fixture(scope="module", params=["local", "docker"])
 def sandbox(request):
-    from sandbox import SandboxError, get_sandbox
+    from grader.host.sandboxes import get_sandbox
+    from sandbox import SandboxError
 
     try:
         made = get_sandbox(request.param, warm=1)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader.grading import run_submission
+from grader.host.grading import run_submission
 from tests.helpers import EXERCISES, caught_by
 
 EXERCISE = "mixed-precision/amp-step"
@@ -27,14 +27,14 @@ def train_step(model, optimizer, scaler, loss_fn, x, y):
     {after}
     return loss
 '''
-REWRITE_RECORDS = '''recorder = sys.modules["grader.harness.amp"].RECORDER
+REWRITE_RECORDS = '''recorder = sys.modules["grader.learner.amp"].RECORDER
     for event in recorder.events:
         if event["event"] == "backward":
             event["on"] = "scaled"
         if event["event"] == "optimizer.step":
             event["via_scaler"] = True'''
 SILENCE_STREAM = '''sys.modules["grader.harness.channel"]._learner = None'''
-FORGE_BEFORE_STREAM = ('''sys.modules["grader.harness.amp"].Recorder.classify_backward_target = '''
+FORGE_BEFORE_STREAM = ('''sys.modules["grader.learner.amp"].Recorder.classify_backward_target = '''
                        '''lambda self, t: ("scaled", None)''')
 
 
@@ -75,7 +75,7 @@ _amended = [0]
 
 def _rewrite_the_past(change):
     sock = _sys.modules["grader.harness.channel"]._learner._sock
-    events = _sys.modules["grader.harness.amp"].RECORDER.events
+    events = _sys.modules["grader.learner.amp"].RECORDER.events
     for event in events[_amended[0]:]:
         fields = change(event)
         if fields:

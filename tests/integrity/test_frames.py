@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from grader.grading import run_submission
+from grader.host.grading import run_submission
 from tests.helpers import EXERCISES
 
 AMP_SOLUTION = (EXERCISES / "mixed-precision" / "amp-step" / "solution.py").read_text()

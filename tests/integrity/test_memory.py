@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.grading import run_submission
+from grader.host.grading import run_submission
 from tests.helpers import caught_by
 
 EXERCISE = "gpu-memory/fit-the-budget"

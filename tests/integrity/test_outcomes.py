@@ -4,7 +4,7 @@ an extra class-level optimizer step per window, with and without removing the st
 Both sandboxes, through their warm pools."""
 from __future__ import annotations
 
-from grader.grading import run_submission
+from grader.host.grading import run_submission
 from tests.helpers import caught_by
 
 EXERCISE = "gradient-accumulation/accumulate-amp"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.grading import run_submission
+from grader.host.grading import run_submission
 
 EXERCISE = "profiling/fix-the-bottleneck"
 FOLDER = Path(__file__).resolve().parents[2] / "exercises" / "profiling" / "fix-the-bottleneck"

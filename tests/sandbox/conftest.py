@@ -32,22 +32,22 @@ def docker_image() -> str:
     if problem:
         print(f"\nSKIPPING docker-sandbox tests: {problem}")
         pytest.skip(problem)
-    from sandbox.docker import DockerSandbox
+    from grader.host.sandboxes import docker_sandbox
 
-    if not DockerSandbox().available()[0]:
+    if not docker_sandbox().available()[0]:
         proc = subprocess.run([str(REPO / "sandbox" / "build-images")], capture_output=True, text=True,
                               timeout=900)
         assert proc.returncode == 0, f"sandbox/build-images failed:\n{proc.stderr[-3000:]}"
-    ok, why = DockerSandbox().available()
+    ok, why = docker_sandbox().available()
     assert ok, why
-    return DockerSandbox().image
+    return docker_sandbox().image
 
 
 @pytest.fixture(scope="package")
 def docker_sandbox(docker_image):
     """The docker sandbox with a warm pool of 2 for this folder's tests; closing it must leave no
     container behind."""
-    from sandbox import get_sandbox
+    from grader.host.sandboxes import get_sandbox
 
     sandbox = get_sandbox("docker", warm=2)
     assert sandbox.pool.wait_warm(), "the warm pool never got warm"

@@ -6,8 +6,9 @@ import subprocess
 
 import pytest
 
-from grader.course import load_course
-from sandbox.docker import Container, ContainerSpec, DockerSandbox
+from grader.core.course import load_course
+from grader.host.sandboxes import docker_sandbox
+from sandbox.docker import Container, ContainerSpec
 from tests.helpers import EXERCISES, run_grader, wait_no_grading_containers
 
 pytestmark = pytest.mark.docker
@@ -27,6 +28,17 @@ def test_image_holds_checks_but_no_solution_starter_or_mistake(docker_image):
     assert not [f for f in files if "/mistakes/" in f]
     everywhere = in_image(docker_image, "find", "/", "-xdev", "-name", "solution.py").stdout.split()
     assert everywhere == []
+
+
+def test_image_holds_the_grading_process_code_and_no_host_code(docker_image):
+    # Chosen by package (grader/host/image.py): the grading process's packages and the jail, never the CLI,
+    # run_submission or the sandbox's launchers.
+    found = in_image(docker_image, "find", "/opt/grader/grader", "/opt/grader/sandbox", "-name", "*.py")
+    code = set(found.stdout.split())
+    assert {"/opt/grader/grader/harness/serve.py", "/opt/grader/grader/learner/amp.py",
+            "/opt/grader/sandbox/jail/zygote.py", "/opt/grader/sandbox/forkserver.py"} <= code
+    assert not [f for f in code if f.startswith("/opt/grader/grader/host/")]
+    assert not {f"/opt/grader/sandbox/{name}.py" for name in ("docker", "local", "pool", "process")} & code
 
 
 def test_checks_are_root_only_in_the_image(docker_image):
@@ -82,15 +94,16 @@ def test_an_image_built_from_other_files_is_refused(docker_image, tmp_path, monk
     probe = copy / "mixed-precision" / "amp-step" / "checks" / "probe.py"
     probe.write_text(probe.read_text() + "\n# changed after the image was built\n")
     monkeypatch.setenv("DLA_EXERCISES", str(copy))
-    assert not DockerSandbox().available()[0]
-    assert "sandbox/build-images" in DockerSandbox().available()[1]
+    assert not docker_sandbox().available()[0]
+    assert "sandbox/build-images" in docker_sandbox().available()[1]
     proc = run_grader("check", "mixed-precision/amp-step", str(AMP / "solution.py"), "--json",
                       "--sandbox", "docker", env={"DLA_EXERCISES": str(copy)})
     assert proc.returncode == 3 and "sandbox/build-images" in proc.stderr.decode() + proc.stdout.decode()
 
 
 def test_auto_falls_back_to_local_without_a_usable_image(docker_image, monkeypatch):
-    from sandbox import SandboxError, get_sandbox
+    from grader.host.sandboxes import get_sandbox
+    from sandbox import SandboxError
 
     assert get_sandbox("auto").name == "docker"
     monkeypatch.setenv("DLA_GRADER_IMAGE", "dla-grader:no-such-tag")

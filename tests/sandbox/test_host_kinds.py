@@ -17,7 +17,7 @@ pytestmark = pytest.mark.docker
 
 def preflight(image: str, *flags: str) -> dict:
     proc = subprocess.run(["docker", "run", "--rm", "--network", "none", *flags, "--entrypoint", "python", image,
-                           "-m", "grader.harness.preflight"], capture_output=True, text=True, timeout=120)
+                           "-m", "grader.harness", "--preflight"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -44,6 +44,6 @@ def test_the_same_check_passes_where_the_sandbox_can_confine(docker_image):
 
     if os.geteuid() != 0:
         pytest.skip("this host confines as root (CI runs as root)")
-    proc = subprocess.run([sys.executable, "-m", "grader.harness.preflight"], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "grader.harness", "--preflight"], capture_output=True, text=True,
                           timeout=60, cwd=REPO)
     assert json.loads(proc.stdout) == {"ok": True, "problems": []}

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from grader.course import load_course
-from grader.grading import run_submission
+from grader.core.course import load_course
+from grader.host.grading import run_submission
 from tests.helpers import AMP_SOLUTION, EXERCISES, GATED, bait_server
 
 pytestmark = pytest.mark.docker

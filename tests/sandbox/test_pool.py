@@ -8,14 +8,15 @@ import time
 
 import pytest
 
-from grader.grading import run_submission
-from grader.settings import exercises_root
-from sandbox import SandboxError, get_sandbox
+from grader.core.settings import exercises_root
+from grader.host.grading import run_submission
+from grader.host.sandboxes import get_sandbox
+from sandbox import SandboxError
 from sandbox.docker import ContainerSpec
 from sandbox.docker import warm_pool as docker_pool
 from sandbox.local import LocalSandbox
 from sandbox.pool import WarmPool
-from tests.helpers import EXERCISES
+from tests.helpers import EXERCISES, answer_verdict
 
 SOLUTION = (EXERCISES / "mixed-precision" / "amp-step" / "solution.py").read_text()
 
@@ -37,7 +38,7 @@ def burst(sandbox, seeds: list[int]) -> dict[int, dict]:
 @pytest.fixture(scope="module")
 def local_sandbox():
     sandbox = get_sandbox("local", warm=2)
-    assert isinstance(sandbox, LocalSandbox) and sandbox.pool.wait_warm()
+    assert isinstance(sandbox.inner, LocalSandbox) and sandbox.pool.wait_warm()
     yield sandbox
     sandbox.close()
 
@@ -58,9 +59,9 @@ def test_local_warm_process_is_forked_per_request_and_gone_afterwards(local_sand
     process = pool.take()
     pid = int(process.name.removeprefix("fork-"))
     assert pid not in {int(n.removeprefix("fork-")) for n in pool.waiting()}
-    from grader.protocol import Request
+    from grader.core.protocol import Request
 
-    verdict = process.grade(Request("mixed-precision/amp-step", SOLUTION, 3), 10)
+    verdict = answer_verdict(process, Request("mixed-precision/amp-step", SOLUTION, 3), 10)
     assert verdict.status.value == "passed"
     pool.discard(process)
     deadline = time.monotonic() + 10
@@ -71,11 +72,14 @@ def test_local_warm_process_is_forked_per_request_and_gone_afterwards(local_sand
 
 def test_pool_grows_under_a_burst_within_its_bound_and_shrinks_when_idle():
     # Cold interpreters take seconds to get ready, long enough for a burst of takers to find none ready.
-    from sandbox.local import _environment, _harness_command
+    from grader.host.sandboxes import harness_entry
+    from sandbox.local import environment
     from sandbox.process import PopenProcess
 
+    entry = harness_entry(exercises_root())
+
     def start(on_change):
-        return PopenProcess("cold", _harness_command(exercises_root(), []), _environment(), on_change)
+        return PopenProcess("cold", list(entry.command), environment(entry), on_change)
 
     pool = WarmPool(start, size=1, max_size=3, idle_s=1.0)
     try:
@@ -127,7 +131,7 @@ def test_a_pool_whose_processes_cannot_start_says_so():
 def test_an_exercise_outside_the_pools_folder_gets_a_cold_process(local_sandbox, tmp_path):
     import shutil
 
-    from grader.course import load_course
+    from grader.core.course import load_course
 
     shutil.copytree(EXERCISES, tmp_path / "exercises")
     exercise = load_course(tmp_path / "exercises").exercises["mixed-precision/amp-step"]
@@ -168,4 +172,4 @@ def test_a_waiting_container_that_dies_is_replaced(docker_sandbox):
 @pytest.mark.docker
 def test_a_pool_without_its_image_says_so(docker_image):
     with pytest.raises(SandboxError, match="no image dla-grader:no-such-tag.*sandbox/build-images"):
-        docker_pool(1, ContainerSpec(image="dla-grader:no-such-tag", memory_mb=1024))
+        docker_pool(1, ContainerSpec(image="dla-grader:no-such-tag", memory_mb=1024), None)

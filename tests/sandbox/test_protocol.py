@@ -1,4 +1,4 @@
-"""The harness protocol (grader/protocol.py) and the one entry (grader/harness/serve.py), without Docker:
+"""The harness protocol (grader/core/protocol.py) and the one entry (grader/harness/serve.py), without Docker:
 malformed messages are refused at the edge, exercise ids cannot leave the exercises folder, a learner
 stopped by a sandbox gets a verdict about its code, and the entry speaks the protocol end to end."""
 import io
@@ -7,8 +7,7 @@ import sys
 
 import pytest
 
-from grader.harness.serve import read_request, resolve_exercise
-from grader.protocol import (
+from grader.core.protocol import (
     MAX_CODE_BYTES,
     MAX_REQUEST_BYTES,
     VERDICT_CAP,
@@ -22,8 +21,10 @@ from grader.protocol import (
     parse_output_line,
     ready_line,
 )
+from grader.harness.serve import exercise_under, read_request
+from sandbox import Entry
 from sandbox.process import PopenProcess
-from tests.helpers import EXERCISES, REPO
+from tests.helpers import EXERCISES, REPO, answer_verdict
 
 SOLUTION = (EXERCISES / "mixed-precision" / "amp-step" / "solution.py").read_text()
 
@@ -76,11 +77,11 @@ def test_code_size_is_checked_where_a_request_is_made():
                                       "mixed-precision/.hidden", "mixed-precision/no-such-exercise"])
 def test_exercise_ids_cannot_leave_the_exercises_folder(exercise):
     with pytest.raises(ProtocolError):
-        resolve_exercise(EXERCISES, exercise)
+        exercise_under(EXERCISES, exercise)
 
 
 def test_a_known_exercise_is_resolved_once_from_its_id():
-    exercise = resolve_exercise(EXERCISES, "mixed-precision/amp-step")
+    exercise = exercise_under(EXERCISES, "mixed-precision/amp-step")
     assert exercise.id == "mixed-precision/amp-step" and exercise.path == EXERCISES / "mixed-precision" / "amp-step"
 
 
@@ -97,15 +98,17 @@ def test_verdicts_are_validated_when_they_cross_a_boundary():
             parse_output_line(bad)
 
 
+ENTRY = Entry((sys.executable, "-m", "grader.harness", "--exercises", str(EXERCISES)))
+
+
 def harness(*args: str) -> PopenProcess:
-    return PopenProcess("test", [sys.executable, "-m", "grader.harness", "--exercises", str(EXERCISES), *args],
-                        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
+    return PopenProcess("test", ENTRY.with_args(*args), env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
 
 
 def test_the_entry_says_ready_takes_one_request_and_answers_one_verdict():
     process = harness()
     try:
-        verdict = process.grade(Request("mixed-precision/amp-step", SOLUTION, 11), 10)
+        verdict = answer_verdict(process, Request("mixed-precision/amp-step", SOLUTION, 11), 10)
     finally:
         process.close()
     assert isinstance(verdict, RawVerdict) and verdict.status is Status.PASSED and verdict.seed == 11
@@ -127,11 +130,11 @@ def test_a_grading_process_past_its_deadline_gives_a_timeout_verdict_not_an_infr
     # about the learner's code, through the protocol's one constructor.
     import sandbox.process as process_module
 
-    monkeypatch.setattr(process_module, "CHECKS_GRACE_S", 0.5)
+    monkeypatch.setattr(process_module, "GRACE_S", 0.5)
     process = harness()
     try:
         code = "def train_step(*args):\n    while True:\n        pass\n"
-        verdict = process.grade(Request("mixed-precision/amp-step", code), 0.5)
+        verdict = answer_verdict(process, Request("mixed-precision/amp-step", code), 0.5)
     finally:
         process.close()
     assert verdict.status is Status.TIMEOUT

@@ -10,7 +10,7 @@ from academy import jobs
 from academy.api import GRADER_FAILED
 from academy.db import get_session
 from academy.models import Submission, User
-from grader.result import validate_result
+from grader.core.result import validate_result
 from tests.helpers import EXERCISE, REPO, new_session, wait_for
 
 STARTER = (REPO / "exercises" / "mixed-precision" / "amp-step" / "starter.py").read_text()

@@ -266,8 +266,8 @@ def test_overview_says_when_the_course_no_longer_matches_the_grader_image(make_a
                                                                          monkeypatch) -> None:  # noqa: ANN001
     """The instructor edited the course after the image was built: the page says Docker is not used and
     names the command that fixes it (a real image and the real fingerprint of the edited files)."""
+    from grader.host.image import CPU_IMAGE
     from sandbox.docker import image_labels
-    from sandbox.image import CPU_IMAGE
 
     if image_labels(CPU_IMAGE) is None:
         pytest.skip("no Docker Engine with the grader image here (sandbox/build-images)")
@@ -289,8 +289,8 @@ def test_validate_report_names_failed_and_declared_checks(make_app, monkeypatch)
     """Per file: the checks it failed next to those it declares, and what is wrong when they differ."""
     from pathlib import Path
 
-    import grader.validate
-    from grader.validate import Case
+    import grader.host.validate
+    from grader.host.validate import Case
 
     def result(failed: list[str]) -> dict:
         return {"status": "failed" if failed else "passed", "error": None,
@@ -300,7 +300,7 @@ def test_validate_report_names_failed_and_declared_checks(make_app, monkeypatch)
              Case(EXERCISE, Path("mistakes/forgot-scaler.py"), frozenset({"scaled-backward"}),
                   result(["scaled-backward"])),
              Case(EXERCISE, Path("mistakes/not-caught.py"), frozenset({"grads-cleared"}), result([]))]
-    monkeypatch.setattr(grader.validate, "validate_exercise", lambda *args, **kwargs: cases)
+    monkeypatch.setattr(grader.host.validate, "validate_exercise", lambda *args, **kwargs: cases)
     app = make_app()
     assert make_instructor(app).post(f"/instructor/validate/{EXERCISE}").status_code == 302
     run = finished_validation(app, timeout=30)

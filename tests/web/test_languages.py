@@ -127,7 +127,7 @@ def test_lesson_one_cards_in_each_language(web: WebSession) -> None:
     """Every card of lesson 1 shows its translation in Italian, Japanese and Arabic: the translated title and
     text, the code as it is, no English left and so no notice."""
     from academy.content import render_markdown
-    from grader.course import Card, load_course
+    from grader.core.course import Card, load_course
 
     cards = [step for step in load_course().lesson(LESSON).steps if isinstance(step, Card)]
     for code in SEED_TITLES:
@@ -224,7 +224,7 @@ def test_a_malformed_translation_file_is_named_with_its_problem(exercises_copy: 
     """Loading the course refuses a translation file that names what the English lacks, or is malformed,
     with the file and the problem, rather than showing English without saying why."""
     from academy import i18n
-    from grader.course import CourseError, load_course
+    from grader.core.course import CourseError, load_course
 
     relative, text, message = MALFORMED[case]
     path = exercises_copy / relative
@@ -259,7 +259,7 @@ def test_translation_files_and_instructor_coverage(make_app, exercises_copy: Pat
         get_session().commit()
     overview = web.client.get("/instructor/").get_data(as_text=True)
     table = overview[overview.index('id="translations"'):]
-    from grader.course import load_course
+    from grader.core.course import load_course
 
     course = load_course(exercises_copy)
     rows = {row.split("</td>", 1)[0]: row for row in table.split("<tr><td>")[1:]}

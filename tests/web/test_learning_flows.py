@@ -8,9 +8,9 @@ from flask import Flask
 
 from academy.db import get_session
 from academy.models import Draft, HintReveal, QuizAnswer, StepVisit, Submission, User
-from grader.course import load_course
-from grader.protocol import RawVerdict, Status
-from grader.result import build_result
+from grader.core.course import load_course
+from grader.core.protocol import RawVerdict, Status
+from grader.core.result import build_result
 from tests.helpers import EXERCISE, LESSON, SOLUTION, WebSession, new_session, wait_for
 
 

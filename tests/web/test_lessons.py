@@ -96,7 +96,7 @@ def test_quiz_options_are_shuffled_per_learner_and_stable(make_app) -> None:  # 
 
 
 def test_pinned_option_keeps_its_place() -> None:
-    from grader.course import QuizOption, QuizQuestion
+    from grader.core.course import QuizOption, QuizQuestion
 
     options = tuple(QuizOption(f"o{i}", i == 0, "", str(i), pinned=i == 3) for i in range(4))
     question = QuizQuestion("q", "?", options)
@@ -107,7 +107,7 @@ def test_pinned_option_keeps_its_place() -> None:
 
 def test_correct_answers_spread_over_positions() -> None:
     """In every quiz file of the course, the correct option is not always the first."""
-    from grader.course import load_course
+    from grader.core.course import load_course
 
     course = load_course(REPO / "exercises")
     for lesson_id in ("mixed-precision", "gradient-accumulation", "profiling", "gpu-memory"):
@@ -203,7 +203,7 @@ def test_inserting_removing_and_reordering_steps_keeps_progress_by_step_id(make_
 
 
 def test_step_ids_come_from_file_names_or_an_explicit_id(exercises_copy) -> None:  # noqa: ANN001
-    from grader.course import CourseError, load_course
+    from grader.core.course import CourseError, load_course
 
     lesson_yaml = exercises_copy / LESSON / "lesson.yaml"
     original = lesson_yaml.read_text()
@@ -222,10 +222,10 @@ def test_step_ids_come_from_file_names_or_an_explicit_id(exercises_copy) -> None
 
 
 def test_every_kind_of_step_has_its_page_and_its_translation_coverage() -> None:
-    """The web app's step-kind registries hold exactly the grader's kinds of step (grader.course.STEP_KINDS)."""
+    """The web app's step-kind registries hold exactly the grader's kinds of step (grader.core.course.STEP_KINDS)."""
     from academy.i18n import STEP_COVERAGE
     from academy.lessons import STEP_PAGES
-    from grader.course import STEP_KINDS
+    from grader.core.course import STEP_KINDS
 
     assert set(STEP_PAGES) == set(STEP_KINDS.values()) == set(STEP_COVERAGE)
     assert [STEP_PAGES[kind].editor for kind in STEP_KINDS.values()] == [False, True, False]  # card, exercise, quiz

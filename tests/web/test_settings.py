@@ -15,7 +15,8 @@ from academy import settings as settings_module
 from academy.db import get_session
 from academy.models import Submission, User
 from academy.settings import Settings, settings
-from grader.settings import GRADER_SETTINGS, SettingError
+from grader.core.settings import GRADER_SETTINGS
+from sandbox.settings import SettingError
 from tests.helpers import REPO
 
 EXERCISE = "mixed-precision/amp-step"

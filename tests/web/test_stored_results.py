@@ -1,4 +1,4 @@
-"""Results stored by an older grader reach every reader in today's shape: through grader.result.upgrade_result
+"""Results stored by an older grader reach every reader in today's shape: through grader.core.result.upgrade_result
 on the server (academy.models.stored_result), never upgraded by the API's views or by lesson.js. The page's
 side of this: tests/browser/test_stored_results.py."""
 from __future__ import annotations

@@ -35,6 +35,7 @@ def reference(run, outside):
 
 
 METERS = {"cgroup": "the kernel's count for the process's cgroup",
+          "container": "the kernel's count for the grading container, sampled every millisecond",
           "maxrss": "the process's peak resident memory as the kernel reports it"}
 # The budget is a fraction of the original step's memory: on CPU of what it needs above building the
 # model and batch, as the grading side's meter reads it (scenario.py has the measurements).

@@ -21,7 +21,7 @@ depends_on = None
 
 def _step_ids() -> dict[str, tuple[str, ...]]:
     """Each lesson's step ids, from the course the app serves (academy.db.upgrade passes its folder)."""
-    from grader.course import load_course
+    from grader.core.course import load_course
 
     root = op.get_context().config.attributes.get("course_root")
     course = load_course(Path(root) if root else None)

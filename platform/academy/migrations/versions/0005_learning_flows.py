@@ -6,7 +6,7 @@ Create Date: 2026-11-30 01:00:00
 
 Before this, an answer stored the option's 0-based position (`choice`). Options now have ids, by default
 their 1-based position, and a quiz file that reorders options gives each the id of its old position
-(grader.course.QuizOption), so choice C becomes option id C + 1 whatever the course on disk says.
+(grader.core.course.QuizOption), so choice C becomes option id C + 1 whatever the course on disk says.
 Every submission stored before is an attempt: kind "grade".
 """
 import sqlalchemy as sa

@@ -8,8 +8,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grader.course import Course, Exercise, load_course
-from grader.protocol import (
+from grader.core.course import Course, Exercise, load_course
+from grader.core.protocol import (
     MAX_CODE_BYTES,
     CodeTooLarge,
     ProtocolError,
@@ -17,12 +17,16 @@ from grader.protocol import (
     Request,
     RequestKind,
     Status,
+    error_verdict,
     infra_error,
+    learner_timeout,
+    parse_output_line,
 )
-from grader.result import build_result, validate_result
+from grader.core.result import build_result, validate_result
+from sandbox import Ending, Reply
 
 if TYPE_CHECKING:
-    from sandbox import Sandbox
+    from grader.host.sandboxes import HarnessSandbox
 
 
 class SubmissionError(ValueError):
@@ -43,12 +47,13 @@ def decode_submission(data: bytes) -> str:
 
 
 def resolve_exercise(ref: str | Exercise, course: Course | None = None) -> Exercise:
+    """`ref` itself, or the exercise of that id in `course` (default: the course on disk); KeyError if none."""
     if isinstance(ref, Exercise):
         return ref
     return (course or load_course()).find_exercise(ref)
 
 
-def run_submission(exercise: str | Exercise, code: str, *, sandbox: str | Sandbox = "auto",
+def run_submission(exercise: str | Exercise, code: str, *, sandbox: str | HarnessSandbox = "auto",
                    seed: int | None = None, course: Course | None = None,
                    hide: list[Path] | None = None) -> dict[str, Any]:
     """Grade `code` against `exercise` and return the result object (see grader/schemas/result.json).
@@ -66,7 +71,7 @@ def run_submission(exercise: str | Exercise, code: str, *, sandbox: str | Sandbo
     return result
 
 
-def run_example(exercise: str | Exercise, code: str, *, sandbox: str | Sandbox = "auto",
+def run_example(exercise: str | Exercise, code: str, *, sandbox: str | HarnessSandbox = "auto",
                 seed: int | None = None, course: Course | None = None,
                 hide: list[Path] | None = None) -> dict[str, Any]:
     """A Run: call the learner's function once on the exercise's `example.py`, in the same sandbox and through
@@ -89,10 +94,11 @@ def run_example(exercise: str | Exercise, code: str, *, sandbox: str | Sandbox =
             "sandbox": name, "duration_s": round(duration, 3)}
 
 
-def _through_sandbox(exercise: Exercise, code: str, kind: RequestKind, sandbox: str | Sandbox, seed: int | None,
-                     hide: list[Path] | None) -> tuple[RawVerdict, str, float]:
+def _through_sandbox(exercise: Exercise, code: str, kind: RequestKind, sandbox: str | HarnessSandbox,
+                     seed: int | None, hide: list[Path] | None) -> tuple[RawVerdict, str, float]:
     """One request through a sandbox: (the raw verdict, the sandbox's name, seconds it took)."""
-    from sandbox import SandboxError, get_sandbox
+    from grader.host.sandboxes import get_sandbox
+    from sandbox import SandboxError
 
     try:
         request = Request(exercise.id, code, seed, kind)
@@ -103,7 +109,21 @@ def _through_sandbox(exercise: Exercise, code: str, kind: RequestKind, sandbox: 
     try:
         runner = get_sandbox(sandbox, hide=hide) if isinstance(sandbox, str) else sandbox
         name = runner.name
-        raw = runner.run(exercise, request)
+        raw = verdict_of(runner.grade(exercise, request), exercise.time_limit_s)
     except (SandboxError, ProtocolError) as exc:
         raw = infra_error(f"The grader failed: {exc}")
     return raw, name, time.monotonic() - started
+
+
+def verdict_of(reply: Reply, time_limit_s: float) -> RawVerdict:
+    """The raw verdict a sandbox's reply holds, or says (for work whose learner limit was `time_limit_s`):
+    ProtocolError for a reply that is not one."""
+    if reply.ending is Ending.DEADLINE:
+        return learner_timeout(time_limit_s)
+    if reply.ending is Ending.OUT_OF_MEMORY:
+        return error_verdict(Status.KILLED, "memory", f"Your code's container was killed: it used more than its "
+                             f"{reply.memory_mb} MB of memory.")
+    kind, verdict = parse_output_line(reply.line or b"")
+    if kind != "verdict":
+        raise ProtocolError(f"the grading process sent {kind!r} where a verdict was due")
+    return verdict

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import torch
 
 from grader.harness import channel
-from grader.harness.emulation import amp_device, install_cuda_emulation
+from grader.learner.emulation import amp_device, install_cuda_emulation
 
 SUBMISSION_FILENAME = "submission.py"
 

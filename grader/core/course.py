@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from grader.settings import DEFAULT_MEMORY_MB, DEFAULT_TIME_S, exercises_root
+from grader.core.settings import EXERCISE_MEMORY_MB, EXERCISE_TIME_S, exercises_root
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 CHECK_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -91,6 +91,11 @@ class Exercise:
     @property
     def checks_dir(self) -> Path:
         return self.path / "checks"
+
+    @property
+    def course_root(self) -> Path:
+        """The course folder that holds this exercise (<course>/<lesson>/<exercise>), resolved."""
+        return self.path.resolve().parent.parent
 
     @property
     def solution_path(self) -> Path:
@@ -390,8 +395,8 @@ def load_exercise(path: Path, exercise_id: str, *, authoring_files: bool = True)
         entry=_require(meta, "entry", meta_path),
         params=tuple(str(p) for p in meta.get("params", []) or []),
         prompt=str(meta.get("prompt", "")),
-        time_limit_s=float(limits.get("time_s", DEFAULT_TIME_S)),
-        memory_mb=int(limits.get("memory_mb", DEFAULT_MEMORY_MB)),
+        time_limit_s=float(limits.get("time_s", EXERCISE_TIME_S)),
+        memory_mb=int(limits.get("memory_mb", EXERCISE_MEMORY_MB)),
         checks=tuple(checks),
         uses_gpu=bool(meta.get("gpu", True)),
         cpu_note=str(meta.get("cpu_note", "") or "").strip(),

@@ -1,13 +1,16 @@
 """What goes into the grader image, and whether a built image is still current.
 
-The image holds the `grader` package and, per exercise, only `exercise.yaml`, `example.py` (what a Run
-calls the learner's function with) and `checks/`: never a reference solution, a starter or a mistake.
+The image holds what the grading process needs, chosen by package (`IMAGE_PACKAGES`): the grader's core,
+harness, learner side and checks API, and the sandbox's jail, settings and fork server; never the host's
+code (the CLI, `run_submission`, validation, scaffolding) or the sandbox's launchers. Per exercise, only
+`exercise.yaml`, `example.py` (what a Run calls the learner's function with) and `checks/`: never a
+reference solution, a starter or a mistake.
 `sandbox/build-images` assembles the build context with `write_context`; the docker sandbox compares the
 image's `dla.content` label with `content_fingerprint()` so it never grades with checks older than the ones
 on disk.
 
-    python -m sandbox.image context DEST   # write the build context, print its fingerprint
-    python -m sandbox.image fingerprint    # print the fingerprint of the current files
+    python -m grader.host.image context DEST   # write the build context, print its fingerprint
+    python -m grader.host.image fingerprint    # print the fingerprint of the current files
 """
 from __future__ import annotations
 
@@ -16,23 +19,22 @@ import shutil
 import sys
 from pathlib import Path
 
-from grader.settings import exercises_root
+from grader.core.settings import exercises_root
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-CPU_IMAGE = "dla-grader:cpu"
-CUDA_IMAGE = "dla-grader:cuda"
-CONTENT_LABEL = "dla.content"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# What the grading process imports (the import contract in tests/test_architecture.py keeps it so).
+IMAGE_PACKAGES = ("grader/__init__.py", "grader/core", "grader/harness", "grader/learner", "grader/checks",
+                  "sandbox/__init__.py", "sandbox/settings.py", "sandbox/forkserver.py", "sandbox/jail")
 
 
 def image_files() -> dict[str, Path]:
     """Path inside the build context -> file on this machine, for everything the image holds."""
-    files: dict[str, Path] = {"Dockerfile": Path(__file__).with_name("Dockerfile")}
-    package = REPO_ROOT / "grader"
-    for path in sorted(package.rglob("*")):
-        # The scaffold's template (`grader new`) is authoring material, with a solution.py: not for the image.
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".json", ".ini") \
-                and "templates" not in path.relative_to(package).parts[:1]:
-            files[f"grader/{path.relative_to(package).as_posix()}"] = path
+    files: dict[str, Path] = {"Dockerfile": REPO_ROOT / "sandbox" / "Dockerfile"}
+    for name in IMAGE_PACKAGES:
+        top = REPO_ROOT / name
+        for path in sorted(top.rglob("*")) if top.is_dir() else [top]:
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".json", ".ini"):
+                files[path.relative_to(REPO_ROOT).as_posix()] = path
     course = exercises_root()
     for meta in sorted(course.rglob("exercise.yaml")):
         folder = meta.parent

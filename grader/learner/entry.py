@@ -1,7 +1,9 @@
 """The learner's side of a grading run: load the submission and let the exercise's probe drive it.
 
-Runs only inside the confined child (see isolation.py). It sends back observations, never a verdict:
-the checks that judge them run in the grading process, which the learner's code cannot reach.
+`ProbeJob` and `ExampleJob` are the jail's jobs (sandbox.jail.Job): data the jail sends to its zygote,
+whose `prepare()` runs in the forked child before it is confined and whose `run()` runs confined. They
+send back observations, never a verdict: the checks that judge them run in the grading process, which
+the learner's code cannot reach.
 
 A probe is an exercise's `checks/probe.py`:
 
@@ -23,15 +25,15 @@ import linecache
 import sys
 import traceback
 import types
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import torch
 
-from grader.harness.amp import SUBMISSION_FILENAME
-from grader.harness.emulation import amp_device
-from grader.protocol import ErrorInfo
+from grader.core.protocol import ErrorInfo
+from grader.learner.amp import SUBMISSION_FILENAME
+from grader.learner.emulation import amp_device
 
 
 class LearnerError(Exception):
@@ -160,43 +162,49 @@ def load_submission(code: str, entry: str, params: list[str], memory_mb: int) ->
     return function
 
 
-def make_target(checks_dir: Path, code: str | None, entry: str, params: list[str], seed: int,
-                memory_mb: int, run: str = "main") -> tuple[Callable[[], None], Callable[[], bytes]]:
-    """(load the probe, run it): the first runs before privileges drop, the second after.
+@dataclass
+class ProbeJob:
+    """The exercise's probe driving the learner's `code` (sandbox.jail.Job): its `probe(api)`, `api.run`
+    being `run`; without code (None), its `measure(api, run)`, a grading-side reference process that loads
+    no learner code. `prepare` loads the probe before the child is confined (its folder is not in the
+    learner's view); a probe that fails to load is the exercise's failure, reported as such."""
+    checks_dir: Path
+    code: str | None
+    entry: str
+    params: tuple[str, ...]
+    seed: int
+    memory_mb: int
+    run_name: str = "main"
+    _probe: types.ModuleType | None = field(default=None, repr=False, compare=False)
 
-    With learner `code`: the probe's `probe(api)`, `api.run` being `run`. Without (`code` None): the
-    probe's `measure(api, run)`, a grading-side reference process that loads no learner code."""
-    probe_box: dict[str, types.ModuleType] = {}
+    def prepare(self, fds: Mapping[str, int]) -> None:
+        self._probe = load_probe(self.checks_dir)
 
-    def before_drop() -> None:
-        # A probe that fails to load is the exercise's failure, reported by isolation.py as such.
-        probe_box["probe"] = load_probe(checks_dir)
-
-    def target() -> bytes:
+    def run(self, fds: Mapping[str, int]) -> bytes:
         """Observations or the learner-facing error, nothing else: device, notes and infrastructure
         failures are the grading side's to state (a frame that claims them is ignored there)."""
         from grader.harness import channel
 
-        probe = probe_box["probe"]
+        channel.connect(fds.get("channel"), fds.get("helper"))
+        probe = self._probe
         stage = "load"  # until the learner's module has run and its function was found
         try:
             if hasattr(probe, "prepare"):
                 probe.prepare()
             channel.drop_helper()  # a helper forked by prepare() keeps its own end; the learner's code gets none
-            function = load_submission(code, entry, params, memory_mb) if code is not None else None
+            function = load_submission(self.code, self.entry, list(self.params), self.memory_mb) \
+                if self.code is not None else None
             stage = "run"
-            api = ProbeAPI(function, seed, memory_mb, run)
-            observations = probe.probe(api) if code is not None else probe.measure(api, run)
+            api = ProbeAPI(function, self.seed, self.memory_mb, self.run_name)
+            observations = probe.probe(api) if self.code is not None else probe.measure(api, self.run_name)
             message = {"ok": True, "observations": observations}
         except LearnerError as err:
             message = {"ok": False, "error": err.frame(), "stage": stage}
         except BaseException as exc:  # noqa: BLE001 - the learner's code reached beyond api.call (e.g. a patched probe)
-            message = {"ok": False, "error": describe_exception(exc, memory_mb).frame(), "stage": stage}
+            message = {"ok": False, "error": describe_exception(exc, self.memory_mb).frame(), "stage": stage}
         buffer = io.BytesIO()
         torch.save(message, buffer)
         return buffer.getvalue()
-
-    return before_drop, target
 
 
 RETURNED_CAP = 2000  # characters of the repr of what a Run's call returned
@@ -214,27 +222,33 @@ def load_example(exercise_dir: Path) -> types.ModuleType:
     return module
 
 
-def make_run_target(exercise_dir: Path, code: str, entry: str, params: list[str], seed: int,
-                    memory_mb: int) -> tuple[Callable[[], None], Callable[[], bytes]]:
-    """(load example.py, call the learner's function once on its example): a Run, confined like a grading.
-    Sends back the repr of what the call returned (capped) or the learner-facing error; what the code printed
-    is the confined process's output, captured by isolation.py."""
-    box: dict[str, types.ModuleType] = {}
+@dataclass
+class ExampleJob:
+    """A Run (sandbox.jail.Job): the learner's function called once on the exercise's `example.py`,
+    confined like a grading. Sends back the repr of what the call returned (capped) or the learner-facing
+    error; what the code printed is the confined process's output, which the jail captures."""
+    exercise_dir: Path
+    code: str
+    entry: str
+    params: tuple[str, ...]
+    seed: int
+    memory_mb: int
+    _example: types.ModuleType | None = field(default=None, repr=False, compare=False)
 
-    def before_drop() -> None:
-        box["example"] = load_example(exercise_dir)
+    def prepare(self, fds: Mapping[str, int]) -> None:
+        self._example = load_example(self.exercise_dir)
 
-    def target() -> bytes:
-        from grader.harness.emulation import install_cuda_emulation
+    def run(self, fds: Mapping[str, int]) -> bytes:
+        from grader.learner.emulation import install_cuda_emulation
 
         stage = "load"
         try:
             install_cuda_emulation()  # the lesson's CUDA code runs on a CPU-only host, as when graded
-            function = load_submission(code, entry, params, memory_mb)
+            function = load_submission(self.code, self.entry, list(self.params), self.memory_mb)
             stage = "run"
-            torch.manual_seed(seed)
-            args = box["example"].example(amp_device())
-            value = ProbeAPI(function, seed, memory_mb).call(*args)
+            torch.manual_seed(self.seed)
+            args = self._example.example(amp_device())
+            value = ProbeAPI(function, self.seed, self.memory_mb).call(*args)
             try:
                 text = repr(value)
             except Exception as exc:  # noqa: BLE001 - a __repr__ of the learner's that raises
@@ -244,9 +258,7 @@ def make_run_target(exercise_dir: Path, code: str, entry: str, params: list[str]
         except LearnerError as err:
             message = {"ok": False, "error": err.frame(), "stage": stage}
         except BaseException as exc:  # noqa: BLE001 - e.g. SystemExit from the learner's function
-            message = {"ok": False, "error": describe_exception(exc, memory_mb).frame(), "stage": stage}
+            message = {"ok": False, "error": describe_exception(exc, self.memory_mb).frame(), "stage": stage}
         buffer = io.BytesIO()
         torch.save(message, buffer)
         return buffer.getvalue()
-
-    return before_drop, target

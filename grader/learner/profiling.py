@@ -21,7 +21,7 @@ import torch.autograd.profiler
 import torch.profiler
 
 from grader.harness import channel
-from grader.harness.amp import SUBMISSION_FILENAME, submission_line
+from grader.learner.amp import SUBMISSION_FILENAME, submission_line
 
 # Frames between a `@record_function(...)` decorated learner function and our __enter__.
 _DECORATOR_FILES = ("contextlib.py", "_contextlib.py")

@@ -1,15 +1,14 @@
-"""The environment variables the grader, its harness and its sandboxes read, in one place.
+"""The environment variables the sandboxes and the jail read, and the `Setting` type every layer uses.
 
 Each is a `Setting`: its variable, default and meaning. They are read when asked for (`.get()`), never
-cached: the harness reads them once at its start, and a test may set one for one call. The web app's own
-settings (academy/settings.py) are built from the same `Setting` and list these among theirs in
-docs/web.md (`python -m academy.settings --markdown`).
+cached: a process reads them once at its start, and a test may set one for one call. The grader's own
+(grader/core/settings.py) and the web app's (academy/settings.py) are built from the same type, and
+docs/web.md lists all of them (`python -m academy.settings --markdown`).
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 
@@ -46,14 +45,6 @@ class SettingError(ValueError):
     """An environment variable holds a value its setting cannot read; the message names both."""
 
 
-REPO_EXERCISES = Path(__file__).resolve().parent.parent / "exercises"
-
-EXERCISES = Setting(
-    "DLA_EXERCISES", REPO_EXERCISES, "the course folder (course.yaml, one folder per lesson)",
-    parse=lambda value: Path(value).resolve(), shown_default="the repository's `exercises/`")
-GRADER_IMAGE = Setting(
-    "DLA_GRADER_IMAGE", None, "the docker sandbox's image instead of `dla-grader:cpu` / `dla-grader:cuda`",
-    shown_default="unset")
 CGROUP_PARENT = Setting(
     "DLA_CGROUP_PARENT", None, "a cgroup v2 folder delegated to this user, for the local sandbox's per-"
     "submission cgroups when this process's own cgroup cannot be used (docs/sandbox.md)", shown_default="unset")
@@ -64,19 +55,19 @@ LEARNER_UID_BASE = Setting(
     "DLA_LEARNER_UID_BASE", 200_000, "first uid of learner processes (uid = base + a pid); the docker "
     "sandbox gives each container its own, as RLIMIT_NPROC counts per uid host-wide", parse=int)
 
-# Every grader setting, for the docs table and its test.
-GRADER_SETTINGS: tuple[Setting, ...] = (EXERCISES, GRADER_IMAGE, CGROUP_PARENT, IN_CONTAINER, LEARNER_UID_BASE)
+SANDBOX_SETTINGS: tuple[Setting, ...] = (CGROUP_PARENT, IN_CONTAINER, LEARNER_UID_BASE)
 
-
-# The limits every sandbox applies, in one place (an exercise.yaml's `limits:` overrides the first two).
-DEFAULT_TIME_S = 10.0  # wall-clock seconds for the learner's code
-DEFAULT_MEMORY_MB = 2048  # the learner's memory
-GRADER_MEMORY_MB = 1024  # the grading side's own share (torch, pytest) on top of the learner's
-SCRATCH_MB = 64  # the learner's private /tmp
+# What the jail gives a confined process unless told otherwise (sandbox.jail.Limits).
+DEFAULT_TIME_S = 10.0  # wall-clock seconds
+DEFAULT_MEMORY_MB = 2048  # all its processes together
+SCRATCH_MB = 64  # its private /tmp
 MAX_PROCESSES = 64
 MAX_FILE_MB = 16
 
-
-def exercises_root() -> Path:
-    """The course folder: $DLA_EXERCISES, else the repository's own `exercises/`."""
-    return Path(EXERCISES.get())
+# How a sandbox waits for the process it started (sandbox/process.py).
+STARTUP_TIMEOUT_S = 60.0  # start + imports; generous because refills compete for the CPUs
+# After a job's time limit: what the process does after its confined child ended (its own checks) and its
+# exit. A process still busy after time_limit_s + this is stopped, and the job ends as DEADLINE.
+GRACE_S = 20.0
+REPLY_CAP = 1024 * 1024  # one reply line; a longer one is the started process's failure
+STDERR_CAP = 64 * 1024  # what a sandbox keeps of the started process's stderr

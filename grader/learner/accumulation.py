@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
-from grader.harness import amp
-from grader.harness.amp import RECORDER
+from grader.learner import amp
+from grader.learner.amp import RECORDER
 
 
 def _value(tensor: Any) -> float | None:

@@ -1,14 +1,15 @@
-"""The local sandbox's fork server: one warm process that forks a fresh grading process per request.
+"""The local sandbox's fork server: one warm entry process that forks a fresh copy of itself per request.
 
 Importing torch, torch._dynamo and pytest costs a new interpreter ~2.8 CPU-seconds; a fork of a process
-that has already done so costs tens of milliseconds. The fork server never runs learner code and never
-grades: each message on its control socket (SOCK_SEQPACKET) carries three file descriptors, the new
-grading process's stdin, stdout and stderr; the server forks a child onto them, answers with the
-child's pid, and the child serves exactly one request (grader/harness/serve.py) and exits. So every
-submission is still handled by a process that has never seen other learner code.
+that has already done so costs tens of milliseconds. The server side (`serve_forever`, run by an entry
+started with `--fork-server FD`) never runs the work itself: each message on its control socket
+(SOCK_SEQPACKET) carries three file descriptors, the new process's stdin, stdout and stderr; the server
+forks a child onto them, answers with the child's pid, and the child serves exactly one request and
+exits. So every request is still handled by a process that has never seen another one. The host side
+(sandbox/local.py, `ForkServer`) starts the entry, asks it for children and watches each through a pidfd.
 
-No tensor op runs here before a fork: a multi-threaded op in the parent can deadlock the child (see
-../shared/notes/measured-facts.md); warm_up() only imports and sets one intra-op thread.
+No tensor op may run in the entry before a fork: a multi-threaded op in the parent can deadlock the
+child (see ../shared/notes/measured-facts.md).
 
 The server exits when its control socket closes: the sandbox that started it is gone.
 """
@@ -65,3 +66,4 @@ def serve_forever(control_fd: int, child_main: Callable[[], int]) -> int:
         for fd in fds:
             os.close(fd)
         control.send(json.dumps({"pid": pid}).encode())
+

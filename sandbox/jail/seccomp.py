@@ -1,7 +1,7 @@
 """A seccomp filter for the learner's process, loaded right before learner code runs.
 
-Namespaces, the uid drop and rlimits (isolation.py) decide what the learner's process can see and
-touch. This filter shrinks the part of the kernel it can reach. It is a deny list: the default
+Namespaces, the uid drop and rlimits (namespaces.py, identity.py, rlimits.py) decide what the learner's
+process can see and touch. This filter shrinks the part of the kernel it can reach. It is a deny list: the default
 action is allow, because learner code is ordinary Python, torch and numpy, and an allow list exact
 enough for that stack would break with every new torch release. A denied call fails with EPERM,
 just as it would for an unprivileged user, so libraries take their usual "not permitted" path

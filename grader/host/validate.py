@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.course import CheckSpec, Exercise
-from grader.grading import run_submission
+from grader.core.course import CheckSpec, Exercise
+from grader.host.grading import run_submission
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """`grader new LESSON/EXERCISE [--from EXISTING]`: start an exercise folder that validates at once.
 
-Without --from it copies grader/templates/exercise/: one plain training step, one real check
+Without --from it copies grader/host/templates/exercise/: one plain training step, one real check
 (`matches-reference`, evidence from outside the learner's process) and one mistake that fails it. With
 --from it copies an existing exercise (its checks, mistakes, starter and solution) under the new id.
 Either way `grader validate exercises/LESSON/EXERCISE` passes before anything is edited.
@@ -16,7 +16,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.course import SLUG, Course, Exercise
+from grader.core.course import SLUG, Course, Exercise
 
 TEMPLATE = Path(__file__).parent / "templates" / "exercise"
 # What a copy leaves behind: bytecode and editors' leftovers are not part of an exercise.

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from grader.course import CourseError, load_course
+from grader.core.course import CourseError, load_course
 
 EXIT_PASSED, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 
@@ -62,7 +62,7 @@ def _print_report(result: dict) -> None:
         summary += f"; {skipped} not judged because of an earlier failure"
     click.echo(click.style(summary, fg="green" if result["passed"] else "red", bold=True))
     if result.get("trace") or result.get("figures"):
-        from grader.display import as_text
+        from grader.core.display import as_text
 
         click.echo()
         click.echo(as_text(result.get("trace"), result.get("figures") or []))
@@ -100,7 +100,7 @@ _SANDBOX = click.option("--sandbox", type=click.Choice(["auto", "docker", "local
 
 
 def _code_of(file: Path) -> str:
-    from grader.grading import SubmissionError, decode_submission
+    from grader.host.grading import SubmissionError, decode_submission
 
     try:
         return decode_submission(file.read_bytes())
@@ -120,7 +120,7 @@ def _code_of(file: Path) -> str:
 @click.option("--seed", type=int, help="Reuse the scenario seed of an earlier run.")
 def check(exercise: str, file: Path, as_json: bool, sandbox: str, seed: int | None) -> None:
     """Grade FILE against EXERCISE (an id like mixed-precision/amp-step, or an exercise folder)."""
-    from grader.grading import SubmissionError, run_submission
+    from grader.host.grading import SubmissionError, run_submission
 
     target = _exercise(_course(), exercise)
     code = _code_of(file)
@@ -146,7 +146,7 @@ def check(exercise: str, file: Path, as_json: bool, sandbox: str, seed: int | No
               help="Copy this exercise (an id or a folder) instead of the template.")
 def new(exercise_id: str, source: str | None) -> None:
     """Start exercise LESSON/EXERCISE: a folder that `grader validate` passes at once (docs/authoring.md)."""
-    from grader.scaffold import ScaffoldError, new_exercise
+    from grader.host.scaffold import ScaffoldError, new_exercise
 
     course = _course()
     try:
@@ -172,7 +172,7 @@ def new(exercise_id: str, source: str | None) -> None:
 def run_command(exercise: str, file: Path, as_json: bool, sandbox: str) -> None:
     """Call FILE's function once on EXERCISE's example (example.py) and show what it printed and returned, or
     the error and its line. No checks, no verdict. Exit 0 when it returned, 1 when it did not, 3 infra."""
-    from grader.grading import run_example
+    from grader.host.grading import run_example
 
     run = run_example(_exercise(_course(), exercise), _code_of(file), sandbox=sandbox)
     if as_json:
@@ -198,7 +198,7 @@ def run_command(exercise: str, file: Path, as_json: bool, sandbox: str) -> None:
               show_default=True)
 def validate(exercises: tuple[str, ...], sandbox: str) -> None:
     """Check that each solution passes and each mistake fails exactly what it declares."""
-    from grader.validate import validate_exercise
+    from grader.host.validate import validate_exercise
 
     course = _course()
     targets = [_exercise(course, ref) for ref in exercises] or list(course.exercises.values())

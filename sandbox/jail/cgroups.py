@@ -1,6 +1,6 @@
 """One cgroup per submission: memory (swap included), process-count and CPU limits on everything it
 starts, a freezer, a memory peak the learner cannot reset, and a kill that leaves nothing behind.
-Per-process rlimits (isolation.py) give each process the whole budget; this bounds them together.
+Per-process rlimits (rlimits.py) give each process the whole budget; this bounds them together.
 
     root = find_root(CGROUP_PARENT.get())   # once, at start-up; or CgroupUnavailable
     with SubmissionCgroup.create(root, "sub-42", memory_bytes=2 << 30, pids=64, cpus=1.0) as cg:
@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from grader.settings import CGROUP_PARENT
+from sandbox.settings import CGROUP_PARENT
 
 V1_REQUIRED, V1_OPTIONAL = ("memory", "pids", "cpu", "freezer"), ("cpuacct",)
 V2_CONTROLLERS = ("memory", "pids", "cpu")  # freezing and killing are core v2 features

@@ -30,17 +30,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from sandbox.settings import REPLY_CAP
+
 MAX_CODE_BYTES = 256 * 1024  # a submission's source, UTF-8
 # JSON escaping can make code up to 6x longer (\uXXXX); anything beyond that is not a real request.
 MAX_REQUEST_BYTES = 6 * MAX_CODE_BYTES + 4096
-VERDICT_CAP = 1024 * 1024  # one verdict line; a longer one is the sandbox's failure
+VERDICT_CAP = REPLY_CAP  # one verdict line: a sandbox takes no longer reply (sandbox/settings.py)
 TEXT_CAP = 4000  # characters of one message, hint, note or problem in a verdict (RawVerdict.bounded)
 MAX_PROBLEMS = 40
-STDERR_CAP = 64 * 1024  # what a sandbox keeps of the grading process's stderr (for infra-errors)
-STARTUP_TIMEOUT_S = 60.0  # start + torch imports; generous because refills compete for the CPUs
-# After the learner's time limit: the checks' own reference runs and the process's exit. A grading
-# process still busy after time_s + this is stopped, and the verdict is a timeout of the learner's code.
-CHECKS_GRACE_S = 20.0
 
 
 class ProtocolError(Exception):
@@ -143,9 +140,9 @@ class RawVerdict:
 
     def bounded(self) -> RawVerdict:
         """This verdict within VERDICT_CAP, whatever the learner's code made the checks say: texts cut to
-        TEXT_CAP, at most MAX_PROBLEMS problems, the trace and figures within grader.display.DISPLAY_CAP. A
+        TEXT_CAP, at most MAX_PROBLEMS problems, the trace and figures within grader.core.display.DISPLAY_CAP. A
         verdict the sandbox could not read would be the platform's failure, not the learner's."""
-        from grader.display import capped
+        from grader.core.display import capped
 
         self.trace, self.figures, cut = capped(self.trace, self.figures)
         if self.error is not None:

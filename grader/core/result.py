@@ -10,8 +10,8 @@ from typing import Any
 
 import jsonschema
 
-from grader.course import Exercise
-from grader.protocol import RawVerdict
+from grader.core.course import Exercise
+from grader.core.protocol import RawVerdict
 
 
 def upgrade_result(result: dict[str, Any]) -> dict[str, Any]:
@@ -142,8 +142,8 @@ def build_result(exercise: Exercise, raw: RawVerdict, sandbox: str, duration_s: 
 
 def _display(raw: RawVerdict) -> tuple[dict[str, Any] | None, list[dict[str, Any]], list[str]]:
     """The raw verdict's trace and figures, each checked against result.json (one that does not fit is
-    left out, said for the author) and together within grader.display.DISPLAY_CAP."""
-    from grader.display import capped
+    left out, said for the author) and together within grader.core.display.DISPLAY_CAP."""
+    from grader.core.display import capped
 
     defs = _schema("result")["$defs"]
     problems: list[str] = []

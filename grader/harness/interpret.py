@@ -1,0 +1,94 @@
+"""How a learner run ended, as a verdict so far: the jail's Outcome and the frame the run sent back.
+
+Everything here is stated by the grading side: the device, the notes, whether the code was confined. The
+frame (what the learner's process sent) is data, checked before use (frame.py); whatever malformed thing
+it holds is the learner's error, said plainly.
+"""
+from __future__ import annotations
+
+import signal as signals
+from typing import Any
+
+from grader.core.protocol import RawVerdict, Status, error_verdict, infra_error, learner_timeout
+from grader.harness.frame import FrameError, check_frame
+from grader.harness.frame import load as load_frame
+from sandbox.jail import OUTPUT_CAP, Confinement, Limits, Outcome
+from sandbox.jail.tree import EXIT_OUT_OF_MEMORY
+
+EMULATION_NOTE = ("No GPU here: CUDA autocast ran as CPU float16 autocast and the CUDA GradScaler as the CPU "
+                  "GradScaler; timings and memory are the CPU's.")
+UNCONFINED_NOTE = ("graded UNCONFINED (--sandbox unconfined): your code ran as your own user, with your "
+                   "files and network in reach; use this only for your own code")
+CONTAINER_NOTE = "graded in a single-use container: no network, read-only file system, learner code under its own uid"
+CONFINEMENT_NOTES = {Confinement.CONTAINER: (CONTAINER_NOTE,), Confinement.NONE: (UNCONFINED_NOTE,),
+                     Confinement.NAMESPACES: ()}
+
+
+def interpret(outcome: Outcome, limits: Limits, refused: str | None = None) -> tuple[RawVerdict, dict[str, Any] | None]:
+    """How the learner's process ended: (verdict so far, observations when the checks can run).
+    `refused`: what the learner's side sent on the live channel that the grading side refused."""
+    from grader.learner.emulation import amp_device, device_label
+
+    if outcome.setup_failed:
+        return infra_error(f"the exercise's probe failed to load: {outcome.setup_failed}"), None
+    if outcome.refused:
+        return error_verdict(Status.INFRA_ERROR, "confinement", f"The local sandbox could not confine your "
+                             f"code, so it did not run it: {outcome.refused}"), None
+    if refused is not None:
+        # The run wrote something to the grader's channel that it refused (and was stopped for it).
+        return error_verdict(Status.ERROR, "protocol", f"While your code ran, its process sent the grader "
+                             f"something it refuses: {refused}."), None
+    if outcome.timed_out:
+        return learner_timeout(limits.time_s), None
+    message, dropped = None, []
+    if outcome.payload is not None:
+        try:
+            message, dropped = check_frame(load_frame(outcome.payload))
+        except FrameError as exc:
+            return error_verdict(Status.ERROR, "protocol", f"Your code's process sent back data the grader "
+                                 f"does not accept: {exc}."), None
+    if outcome.out_of_memory and (outcome.signal is not None or outcome.exit_code != 0):
+        return error_verdict(Status.KILLED, "memory", f"Your code ran out of memory: its processes together "
+                             f"used more than {limits.memory_mb} MB."), None
+    if outcome.signal is not None:
+        name = signals.Signals(outcome.signal).name if outcome.signal in signals.Signals._value2member_map_ \
+            else str(outcome.signal)
+        if outcome.signal == signals.SIGXCPU:
+            text = f"CPU time limit exceeded ({limits.time_s:g} s): your code was stopped."
+        elif outcome.signal == signals.SIGXFSZ:
+            text = f"Your code wrote a file larger than {limits.max_file_mb} MB and was stopped."
+        else:
+            text = f"Your code's process was killed ({name})."
+        return error_verdict(Status.KILLED, "killed", text), None
+    if outcome.output_truncated:
+        # Flooding the output is how a submission would hide a forged verdict or stall the grader.
+        return error_verdict(Status.KILLED, "output", f"Your code printed more than {OUTPUT_CAP // 1024} KB "
+                             f"of output; keep prints short."), None
+    if outcome.exit_code == EXIT_OUT_OF_MEMORY:
+        message = f"Your code ran out of memory (limit {limits.memory_mb} MB)."
+        return error_verdict(Status.ERROR, "memory", message), None
+    if not isinstance(message, dict) or outcome.exit_code != 0:
+        return error_verdict(Status.ERROR, "exit", f"Your code ended its process (exit code {outcome.exit_code}) "
+                             f"before it could be graded."), None
+    if not message.get("ok"):
+        err = message.get("error") if isinstance(message.get("error"), dict) else {}
+        verdict = error_verdict(Status.ERROR, str(err.get("kind", "exception"))[:40],
+                                str(err.get("message", "Your code failed.")),
+                                err.get("line") if isinstance(err.get("line"), int) else None)
+        observations = None
+    else:
+        observations = message.get("observations")
+        if observations is None:
+            observations = {}
+        if not isinstance(observations, dict):
+            return error_verdict(Status.ERROR, "protocol", f"Your code's process sent back observations the "
+                                 f"grader cannot read (a {type(observations).__name__}, not a mapping)."), None
+        verdict = RawVerdict(status=Status.FAILED)
+    # The learner's code ran: what it ran on, and what the grader knows about that, stated from here.
+    # Code that failed while it was being loaded never reached the device (one message, no device).
+    verdict.device = None if message.get("stage") == "load" else device_label()
+    if amp_device() != "cuda":
+        verdict.notes.append(EMULATION_NOTE)
+    verdict.problems.extend(dropped)
+    return verdict, observations
+

@@ -1,0 +1,311 @@
+"""Run one job confined and say how it ended: the public face of the jail.
+
+    with Jail(Confinement.NAMESPACES, view) as jail:     # forks the zygote: nothing secret exists yet
+        outcome = jail.run(job, Limits(time_s=10, memory_mb=2048), sockets={"channel": learner_end},
+                           on_start=serve, stop_when=refused)
+
+The job is any picklable object with `prepare(fds)` and `run(fds) -> bytes` (tree.Job); the jail knows
+nothing of what it runs. `sockets` travel to the confined process under their names (the caller keeps
+the other ends); `on_start(handle)` is called once the process is confined, with a handle that pauses
+and resumes all of its processes; `stop_when()` is polled and stops the job when it returns True.
+"""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import re
+import select
+import signal
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Mapping
+
+from sandbox.jail import identity, meter
+from sandbox.jail.confinement import STRATEGIES, Confinement, Limits
+from sandbox.jail.tree import EXIT_CONFINEMENT, Job, Spawn, decode_status, last_frame
+from sandbox.jail.zygote import Zygote, ZygoteGone
+from sandbox.settings import CGROUP_PARENT
+
+if TYPE_CHECKING:
+    from sandbox.jail.cgroups import CgroupRoot, SubmissionCgroup
+    from sandbox.jail.view import View
+
+OUTPUT_CAP = 64 * 1024  # what is kept of the confined process's stdout and stderr together
+RESULT_CAP = 64 * 1024 * 1024  # of its result pipe
+
+
+@dataclass
+class Outcome:
+    """How a job ended."""
+    payload: bytes | None  # the last frame the job's run() returned
+    exit_code: int | None  # None when killed by a signal
+    signal: int | None
+    timed_out: bool
+    output: str  # first OUTPUT_CAP bytes of stdout+stderr
+    output_truncated: bool
+    refused: str | None = None  # why the confinement could not be applied (the job did not run)
+    setup_failed: str | None = None  # the job's prepare() failed, before any confinement
+    out_of_memory: bool = False  # its cgroup hit its memory limit
+    # Its peak memory, read where the confined code cannot write (meter.py): bytes, and which meter.
+    memory_peak_bytes: int | None = None
+    memory_meter: str | None = None
+
+
+class LearnerHandle:
+    """Pause and resume all of the confined processes (for a referee timing its own side)."""
+
+    def __init__(self, cgroup: SubmissionCgroup | None, pid: int | None, confinement: Confinement, as_root: bool,
+                 uid: int, zygote: Zygote) -> None:
+        self.cgroup, self.pid, self.confinement, self.as_root, self.uid = cgroup, pid, confinement, as_root, uid
+        self.zygote = zygote
+        self.paused_s = 0.0  # added to the job's deadline: time it was stopped is not its time
+        self._since: float | None = None
+
+    def _signal(self, sig: int) -> None:
+        if self.confinement is Confinement.CONTAINER and self.as_root:
+            self.zygote.signal_uid(self.uid, sig)  # every process of its uid, daemons included
+        elif self.pid:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, sig)
+
+    def pause(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.freeze()
+        else:
+            self._signal(signal.SIGSTOP)
+        self._since = time.monotonic()
+
+    def resume(self) -> None:
+        if self._since is not None:
+            self.paused_s += time.monotonic() - self._since
+            self._since = None
+        if self.cgroup is not None:
+            self.cgroup.thaw()
+        else:
+            self._signal(signal.SIGCONT)
+
+
+class Jail:
+    """Confinement `confinement` with file system `view` (NAMESPACES) for every job run here."""
+
+    def __init__(self, confinement: Confinement, view: View | None = None) -> None:
+        self.confinement, self.view = confinement, view
+        self.strategy = STRATEGIES[confinement]
+        self.zygote = Zygote()
+
+    def __enter__(self) -> Jail:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.zygote.close()
+
+    def run(self, job: Job, limits: Limits, *, sockets: Mapping[str, socket.socket] | None = None,
+            on_start: Callable[[LearnerHandle], None] | None = None, stop_when: Callable[[], bool] | None = None,
+            meter_memory: bool = False) -> Outcome:
+        """Run `job` confined and return how it ended. `sockets` are closed here once handed over;
+        `meter_memory`: measure its peak memory in a container too (a sampler: meter.py)."""
+        from sandbox.jail import cgroups
+
+        cgroup = None
+        if self.strategy.uses_cgroup:
+            try:
+                cgroup = cgroups.SubmissionCgroup.create(
+                    cgroup_root(), f"sub-{os.getpid()}-{next(_serial)}",
+                    memory_bytes=limits.memory_mb * 1024 * 1024, pids=limits.max_processes, cpus=1.0)
+            except (cgroups.CgroupUnavailable, OSError) as exc:
+                for sock in (sockets or {}).values():
+                    sock.close()
+                return refused(f"no cgroup for the submission: {exc}")
+        try:
+            outcome = self._run(job, limits, dict(sockets or {}), cgroup, on_start, stop_when, meter_memory)
+            if cgroup is not None:
+                outcome.out_of_memory = cgroup.oom_killed()
+                outcome.memory_peak_bytes, outcome.memory_meter = cgroup.memory_peak_bytes(), "cgroup"
+            return outcome
+        finally:
+            if cgroup is not None:
+                cgroup.remove()  # kills whatever the job left running, daemons included
+
+    def _run(self, job: Job, limits: Limits, sockets: dict[str, socket.socket], cgroup: SubmissionCgroup | None,
+             on_start: Callable[[LearnerHandle], None] | None, stop_when: Callable[[], bool] | None,
+             meter_memory: bool) -> Outcome:
+        result_r, result_w = os.pipe()
+        output_r, output_w = os.pipe()
+        info_r, info_w = os.pipe()
+        counter = meter.container_counter() if meter_memory and self.confinement is Confinement.CONTAINER else None
+        sampler = meter.Sampler(counter) if counter is not None else None
+        as_root = os.geteuid() == 0
+        spawn = Spawn(job, self.confinement, limits, self.view, cgroup, tuple(sockets))
+        started = time.monotonic()
+        if sampler is not None:
+            sampler.start()
+        try:
+            middle = self.zygote.spawn(spawn, [result_w, output_w, info_w, *(s.fileno() for s in sockets.values())])
+        except ZygoteGone as exc:
+            for fd in (result_r, output_r, info_r):
+                os.close(fd)
+            return refused(str(exc))
+        finally:
+            for fd in (result_w, output_w, info_w):
+                os.close(fd)
+            for sock in sockets.values():
+                sock.close()
+        result_chunks: list[bytes] = []
+        output_chunks: list[bytes] = []
+        result_trunc, output_trunc = [False], [False]
+        readers = [threading.Thread(target=_drain, args=(result_r, RESULT_CAP, result_chunks, result_trunc)),
+                   threading.Thread(target=_drain, args=(output_r, OUTPUT_CAP, output_chunks, output_trunc))]
+        for reader in readers:
+            reader.daemon = True
+            reader.start()
+
+        deadline = started + limits.time_s
+        info = _read_info(info_r, deadline + 5)
+        handle = LearnerHandle(cgroup, info.get("pid"), self.confinement, as_root, identity.confined_uid(middle),
+                               self.zygote)
+        if on_start is not None and info.get("confined"):
+            on_start(handle)
+        timed_out = False
+        ended = self.zygote.ended(0)
+        while ended is None:
+            ended = self.zygote.ended(0.005)
+            if ended is not None:
+                break
+            stop = stop_when is not None and stop_when()
+            if stop or time.monotonic() >= deadline + handle.paused_s:
+                timed_out = not stop
+                _kill(info.get("pid"), middle)
+                ended = self.zygote.ended(None)
+        peak = sampler.stop() if sampler is not None else None
+        for reader in readers:
+            reader.join(timeout=2)
+        status, maxrss_kb = ended
+        exit_code, sig = decode_status(status)
+        refusal, setup_failed = info.get("refused"), info.get("setup_failed")
+        if refusal is None and setup_failed is None and not info.get("confined") and not timed_out \
+                and exit_code == EXIT_CONFINEMENT:
+            refusal = "the learner's process ended before it was confined"
+        return Outcome(
+            payload=None if timed_out or refusal or setup_failed else last_frame(b"".join(result_chunks)),
+            exit_code=exit_code, signal=sig, timed_out=timed_out,
+            output=b"".join(output_chunks).decode("utf-8", "replace"), output_truncated=output_trunc[0],
+            refused=refusal, setup_failed=setup_failed,
+            memory_peak_bytes=peak if sampler is not None else maxrss_kb * 1024,
+            memory_meter="container" if sampler is not None else "maxrss")
+
+
+def refused(why: str) -> Outcome:
+    return Outcome(payload=None, exit_code=None, signal=None, timed_out=False, output="",
+                   output_truncated=False, refused=why)
+
+
+def _drain(fd: int, cap: int, sink: list[bytes], truncated: list[bool]) -> None:
+    """Read `fd` to its end, keeping the first `cap` bytes: a flood must not block the writer."""
+    kept = 0
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        room = cap - kept
+        if len(chunk) > room:
+            truncated[0] = True
+        if room > 0:
+            sink.append(chunk[:room])
+            kept += len(sink[-1])
+    os.close(fd)
+
+
+def _read_info(fd: int, deadline: float) -> dict:
+    """The middle process reports the confined process's pid, the confined process whether it is confined
+    (or why not), one JSON line each; merged here."""
+    buf = b""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        buf += chunk
+    os.close(fd)
+    info: dict = {}
+    for line in buf.splitlines():
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(message, dict):
+            info.update(message)
+    return info
+
+
+def _kill(confined: int | None, middle: int) -> None:
+    # The confined process is pid 1 of its namespace: when it dies the kernel kills everything it started.
+    for pid in (confined, middle):
+        if pid:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass  # without CAP_KILL the job's uid is swept by the zygote after the middle dies
+    try:
+        os.killpg(middle, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+_serial = itertools.count()
+_cgroup_root: CgroupRoot | None = None
+
+
+def cgroup_root() -> CgroupRoot:
+    """Found once per process (inherited by the fork server's children); CgroupUnavailable says why not."""
+    global _cgroup_root
+    from sandbox.jail import cgroups
+
+    if _cgroup_root is None:
+        _cgroup_root = cgroups.find_root(CGROUP_PARENT.get())
+        remove_stale_cgroups(_cgroup_root)
+    return _cgroup_root
+
+
+STALE_NAME = re.compile(r"dla-(sub-(\d+)-\d+)")
+
+
+def remove_stale_cgroups(root: CgroupRoot) -> list[str]:
+    """Remove the job cgroups of processes that are gone: one stopped at its deadline (or killed) never
+    reached its own `remove()`. Their names carry the pid of the process that made them."""
+    from sandbox.jail import cgroups
+
+    removed = []
+    names = {entry.name for parent in root.parents.values() if parent.is_dir() for entry in parent.iterdir()}
+    for name in sorted(names):
+        match = STALE_NAME.fullmatch(name)
+        if not match or _alive(int(match.group(2))):
+            continue
+        stale = cgroups.SubmissionCgroup(root, {c: p / name for c, p in root.parents.items() if (p / name).is_dir()})
+        try:
+            stale.remove()
+            removed.append(match.group(1))
+        except (OSError, TimeoutError):
+            pass  # the next process tries again
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # PermissionError: alive, under another uid
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
