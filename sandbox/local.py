@@ -20,10 +20,13 @@ import uuid
 from typing import Callable
 
 from sandbox import Entry, Reply, SandboxError, Work
-from sandbox.jail.preflight import ADVICE
 from sandbox.pool import WarmPool
 from sandbox.process import EntryProcess, PopenProcess
 from sandbox.settings import CGROUP_PARENT, STARTUP_TIMEOUT_S
+
+ADVICE = ("Run the grader as root; or, as another user, enable unprivileged user namespaces and delegate "
+          "a cgroup subtree (DLA_CGROUP_PARENT, see docs/sandbox.md); or use the docker sandbox "
+          "(sandbox/ensure-engine && sandbox/build-images).")
 
 
 def environment(entry: Entry) -> dict[str, str]:

@@ -27,8 +27,7 @@ one-line caption saying what to look for and a text alternative.
 from __future__ import annotations
 
 from grader.checks.events import EVENTS, EventKind
-from grader.core.display import bar_figure, line_figure, table_figure, timeline
-from grader.harness.ampchecks import (
+from grader.checks.verdicts import (
     Event,
     at,
     calls,
@@ -43,12 +42,15 @@ from grader.harness.ampchecks import (
     iterations,
     largest_difference,
     of_kind,
+    speedup,
     weight_tolerance,
     weights_went_wrong,
 )
+from grader.checks.verdicts import (
+    divisor as backward_divisor,
+)
+from grader.core.display import bar_figure, line_figure, table_figure, timeline
 from grader.harness.checking import CheckFailed, check, explained_by, fail, figure, show
-from grader.learner.accumulation import divisor as backward_divisor
-from grader.learner.profiling import speedup
 
 __all__ = [
     "check", "fail", "explained_by", "CheckFailed",

@@ -31,14 +31,12 @@ from grader.learner.helper import wait as wait_helper
 from grader.learner.memory import SavedTensorMeter, cuda_peak, measure_step, return_freed_memory
 from grader.learner.profiling import slow_forward, swap_in, watch_calls
 
-PROFILER_LOG = profiling.LOG  # the profiler spies' log; `PROFILER_LOG.recording = False` stops recording
-
 __all__ = [
     "ProbeAPI", "LearnerError", "describe_exception",
     "install_amp_spies", "install_accumulation_spies", "install_profiler_spies", "install_cuda_emulation",
     "RECORDER", "watch_model", "watch_optimizer", "watch_loss", "watch_step_gradients", "watch_calls",
     "swap_in", "slow_forward",
-    "PROFILER_LOG", "ask", "start_helper", "wait_helper",
+    "ask", "start_helper", "wait_helper",
     "SavedTensorMeter", "measure_step", "cuda_peak", "return_freed_memory", "memory_measure",
 ]
 
@@ -59,7 +57,8 @@ def install_accumulation_spies() -> type:
 
 def install_profiler_spies() -> None:
     """Record torch.profiler sessions and the learner's record_function regions (`profile.*`,
-    `label.enter`) into the event stream."""
+    `label.enter`) into the event stream; `RECORDER.profiled_run = i` tags them with the probe's profiled
+    run, and `RECORDER.recording = False` stops recording (what follows is not the learner's)."""
     profiling.install()
 
 

@@ -6,7 +6,7 @@ Two things travel on it (a socket pair made by isolation.run_confined):
   when the call it recorded returns (`amend`). The grading side keeps its own copy, numbered in the
   order it arrived, so a submission that rewrites the spies' lists afterwards (through `sys.modules` or
   `gc`) changes nothing the checks read. The copy is append-only: an amendment may only add a field
-  its kind lists in `grader.checks.events.AMENDABLE` to the most recent event, never change one. The
+  its kind lists in `grader.core.events.AMENDABLE` to the most recent event, never change one. The
   learner's code can still write forged events to the socket itself: the threat model says so.
 * **Questions**, learner to grader and back (`ask`): an exercise's `checks/referee.py` answers them in
   the grading process, where the learner cannot reach. fix-the-bottleneck's referee, for example, picks
@@ -281,7 +281,7 @@ class Referee:
             raise ChannelError(f"an unknown message {str(message)[:80]}")
 
     def _append(self, run: str, event: Any) -> None:
-        from grader.checks.events import MalformedEvent, check_event
+        from grader.core.events import MalformedEvent, check_event
 
         events = self.events_of[run]
         if len(events) >= MAX_EVENTS:
@@ -293,7 +293,7 @@ class Referee:
         events.append({**event, "index": len(events)})  # numbered here, in the order it arrived
 
     def _amend(self, run: str, index: Any, fields: Any) -> None:
-        from grader.checks.events import AMENDABLE, MalformedEvent, check_event
+        from grader.core.events import AMENDABLE, MalformedEvent, check_event
 
         events = self.events_of[run]
         if not isinstance(index, int) or not 0 <= index < len(events) or not isinstance(fields, dict):

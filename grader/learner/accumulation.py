@@ -53,24 +53,3 @@ def watch_step_gradients(optimizer: torch.optim.Optimizer, model: torch.nn.Modul
 
     optimizer.step = step
     return optimizer
-
-
-def divisor(event: dict[str, Any], max_divisor: int = 64) -> tuple[str, int | None, float | None]:
-    """Classify a recorded backward: ('scaled' | 'raw' | 'other', the whole number the loss was divided
-    by, the ratio of the backward target to the loss).
-
-    A correct accumulation step backpropagates scale * loss / k, where k is the window's size.
-    """
-    value, loss, scale = event.get("value"), event.get("loss"), event.get("scale")
-    if value is None or not loss:
-        return "other", None, None
-    ratio = value / loss
-    if ratio == 0:
-        return "other", None, ratio
-    candidates = [("scaled", scale / ratio)] if scale else []
-    candidates.append(("raw", 1.0 / ratio))
-    for kind, k in candidates:
-        nearest = round(k)
-        if 1 <= nearest <= max_divisor and abs(k - nearest) <= 1e-3 * nearest:
-            return kind, nearest, ratio
-    return "other", None, ratio

@@ -2,32 +2,19 @@
 
 A probe (an exercise's `checks/probe.py`, run in the learner's process) wraps the objects it hands to the
 learner's function: the model, the optimizer, the loss function and the GradScaler. Each call the learner
-makes is appended to `Recorder.events` as a plain dict with the submission line that made it, and streamed to
+makes is recorded in the one event log (recorder.py) with the submission line that made it, and streamed to
 the grading process as it happens (channel.py), so the checks (run there, afterwards) judge what happened, not
 what the source text says, and not what the learner's code left in this process's lists.
 """
 from __future__ import annotations
 
 import math
-import sys
 from typing import Any, Callable
 
 import torch
 
-from grader.harness import channel
 from grader.learner.emulation import amp_device, install_cuda_emulation
-
-SUBMISSION_FILENAME = "submission.py"
-
-
-def submission_line() -> int | None:
-    """The innermost line of the learner's file on the current call stack."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_filename == SUBMISSION_FILENAME:
-            return frame.f_lineno
-        frame = frame.f_back
-    return None
+from grader.learner.recorder import RECORDER
 
 
 def autocast_state() -> tuple[bool, str | None]:
@@ -37,73 +24,27 @@ def autocast_state() -> tuple[bool, str | None]:
     return True, str(torch.get_autocast_dtype(device)).replace("torch.", "")
 
 
-class Recorder:
-    """The event log of one learner process."""
-
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-        self.params: list[torch.Tensor] = []
-        self.scaled: list[torch.Tensor] = []
-        self.losses: list[torch.Tensor] = []
-        # Each loss's value when loss_fn returned it: `loss /= k` (timm's style) later changes the tensor
-        # itself, so its value at backward time would hide the division.
-        self.loss_values: list[float | None] = []
-        self.scalers: list[torch.amp.GradScaler] = []
-        self.in_scaler_step = 0
-        self.in_backward = 0
-        # More fields for each backward event, computed from its target before it runs (accumulation.py
-        # adds the target's value, the last loss and the scale): an event is complete when it is streamed.
-        self.backward_details: Callable[[Any], dict[str, Any]] | None = None
-        self._streamed: dict[int, int | None] = {}  # our index -> the grading side's (channel.emit)
-
-    def add(self, event: str, **data: Any) -> dict[str, Any]:
-        data.update(event=event, line=submission_line(), index=len(self.events))
-        self.events.append(data)
-        self._streamed[data["index"]] = channel.emit(data)
-        return data
-
-    def amend(self, event: dict[str, Any], **fields: Any) -> None:
-        """Details known only when the call returns (an output's dtype): here, and in the grading side's copy
-        while the event is still the latest streamed (grader.checks.events.AMENDABLE)."""
-        event.update(fields)
-        channel.amend(self._streamed.get(event["index"]), **fields)
-
-    def mark(self, label: str, **data: Any) -> None:
-        """A probe's own marker (e.g. the start of the learner's n-th call)."""
-        data.update(event="mark", label=label, line=None, index=len(self.events))
-        self.events.append(data)
-        self._streamed[data["index"]] = channel.emit(data)
-
-    def grads_clear(self) -> bool:
-        return all(p.grad is None or not bool(p.grad.detach().ne(0).any()) for p in self.params)
-
-    def last_loss_value(self) -> float | None:
-        return self.loss_values[-1] if self.loss_values else None
-
-    def classify_backward_target(self, tensor: torch.Tensor) -> tuple[str, float | None]:
-        """'scaled' when backward runs on the scaler's output, 'raw' on the loss itself, 'twice' on a
-        loss scaled twice (scaler.scale(scaler.scale(loss)))."""
-        loss = self.last_loss_value()
-        value = float(tensor.detach().float()) if tensor.numel() == 1 else None
-        ratio = value / loss if loss and value is not None and math.isfinite(loss) and math.isfinite(value) else None
-        scale = float(self.scalers[-1].get_scale()) if self.scalers else None
-        if any(tensor is t for t in self.scaled):
-            if ratio and scale and scale > 1 and abs(ratio - scale * scale) <= 1e-2 * scale * scale:
-                return "twice", ratio
-            return "scaled", ratio
-        if any(tensor is t for t in self.losses):
-            return "raw", 1.0
-        # Not the same object (e.g. `scaler.scale(loss) * 1`): compare values with the last loss.
-        if ratio is None:
-            return "other", None
-        if scale and abs(ratio - scale) <= 1e-2 * scale:
-            return "scaled", ratio
-        if abs(ratio - 1.0) <= 1e-2:
-            return "raw", ratio
-        return "other", ratio
-
-
-RECORDER = Recorder()
+def classify_backward_target(tensor: torch.Tensor) -> tuple[str, float | None]:
+    """'scaled' when backward runs on the scaler's output, 'raw' on the loss itself, 'twice' on a
+    loss scaled twice (scaler.scale(scaler.scale(loss)))."""
+    loss = RECORDER.last_loss_value()
+    value = float(tensor.detach().float()) if tensor.numel() == 1 else None
+    ratio = value / loss if loss and value is not None and math.isfinite(loss) and math.isfinite(value) else None
+    scale = float(RECORDER.scalers[-1].get_scale()) if RECORDER.scalers else None
+    if any(tensor is t for t in RECORDER.scaled):
+        if ratio and scale and scale > 1 and abs(ratio - scale * scale) <= 1e-2 * scale * scale:
+            return "twice", ratio
+        return "scaled", ratio
+    if any(tensor is t for t in RECORDER.losses):
+        return "raw", 1.0
+    # Not the same object (e.g. `scaler.scale(loss) * 1`): compare values with the last loss.
+    if ratio is None:
+        return "other", None
+    if scale and abs(ratio - scale) <= 1e-2 * scale:
+        return "scaled", ratio
+    if abs(ratio - 1.0) <= 1e-2:
+        return "raw", ratio
+    return "other", ratio
 
 
 def _make_recording_scaler() -> type:
@@ -153,7 +94,7 @@ def _patch_backward() -> None:
     def record(target: Any) -> None:
         on, ratio = ("other", None)
         if isinstance(target, torch.Tensor):
-            on, ratio = RECORDER.classify_backward_target(target)
+            on, ratio = classify_backward_target(target)
         enabled, dtype = autocast_state()
         details = RECORDER.backward_details(target) if RECORDER.backward_details is not None else {}
         RECORDER.add("backward", on=on, ratio=ratio, autocast=enabled, autocast_dtype=dtype,

@@ -32,8 +32,8 @@ from typing import Any, Callable, Mapping
 import torch
 
 from grader.core.protocol import ErrorInfo
-from grader.learner.amp import SUBMISSION_FILENAME
 from grader.learner.emulation import amp_device
+from grader.learner.recorder import SUBMISSION_FILENAME
 
 
 class LearnerError(Exception):

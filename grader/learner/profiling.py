@@ -5,13 +5,10 @@ behind `torch.profiler.profile` and `record_function`, so the probe learns wheth
 ran, which regions the learner labelled inside it, and which labels were open when a given function
 ran. `swap_in` runs the grader's copy of a function in the learner's place, inside the labels the
 learner's own function opens (a `record_function` decorator or a `with` block in its body), and
-`slow_forward` puts known slow work into a model's forward. `speedup` compares the grading side's
-timings (fix-the-bottleneck's checks/referee.py) round by round, so a noisy shared machine slows both
-sides alike.
+`slow_forward` puts known slow work into a model's forward.
 """
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 from typing import Any, Callable
@@ -20,8 +17,7 @@ import torch
 import torch.autograd.profiler
 import torch.profiler
 
-from grader.harness import channel
-from grader.learner.amp import SUBMISSION_FILENAME, submission_line
+from grader.learner.recorder import RECORDER, SUBMISSION_FILENAME
 
 # Frames between a `@record_function(...)` decorated learner function and our __enter__.
 _DECORATOR_FILES = ("contextlib.py", "_contextlib.py")
@@ -37,27 +33,6 @@ def _called_by_submission() -> bool:
     return frame is not None and frame.f_code.co_filename == SUBMISSION_FILENAME
 
 
-class ProfilerLog:
-    """What the learner's profiling did, as plain data for the checks."""
-
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-        self.open_labels: list[tuple[int, str]] = []  # (id of the record_function, its label)
-        self.active_profilers = 0
-        self.recording = True
-        self.run: int | None = None  # which of the probe's profiled runs the events belong to
-        self.swap: _Swap | None = None  # the swap_in call in progress
-
-    def add(self, event: str, **data: Any) -> None:
-        if self.recording:
-            data.update(event=event, line=submission_line(), profiling=self.active_profilers > 0, run=self.run)
-            self.events.append(data)
-            channel.emit(data)  # the grading side's copy is the one its checks read
-
-
-LOG = ProfilerLog()
-
-
 def _make_profile(base: type) -> type:
     class profile(base):  # noqa: N801 - mirrors torch's own name
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -65,25 +40,25 @@ def _make_profile(base: type) -> type:
             self._uses_schedule = kwargs.get("schedule") is not None
 
         def __enter__(self):
-            LOG.add("profile.enter", activities=sorted(str(a).split(".")[-1] for a in (self.activities or [])),
+            RECORDER.add("profile.enter", activities=sorted(str(a).split(".")[-1] for a in (self.activities or [])),
                     schedule=self._uses_schedule)
-            LOG.active_profilers += 1
+            RECORDER.active_profilers += 1
             return super().__enter__()
 
         def __exit__(self, *exc: Any):
             try:
                 return super().__exit__(*exc)
             finally:
-                LOG.active_profilers -= 1
-                LOG.add("profile.exit")
+                RECORDER.active_profilers -= 1
+                RECORDER.add("profile.exit")
 
         def key_averages(self, *args: Any, **kwargs: Any):
             averages = super().key_averages(*args, **kwargs)
-            LOG.add("profile.key_averages", rows=_label_rows(averages))
+            RECORDER.add("profile.key_averages", rows=_label_rows(averages))
             return averages
 
         def events(self, *args: Any, **kwargs: Any):
-            LOG.add("profile.events")
+            RECORDER.add("profile.events")
             return super().events(*args, **kwargs)
 
     return profile
@@ -92,7 +67,7 @@ def _make_profile(base: type) -> type:
 def _label_rows(averages: Any) -> list[list[Any]]:
     """The learner's own regions in a key_averages() table, slowest first: [label, total CPU ms, calls]
     (what the verdict's table shows; display only, nothing is judged on it)."""
-    labels = {event["label"] for event in LOG.events if event["event"] == "label.enter"}
+    labels = {event["label"] for event in RECORDER.events if event["event"] == "label.enter"}
     try:
         rows = [[str(a.key), round(float(a.cpu_time_total) / 1000, 3), int(a.count)] for a in averages
                 if str(a.key) in labels]
@@ -107,19 +82,19 @@ def _make_record_function(base: type) -> type:
             # Only the learner's labels: the profiler's "ProfilerStep#N" regions (opened in one step(),
             # closed in the next) and torch.optim's "Optimizer.step#..." regions are not theirs.
             if _called_by_submission():
-                LOG.add("label.enter", label=str(self.name), depth=len(LOG.open_labels))
-                LOG.open_labels.append((id(self), str(self.name)))
-                if LOG.swap is not None and LOG.swap.label is None:
-                    LOG.swap.label = id(self)  # the first region the learner's function opens
+                RECORDER.add("label.enter", label=str(self.name), depth=len(RECORDER.open_labels))
+                RECORDER.open_labels.append((id(self), str(self.name)))
+                if RECORDER.swap is not None and RECORDER.swap.label is None:
+                    RECORDER.swap.label = id(self)  # the first region the learner's function opens
             return super().__enter__()
 
         def __exit__(self, *exc: Any):
-            swap = LOG.swap
+            swap = RECORDER.swap
             if swap is not None and swap.label == id(self) and not swap.done and exc[0] is None:
                 swap.run()  # the grader's copy, inside the learner's own region
-            for i in range(len(LOG.open_labels) - 1, -1, -1):
-                if LOG.open_labels[i][0] == id(self):
-                    del LOG.open_labels[i]
+            for i in range(len(RECORDER.open_labels) - 1, -1, -1):
+                if RECORDER.open_labels[i][0] == id(self):
+                    del RECORDER.open_labels[i]
                     break
             return super().__exit__(*exc)
 
@@ -143,7 +118,7 @@ def watch_calls(function: Callable[..., Any], name: str) -> Callable[..., Any]:
         try:
             return function(*args, **kwargs)
         finally:
-            LOG.add("call", name=name, labels=[label for _, label in LOG.open_labels],
+            RECORDER.add("call", name=name, labels=[label for _, label in RECORDER.open_labels],
                     seconds=time.perf_counter() - started)
 
     return watched
@@ -178,12 +153,12 @@ def swap_in(learner_function: Callable[..., Any], original: Callable[..., Any], 
     """
 
     def swapped(*args: Any, **kwargs: Any) -> Any:
-        swap, outer = _Swap(original, name, args, kwargs), LOG.swap
-        LOG.swap = swap
+        swap, outer = _Swap(original, name, args, kwargs), RECORDER.swap
+        RECORDER.swap = swap
         try:
             learner_function(*(_first_rows(a) for a in args), **kwargs)
         finally:
-            LOG.swap = outer
+            RECORDER.swap = outer
         if not swap.done:
             swap.run()
         return swap.result
@@ -206,13 +181,3 @@ def slow_forward(model: torch.nn.Module, work: Callable[[torch.Tensor], Any], na
         return forward(x, *args, **kwargs)
 
     model.forward = slowed
-
-
-def speedup(slow: list[float], fast: list[float]) -> float:
-    """The median over rounds of slow/fast, each round's pair timed back to back.
-
-    Pairing matters on a shared machine: a burst of load slows both halves of a round alike, while a
-    ratio of separate medians can pair a quiet moment with a busy one (measured: an identical step
-    showed 0.69x by medians, 1.00x paired).
-    """
-    return statistics.median(s / f for s, f in zip(slow, fast))

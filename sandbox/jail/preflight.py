@@ -14,11 +14,6 @@ from typing import TYPE_CHECKING, Mapping
 if TYPE_CHECKING:
     from sandbox.jail.view import View
 
-ADVICE = ("Run the grader as root; or, as another user, enable unprivileged user namespaces and delegate "
-          "a cgroup subtree (DLA_CGROUP_PARENT, see docs/sandbox.md); or use the docker sandbox "
-          "(sandbox/ensure-engine && sandbox/build-images).")
-
-
 @dataclass(frozen=True)
 class Echo:
     """The trivial job: confined, it sends back one word."""

@@ -1,4 +1,4 @@
-"""The spy and measurement modules the lessons 2-4 probes use: grader/harness/{accumulation,profiling,memory}.py.
+"""The spy and measurement modules the lessons 2-4 probes use: grader/learner/{accumulation,profiling,memory}.py.
 
 Spies that patch torch globally run in a child interpreter, so they cannot leak into other tests.
 """
@@ -12,7 +12,8 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from grader.learner import accumulation, memory, profiling
+from grader.checks import verdicts
+from grader.learner import memory
 
 
 def run_python(source: str) -> dict:
@@ -63,15 +64,15 @@ def test_measure_step_on_cpu_reports_saved_bytes():
 # --- profiling ------------------------------------------------------------------------------------
 
 def test_speedup_is_the_median_of_paired_ratios():
-    assert profiling.speedup([10, 10, 10], [5, 2, 10]) == 2.0
+    assert verdicts.speedup([10, 10, 10], [5, 2, 10]) == 2.0
     # A busy moment that slows both halves of a round leaves its ratio intact.
-    assert profiling.speedup([10, 100, 10], [5, 50, 5]) == 2.0
+    assert verdicts.speedup([10, 100, 10], [5, 50, 5]) == 2.0
 
 
 def test_profiler_spies_record_learner_labels_only():
     found = run_python('''
         import json, torch
-        from grader.learner import profiling
+        from grader.learner import profiling, recorder
         profiling.install()
         learner = compile(
             "from torch.profiler import profile, record_function, ProfilerActivity\\n"
@@ -91,7 +92,7 @@ def test_profiler_spies_record_learner_labels_only():
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         work = profiling.watch_calls(lambda: torch.ones(3).sum(), "work")
         scope["run"](work, optimizer)
-        print(json.dumps(profiling.LOG.events))
+        print(json.dumps(recorder.RECORDER.events))
     ''')
     kinds = [e["event"] for e in found]
     assert kinds == ["profile.enter", "label.enter", "label.enter", "call", "profile.exit", "profile.key_averages",
@@ -112,7 +113,7 @@ def test_swap_in_runs_the_original_inside_the_learners_own_label(style, want):
     """Issue 19: a label on or inside the learner's preprocess must survive the grader's swap."""
     found = run_python(f'''
         import json, torch
-        from grader.learner import profiling
+        from grader.learner import profiling, recorder
         profiling.install()
         bodies = {{
             "decorator": "@record_function('preprocess')\\ndef preprocess(x):\\n    return x + 1\\n",
@@ -136,7 +137,7 @@ def test_swap_in_runs_the_original_inside_the_learners_own_label(style, want):
             return x - 1
         scope["preprocess"] = profiling.swap_in(scope["preprocess"], original, "preprocess")
         out, totals = scope["run"]()
-        calls = [e for e in profiling.LOG.events if e["event"] == "call"]
+        calls = [e for e in recorder.RECORDER.events if e["event"] == "call"]
         print(json.dumps({{"out": out.tolist(), "calls": calls, "totals": totals}}))
     ''')
     assert found["out"] == [-1.0, -1.0]  # the original's result, not the learner's
@@ -149,7 +150,7 @@ def test_swap_in_runs_the_original_inside_the_learners_own_label(style, want):
 def test_slow_forward_is_logged_with_the_labels_around_the_model_call():
     found = run_python('''
         import json, torch
-        from grader.learner import profiling
+        from grader.learner import profiling, recorder
         profiling.install()
         learner = compile(
             "from torch.profiler import record_function\\n"
@@ -163,7 +164,7 @@ def test_slow_forward_is_logged_with_the_labels_around_the_model_call():
         seen = []
         profiling.slow_forward(model, lambda x: seen.append(x.requires_grad), "forward")
         out = scope["step"](model, torch.ones(1, 2, requires_grad=True))
-        calls = [e for e in profiling.LOG.events if e["event"] == "call"]
+        calls = [e for e in recorder.RECORDER.events if e["event"] == "call"]
         print(json.dumps({"calls": calls, "seen": seen, "grad": out.requires_grad}))
     ''')
     [call] = found["calls"]
@@ -181,13 +182,14 @@ def test_slow_forward_is_logged_with_the_labels_around_the_model_call():
     (0.3, 1.0, 65536.0, ("other", None)),
 ])
 def test_divisor_reads_scale_and_window_from_the_backward_value(value, loss, scale, want):
-    kind, k, _ = accumulation.divisor({"value": value, "loss": loss, "scale": scale})
+    kind, k, _ = verdicts.divisor({"value": value, "loss": loss, "scale": scale})
     assert (kind, k) == want
 
 
 def test_accumulation_spies_record_backward_values_and_step_gradients():
     found = run_python('''
         import json, torch
+        from grader.checks import verdicts
         from grader.learner import accumulation, amp
         accumulation.install()
         torch.manual_seed(0)
@@ -205,7 +207,7 @@ def test_accumulation_spies_record_backward_values_and_step_gradients():
         scaler.step(optimizer)
         scaler.update()
         events = amp.RECORDER.events
-        backwards = [accumulation.divisor(e)[:2] for e in events if e["event"] == "backward"]
+        backwards = [verdicts.divisor(e)[:2] for e in events if e["event"] == "backward"]
         grads = [e for e in events if e["event"] == "optimizer.grads"]
         print(json.dumps({"backwards": backwards, "steps": len(grads), "via_scaler": grads[0]["via_scaler"],
                           "grad_is_unscaled": float(grads[0]["grads"]["weight"].abs().max()) < 100}))

@@ -34,8 +34,8 @@ REWRITE_RECORDS = '''recorder = sys.modules["grader.learner.amp"].RECORDER
         if event["event"] == "optimizer.step":
             event["via_scaler"] = True'''
 SILENCE_STREAM = '''sys.modules["grader.harness.channel"]._learner = None'''
-FORGE_BEFORE_STREAM = ('''sys.modules["grader.learner.amp"].Recorder.classify_backward_target = '''
-                       '''lambda self, t: ("scaled", None)''')
+FORGE_BEFORE_STREAM = ('''sys.modules["grader.learner.amp"].classify_backward_target = '''
+                       '''lambda t: ("scaled", None)''')
 
 
 def failed_checks(sandbox, before_backward: str = "pass", after: str = "pass") -> set[str]:

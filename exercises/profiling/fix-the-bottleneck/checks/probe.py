@@ -40,7 +40,7 @@ def probe(api):
     named = []
     for index in range(len(scenario.SLOW_SPOTS)):
         spot = probing.ask({"op": "profiled", "index": index})["spot"]
-        probing.PROFILER_LOG.run = index
+        probing.RECORDER.profiled_run = index
         model, optimizer, loss_fn, batches = scenario.build(api.seed, api.device)
         if spot == "preprocess":
             module.preprocess = probing.swap_in(learner_preprocess, scenario.slow_preprocess, "preprocess")
@@ -49,7 +49,7 @@ def probe(api):
             probing.slow_forward(model, scenario.slow_forward_work, "forward")
         named.append(api.call(model, optimizer, loss_fn, batches))
     module.preprocess = learner_preprocess
-    probing.PROFILER_LOG.recording = False
+    probing.RECORDER.recording = False
 
     # 2. The fixed step, replayed on data the grading side draws now.
     model, optimizer, loss_fn, batches = scenario.build(probing.ask({"op": "replay"})["seed"], api.device)

@@ -1,11 +1,14 @@
-"""Verdicts on a recorded AMP event log (see amp.py), shared by every exercise that uses AMP.
+"""Verdicts on what the learner's process recorded (grader.checks.events), shared by the exercises that
+need them: the AMP event log's splits and checks, the accumulation divisor of a backward, the paired
+speed-up of timed rounds. `grader.checks.judging` re-exports them for an exercise's checks.
 
-Each function raises CheckFailed with a learner-facing message naming what happened at run time and,
-where a call can be traced to the submission, its line. They run in the grading process only.
+Each check function raises CheckFailed with a learner-facing message naming what happened at run time
+and, where a call can be traced to the submission, its line. They run in the grading process only.
 """
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Any
 
 import torch
@@ -236,3 +239,34 @@ def check_small_gradients_survive(observed: dict[str, Any], reference: dict[str,
              f"up to {diff:.3g} in '{name}' (allowed {allowed:.3g}). A correct step clears the old gradients, "
              "backpropagates scaler.scale(loss) (only that keeps these gradients from underflowing) and lets "
              "scaler.step(optimizer) unscale them.")
+
+
+def divisor(event: dict[str, Any], max_divisor: int = 64) -> tuple[str, int | None, float | None]:
+    """Classify a recorded backward: ('scaled' | 'raw' | 'other', the whole number the loss was divided
+    by, the ratio of the backward target to the loss).
+
+    A correct accumulation step backpropagates scale * loss / k, where k is the window's size.
+    """
+    value, loss, scale = event.get("value"), event.get("loss"), event.get("scale")
+    if value is None or not loss:
+        return "other", None, None
+    ratio = value / loss
+    if ratio == 0:
+        return "other", None, ratio
+    candidates = [("scaled", scale / ratio)] if scale else []
+    candidates.append(("raw", 1.0 / ratio))
+    for kind, k in candidates:
+        nearest = round(k)
+        if 1 <= nearest <= max_divisor and abs(k - nearest) <= 1e-3 * nearest:
+            return kind, nearest, ratio
+    return "other", None, ratio
+
+
+def speedup(slow: list[float], fast: list[float]) -> float:
+    """The median over rounds of slow/fast, each round's pair timed back to back.
+
+    Pairing matters on a shared machine: a burst of load slows both halves of a round alike, while a
+    ratio of separate medians can pair a quiet moment with a busy one (measured: an identical step
+    showed 0.69x by medians, 1.00x paired).
+    """
+    return statistics.median(s / f for s, f in zip(slow, fast))
