@@ -15,24 +15,27 @@ from grader.core.protocol import RawVerdict
 
 
 def upgrade_result(result: dict[str, Any]) -> dict[str, Any]:
-    """A stored result in today's shape, for every reader: results from before schema_version 2 have
-    no per-check status (a load error then marked every check failed, "Not checked: ..."), a device
-    "unknown" when none was reached, and the sandbox's and the emulation's notes among `notes`."""
-    if result.get("schema_version") == SCHEMA_VERSION:
-        return result
-    error = result.get("error")
+    """A stored result in today's shape, for every reader (the one upgrade path): results from before
+    schema_version 2 have no per-check status (a load error then marked every check failed, "Not
+    checked: ..."), a device "unknown" when none was reached, and the sandbox's and the emulation's notes
+    among `notes`; results stored before hint lists have one `hint` per check and no `hints`."""
+    if result.get("schema_version") != SCHEMA_VERSION:
+        error = result.get("error")
+        for check in result.get("checks", []):
+            if "status" in check:
+                continue
+            if error:
+                check.update(status="skipped", passed=None, because="load", message="", hint="", line=None)
+            else:
+                check.update(status="passed" if check["passed"] else "failed", because=None)
+        if result.get("device") == "unknown":
+            result["device"] = None
+        result["grader_notes"] = result.get("grader_notes", []) + result.get("notes", [])
+        result["notes"] = []
+        result["schema_version"] = SCHEMA_VERSION
     for check in result.get("checks", []):
-        if "status" in check:
-            continue
-        if error:
-            check.update(status="skipped", passed=None, because="load", message="", hint="", line=None)
-        else:
-            check.update(status="passed" if check["passed"] else "failed", because=None)
-    if result.get("device") == "unknown":
-        result["device"] = None
-    result["grader_notes"] = result.get("grader_notes", []) + result.get("notes", [])
-    result["notes"] = []
-    result["schema_version"] = SCHEMA_VERSION
+        if "hints" not in check:
+            check["hints"] = [check["hint"]] if check.get("hint") else []
     return result
 
 

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from grader.core.course import Course, Exercise, load_course
 from grader.core.protocol import (
-    MAX_CODE_BYTES,
     CodeTooLarge,
     ProtocolError,
     RawVerdict,
     Request,
     RequestKind,
     Status,
+    check_code_size,
     error_verdict,
     infra_error,
     learner_timeout,
@@ -34,16 +34,19 @@ class SubmissionError(ValueError):
 
 
 def decode_submission(data: bytes) -> str:
-    """Bytes from a file or request body to code, or a SubmissionError saying what is wrong."""
-    if len(data) > MAX_CODE_BYTES:
-        raise SubmissionError(f"the submission is {len(data) / 1024:.0f} KB; the limit is "
-                              f"{MAX_CODE_BYTES // 1024} KB")
+    """Bytes from a file or request body to code, or a SubmissionError saying what is wrong (the size by
+    the protocol's one check, as every edge that accepts code)."""
     if b"\x00" in data:
         raise SubmissionError("the submission is a binary file, not Python source")
     try:
-        return data.decode("utf-8")
+        code = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SubmissionError(f"the submission is not UTF-8 text (byte {exc.start})") from None
+    try:
+        check_code_size(code)
+    except CodeTooLarge as exc:
+        raise SubmissionError(str(exc)) from None
+    return code
 
 
 def resolve_exercise(ref: str | Exercise, course: Course | None = None) -> Exercise:

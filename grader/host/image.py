@@ -27,15 +27,16 @@ IMAGE_PACKAGES = ("grader/__init__.py", "grader/core", "grader/harness", "grader
                   "sandbox/__init__.py", "sandbox/settings.py", "sandbox/forkserver.py", "sandbox/jail")
 
 
-def image_files() -> dict[str, Path]:
-    """Path inside the build context -> file on this machine, for everything the image holds."""
+def image_files(course_root: Path | None = None) -> dict[str, Path]:
+    """Path inside the build context -> file on this machine, for everything the image holds (the course
+    at `course_root`, default the one DLA_EXERCISES names)."""
     files: dict[str, Path] = {"Dockerfile": REPO_ROOT / "sandbox" / "Dockerfile"}
     for name in IMAGE_PACKAGES:
         top = REPO_ROOT / name
         for path in sorted(top.rglob("*")) if top.is_dir() else [top]:
             if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".json", ".ini"):
                 files[path.relative_to(REPO_ROOT).as_posix()] = path
-    course = exercises_root()
+    course = course_root or exercises_root()
     for meta in sorted(course.rglob("exercise.yaml")):
         folder = meta.parent
         example = [folder / "example.py"] if (folder / "example.py").is_file() else []
@@ -46,10 +47,10 @@ def image_files() -> dict[str, Path]:
     return files
 
 
-def content_fingerprint(files: dict[str, Path] | None = None) -> str:
+def content_fingerprint(files: dict[str, Path] | None = None, course_root: Path | None = None) -> str:
     """A hash of every file name and content that goes into the image."""
     digest = hashlib.sha256()
-    for name, path in sorted((files or image_files()).items()):
+    for name, path in sorted((files or image_files(course_root)).items()):
         digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:20]
 

@@ -49,17 +49,18 @@ def grader_image() -> str:
     return GRADER_IMAGE.get() or CPU_IMAGE
 
 
-def docker_sandbox(warm: int = 0):  # noqa: ANN201 - sandbox.docker.DockerSandbox
-    """The docker sandbox for the grader image, with a warm pool of `warm` containers that fit every
-    exercise of the course; SandboxError when the image is missing or stale."""
+def docker_sandbox(warm: int = 0, course_root: Path | None = None):  # noqa: ANN201 - sandbox.docker.DockerSandbox
+    """The docker sandbox for the grader image, which must hold the course at `course_root` (default: the one
+    DLA_EXERCISES names), with a warm pool of `warm` containers that fit every exercise of the course;
+    SandboxError when the image is missing or stale."""
     from grader.host.image import content_fingerprint
     from sandbox.docker import ContainerSpec, DockerSandbox, host_has_gpu, warm_pool
 
-    content = content_fingerprint()
+    content = content_fingerprint(course_root=course_root)
     gpu_image = None if GRADER_IMAGE.is_set() else CUDA_IMAGE
     if warm <= 0:
         return DockerSandbox(grader_image(), content, gpu_image=gpu_image)
-    exercises = list(load_course().exercises.values())
+    exercises = list(load_course(course_root).exercises.values())
     gpus = any(e.uses_gpu for e in exercises) and host_has_gpu()
     memory = max((e.memory_mb for e in exercises), default=EXERCISE_MEMORY_MB) + GRADER_MEMORY_MB
     image = CUDA_IMAGE if gpus and gpu_image else grader_image()
@@ -67,8 +68,10 @@ def docker_sandbox(warm: int = 0):  # noqa: ANN201 - sandbox.docker.DockerSandbo
     return DockerSandbox(grader_image(), content, pool=pool, gpu_image=gpu_image)
 
 
-def get_sandbox(name: str = "auto", *, hide: list[Path] | None = None, warm: int = 0) -> HarnessSandbox:
-    """The sandbox called `name`; "auto" prefers docker when it is usable here.
+def get_sandbox(name: str = "auto", *, course_root: Path | None = None, hide: list[Path] | None = None,
+                warm: int = 0) -> HarnessSandbox:
+    """The sandbox called `name` for the course at `course_root` (default: the one DLA_EXERCISES names);
+    "auto" prefers docker when it is usable here.
 
     `hide`: host paths learner code must not see (the web app's instance folder); only the local
     sandbox needs it, a container sees nothing of the host. `warm`: keep this many grading processes
@@ -79,15 +82,16 @@ def get_sandbox(name: str = "auto", *, hide: list[Path] | None = None, warm: int
 
     if name not in names():
         raise SandboxError(f"unknown sandbox '{name}' (choose from {', '.join(names())})")
-    entry = harness_entry(exercises_root(), hide or [], "none" if name == "unconfined" else "namespaces")
+    course_root = course_root or exercises_root()
+    entry = harness_entry(course_root, hide or [], "none" if name == "unconfined" else "namespaces")
     if name == "unconfined":
         return HarnessSandbox(UnconfinedSandbox(entry), hide)
     docker_why = ""
     if name in ("auto", "docker"):
-        docker = docker_sandbox()
+        docker = docker_sandbox(course_root=course_root)
         ok, docker_why = docker.available()
         if ok:
-            return HarnessSandbox(docker_sandbox(warm) if warm > 0 else docker, hide)
+            return HarnessSandbox(docker_sandbox(warm, course_root) if warm > 0 else docker, hide)
         if name == "docker":
             raise SandboxError(f"the docker sandbox is not available here: {docker_why}")
     also = f"; the docker sandbox is not available either: {docker_why}" if docker_why else ""

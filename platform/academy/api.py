@@ -79,12 +79,6 @@ def submission_json(submission: Submission, *, code: bool = False) -> dict[str, 
     return data
 
 
-def _all_hints(check: dict[str, Any]) -> list[str]:
-    # Results stored before hints lists (schema_version 2 has both kinds) have "hint" alone. This belongs in
-    # grader.core.result.upgrade_result, the one upgrade path, which does not derive `hints` yet.
-    return list(check.get("hints") or ([check["hint"]] if check.get("hint") else []))
-
-
 def hints_on_request(submission: Submission, result: dict[str, Any]) -> dict[str, Any]:
     """The result with each failed check's hints cut to those the learner revealed (`hints`), and how many
     there are (`hints_total`): an unrevealed hint never reaches the browser."""
@@ -93,7 +87,7 @@ def hints_on_request(submission: Submission, result: dict[str, Any]) -> dict[str
             HintReveal.submission_id == submission.id)).all():
         revealed[check_id] = max(revealed.get(check_id, 0), number)
     for check in result.get("checks", []):
-        hints = _all_hints(check)
+        hints = list(check.get("hints") or [])  # every stored result has them (upgrade_result)
         check["hints"], check["hints_total"], check["hint"] = hints[:revealed.get(check["id"], 0)], len(hints), ""
     return result
 
@@ -247,7 +241,7 @@ def reveal_hint(submission_id: int) -> ResponseReturnValue:
     check = next((c for c in (result or {}).get("checks", []) if c["id"] == check_id), None)
     if check is None or check["status"] != "failed":
         abort(404, description=gettext("That check did not fail in this submission: it has no hint to show."))
-    hints = _all_hints(check)
+    hints = list(check.get("hints") or [])
     db = get_session()
     shown = db.scalar(select(func.count()).select_from(HintReveal).where(
         HintReveal.submission_id == submission.id, HintReveal.check_id == check_id)) or 0

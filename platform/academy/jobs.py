@@ -427,17 +427,18 @@ class GradingSandbox:
         with self._lock:
             if self._sandbox is None:
                 name, hide, warm = settings(self.app).sandbox, [Path(self.app.instance_path)], self.warm
+                course = Path(settings(self.app).exercises_dir)  # the course the app serves, one source
                 if name in names() and name not in SERVICE_SANDBOXES:  # "unconfined": other people's code
                     raise SandboxError(f"DLA_SANDBOX={name!r} is never used by the web app or the worker: "
                                        f"they grade with one of {', '.join(SERVICE_SANDBOXES)}")
                 try:
-                    sandbox = get_sandbox(name, hide=hide, warm=warm)
+                    sandbox = get_sandbox(name, course_root=course, hide=hide, warm=warm)
                 except SandboxError as exc:
                     if warm < 1:
                         raise
                     # Grading still works, a cold process per submission: slower, and the log says why.
                     log.warning("no warm sandbox pool: %s", exc)
-                    sandbox = get_sandbox(name, hide=hide)
+                    sandbox = get_sandbox(name, course_root=course, hide=hide)
                 sandbox.require()  # a sandbox that cannot confine here is refused before any submission
                 self._sandbox = sandbox
             return self._sandbox
@@ -451,7 +452,7 @@ class GradingSandbox:
         if settings(self.app).sandbox not in ("auto", "docker"):
             return None
         image = grader_image()
-        if not stale_image(image, content_fingerprint()):
+        if not stale_image(image, content_fingerprint(course_root=Path(settings(self.app).exercises_dir))):
             return None
         if self._sandbox is not None and self._sandbox.name == "docker":
             return (f"The course or grader files changed since the grader image {image} was built: learners are "

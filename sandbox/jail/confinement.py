@@ -19,9 +19,9 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from sandbox import settings
 from sandbox.jail import identity, namespaces, rlimits
 from sandbox.jail.libc import PR_SET_DUMPABLE, Libc
+from sandbox.settings import DEFAULT_MEMORY_MB, DEFAULT_TIME_S, IN_CONTAINER, MAX_FILE_MB, MAX_PROCESSES, SCRATCH_MB
 
 if TYPE_CHECKING:
     from sandbox.jail.cgroups import SubmissionCgroup
@@ -36,11 +36,11 @@ class Confinement(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Limits:
-    time_s: float = settings.DEFAULT_TIME_S
-    memory_mb: int = settings.DEFAULT_MEMORY_MB
-    max_processes: int = settings.MAX_PROCESSES
-    max_file_mb: int = settings.MAX_FILE_MB
-    scratch_mb: int = settings.SCRATCH_MB
+    time_s: float = DEFAULT_TIME_S
+    memory_mb: int = DEFAULT_MEMORY_MB
+    max_processes: int = MAX_PROCESSES
+    max_file_mb: int = MAX_FILE_MB
+    scratch_mb: int = SCRATCH_MB
 
 
 @dataclass
@@ -166,4 +166,4 @@ STRATEGIES: dict[Confinement, Strategy] = {
 
 def in_container() -> bool:
     """True inside the grader image, where the container provides what namespaces would."""
-    return bool(settings.IN_CONTAINER.get())
+    return bool(IN_CONTAINER.get())

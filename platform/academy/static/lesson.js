@@ -194,7 +194,7 @@
       resultBox.replaceChildren(...nodes);
       return;
     }
-    // The server sends every result in today's shape (grader.result.upgrade_result): each check has a status.
+    // The server sends every result in today's shape (grader.core.result.upgrade_result): each check has a status.
     const passedCount = result.checks.filter((c) => c.status === "passed").length;
     const summary = result.status === "failed"
       ? T("%(passed)s of %(total)s checks passed.", { passed: passedCount, total: result.checks.length })

@@ -1,0 +1,126 @@
+"""The import contract (docs/architecture.md): each package is one process's code, and imports run one way.
+
+The table in docs/architecture.md is the contract: this test reads it, finds every import in grader/,
+sandbox/, platform/academy/ and exercises/ (function-level ones too), and fails on any the table does
+not allow. A deliberate back-edge must be caught, and the grader image must hold exactly what the
+grading process may import."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO
+
+ROOTS = {"grader": REPO / "grader", "sandbox": REPO / "sandbox", "academy": REPO / "platform" / "academy",
+         "exercises": REPO / "exercises"}
+OURS = ("grader", "sandbox", "academy")
+
+
+def contract() -> dict[str, set[str]]:
+    """package -> the packages it may import, from docs/architecture.md's table."""
+    text = (REPO / "docs" / "architecture.md").read_text()
+    table = text[text.index("| package | runs in | may import |"):].split("\n\n")[0]
+    rules = {}
+    for row in table.splitlines()[2:]:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        rules[cells[0].strip("`")] = set(re.findall(r"`([\w.]+)`", cells[2]))
+    return rules
+
+
+def package_of(module: str, rules: dict[str, set[str]]) -> str | None:
+    """The most specific package of the contract that holds `module`."""
+    found = [p for p in rules if module == p or module.startswith(p + ".")]
+    return max(found, key=len) if found else None
+
+
+def module_name(path: Path) -> str:
+    for top, root in ROOTS.items():
+        if root in path.parents:
+            parts = path.relative_to(root).with_suffix("").parts
+            return ".".join([top, *[p for p in parts if p != "__init__"]])
+    raise ValueError(path)
+
+
+def imports(source: str) -> set[str]:
+    """Every module `source` imports (absolute imports; `from a import b` counts as a.b when b is a module
+    of ours, else as a)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            if node.module in OURS or node.module.count(".") < 2:
+                found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return {name for name in found if name.split(".")[0] in OURS}
+
+
+def violations(sources: dict[str, str], rules: dict[str, set[str]]) -> list[str]:
+    """'module imports target (package -> package)' for each import the contract does not allow."""
+    found = []
+    for module, source in sorted(sources.items()):
+        own, targets = package_of(module, rules), imports(source)
+        if own is None:  # a top-level package's own __init__ (grader/__init__.py) may hold nothing of ours
+            assert not targets, f"{module} belongs to no package of docs/architecture.md"
+        for target in sorted(targets):
+            theirs = package_of(target, rules)
+            if theirs is None:
+                theirs = package_of(target.rsplit(".", 1)[0], rules)  # `from pkg import name`
+            if theirs is not None and theirs != own and theirs not in rules[own]:
+                found.append(f"{module} imports {target} ({own} -> {theirs})")
+    return found
+
+
+def our_sources() -> dict[str, str]:
+    sources = {}
+    for top, root in ROOTS.items():
+        for path in sorted(root.rglob("*.py")):
+            if "__pycache__" in path.parts or "templates" in path.relative_to(root).parts[:2]:
+                continue
+            sources[module_name(path)] = path.read_text(encoding="utf-8")
+    return sources
+
+
+def test_every_import_follows_the_contract():
+    assert violations(our_sources(), contract()) == []
+
+
+@pytest.mark.parametrize("module, source", [
+    ("sandbox.jail.bad", "from grader.core.course import load_course\n"),
+    ("sandbox.local", "def f():\n    import grader.host.sandboxes\n"),
+    ("grader.core.bad", "from grader.harness import grade\n"),
+    ("grader.learner.bad", "from grader.harness.channel import Referee\n"),
+    ("grader.host.bad", "from grader.harness.grade import verdict_for\n"),
+    ("grader.host.bad", "from sandbox.jail import Jail\n"),
+    ("academy.bad", "from grader.learner import amp\n"),
+    ("exercises.lesson.ex.checks.probe", "from grader.learner.amp import RECORDER\n"),
+])
+def test_a_back_edge_is_caught(module, source):
+    assert violations({module: source}, contract()) != []
+
+
+def test_the_table_names_real_packages():
+    rules = contract()
+    for package in rules:
+        top, *rest = package.split(".")
+        folder = ROOTS[top].joinpath(*rest)
+        assert folder.is_dir() or folder.with_suffix(".py").is_file(), package
+    for allowed in rules.values():
+        assert allowed <= set(rules), allowed - set(rules)
+
+
+def test_the_image_holds_what_the_grading_process_may_import():
+    from grader.host.image import IMAGE_PACKAGES
+
+    rules = contract()
+    reach, todo = set(), ["grader.harness", "grader.checks"]
+    while todo:
+        package = todo.pop()
+        if package not in reach:
+            reach.add(package)
+            todo.extend(rules[package])
+    shipped = {name.removesuffix(".py").replace("/", ".").removesuffix(".__init__") for name in IMAGE_PACKAGES}
+    assert shipped - {"grader", "sandbox"} == reach
