@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from grader.core.course import CourseError, load_course
+from grader.core.course import CourseError, Exercise, load_course
 
 EXIT_PASSED, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 
@@ -198,34 +198,42 @@ def run_command(exercise: str, file: Path, as_json: bool, sandbox: str) -> None:
               show_default=True)
 def validate(exercises: tuple[str, ...], sandbox: str) -> None:
     """Check that each solution passes and each mistake fails exactly what it declares."""
-    from grader.host.validate import validate_exercise
+    from grader.host.validate import validate_exercise, validation_sandbox
 
     course = _course()
     targets = [_exercise(course, ref) for ref in exercises] or list(course.exercises.values())
     bad = 0
-    for exercise in targets:
-        click.echo(click.style(exercise.id, bold=True))
-        try:
-            cases = validate_exercise(exercise, sandbox=sandbox)
-        except CourseError as exc:
-            click.echo(click.style(f"  invalid: {exc}", fg="red"))
-            bad += 1
-            continue
-        for case in cases:
-            name = case.path.relative_to(exercise.path)
-            what = case.report()
-            if case.expected_fail and case.ok:  # the outside-evidence column (docs/threat-model.md)
-                what += "   [outside: caught]" if case.caught_outside else "   [outside: not caught]"
-            if case.ok:
-                click.echo(f"  {click.style('ok', fg='green')}    {name}: {what}")
-            else:
+    with validation_sandbox(sandbox, course.root) as grading:
+        for exercise in targets:
+            click.echo(click.style(exercise.id, bold=True))
+            try:
+                cases = validate_exercise(exercise, sandbox=grading)
+            except CourseError as exc:
+                click.echo(click.style(f"  invalid: {exc}", fg="red"))
                 bad += 1
-                click.echo(f"  {click.style('WRONG', fg='red', bold=True)} {name}: {what}")
+                continue
+            bad += _report_cases(exercise, cases)
     click.echo()
     if bad:
         click.echo(click.style(f"{bad} problem(s)", fg="red", bold=True))
         sys.exit(1)
     click.echo(click.style(f"{len(targets)} exercise(s) valid", fg="green", bold=True))
+
+
+def _report_cases(exercise: Exercise, cases: list) -> int:  # list of validate.Case
+    """Print one line per case; returns how many are wrong."""
+    bad = 0
+    for case in cases:
+        name = case.path.relative_to(exercise.path)
+        what = case.report()
+        if case.expected_fail and case.ok:  # the outside-evidence column (docs/threat-model.md)
+            what += "   [outside: caught]" if case.caught_outside else "   [outside: not caught]"
+        if case.ok:
+            click.echo(f"  {click.style('ok', fg='green')}    {name}: {what}")
+        else:
+            bad += 1
+            click.echo(f"  {click.style('WRONG', fg='red', bold=True)} {name}: {what}")
+    return bad
 
 
 if __name__ == "__main__":

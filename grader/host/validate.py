@@ -7,13 +7,17 @@ exactly those must be skipped.
 """
 from __future__ import annotations
 
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from grader.core.course import CheckSpec, Exercise
 from grader.host.grading import run_submission
+
+if TYPE_CHECKING:
+    from grader.host.sandboxes import HarnessSandbox
 
 
 @dataclass
@@ -97,7 +101,26 @@ def _ids(ids: frozenset[str]) -> str:
     return ", ".join(sorted(ids)) or "nothing"
 
 
-def validate_exercise(exercise: Exercise, sandbox: str = "auto", jobs: int = 2) -> list[Case]:
+@contextlib.contextmanager
+def validation_sandbox(name: str, course_root: Path, jobs: int = 2) -> Iterator[str | HarnessSandbox]:
+    """The sandbox `name` with a warm pool of `jobs` processes for a whole validation (each case then waits
+    a fraction of a second instead of a torch start-up); the name itself, graded cold, where no pool can
+    start here (each case's verdict then says why)."""
+    from grader.host.sandboxes import get_sandbox
+    from sandbox import SandboxError
+
+    try:
+        made = get_sandbox(name, course_root=course_root, warm=jobs)
+    except SandboxError:
+        yield name
+        return
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def validate_exercise(exercise: Exercise, sandbox: str | HarnessSandbox = "auto", jobs: int = 2) -> list[Case]:
     """Grade the solution and every mistake; one Case each, solution first."""
     plan = [(exercise.solution_path, frozenset(), frozenset())]
     plan += [(m.path, m.expect_fail, m.expect_skip) for m in exercise.mistakes()]
