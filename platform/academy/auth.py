@@ -159,12 +159,16 @@ def merge() -> ResponseReturnValue:
     if request.method == "POST":
         if request.form.get("action") == "merge":
             progress.merge_guest(guest, g.user)
+            # The account now holds the guest's work: like a sign-in, the merge rotates its session, so no
+            # cookie of the account issued before (a copy taken while the offer stood, or another browser's,
+            # which signs in again) reaches it.
+            g.user.end_sessions()
             message = gettext("Your guest progress is now part of your account.")
         else:
             guest.end_sessions()
             message = gettext("Your guest progress was not merged; it is no longer reachable.")
         db.commit()
-        start_session(g.user)  # a fresh session: a copy of the one that held the offer holds nothing
+        start_session(g.user)  # a fresh session with the account's current secret: the merging browser stays in
         flash(message, "info")
         return redirect(target)
     return render_template("auth/merge.html", summary=progress.summary(guest), next=target)

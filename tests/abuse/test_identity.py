@@ -37,3 +37,7 @@ def test_guest_cookies_copied_before_sign_up_or_sign_in_die(shared_server: LiveS
 
 def test_the_token_of_a_deleted_account_dies(shared_server: LiveServer, rows: UserRows) -> None:
     identity.token_of_a_deleted_user_dies(shared_server, rows, "127.0.11")
+
+
+def test_a_merge_ends_every_earlier_cookie_of_the_account(shared_server: LiveServer) -> None:
+    identity.merge_ends_every_earlier_cookie_of_the_account(shared_server, "127.0.19")
