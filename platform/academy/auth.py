@@ -208,11 +208,15 @@ def signout() -> ResponseReturnValue:
 @bp.post("/sessions/end-others")
 @login_required
 def end_others() -> ResponseReturnValue:
-    """"Sign out everywhere else": every other browser (and copied cookie) of this account is signed out."""
+    """"Sign out everywhere else": every other browser (and copied cookie) of this account is signed out, and
+    no other browser's device cookie exempts it from the sign-in delays any more (this one gets a new one)."""
     end_other_sessions(g.user)
+    g.user.forget_devices()
     get_session().commit()
     flash(gettext("Every other session of your account is signed out."), "info")
-    return redirect(url_for("auth.account"))
+    response = redirect(url_for("auth.account"))
+    backoff.trust_this_browser(response, g.user)
+    return response
 
 
 @bp.post("/password")
@@ -228,10 +232,13 @@ def change_password() -> ResponseReturnValue:
         flash(gettext("Use a password of at least %(num)d characters.", num=MIN_PASSWORD), "error")
         return redirect(url_for("auth.account")), 303
     g.user.password_hash = generate_password_hash(new)
-    end_other_sessions(g.user)  # whoever knew the old password is signed out everywhere else
+    end_other_sessions(g.user)  # whoever knew the old password is signed out everywhere else,
+    g.user.forget_devices()  # and no device cookie issued before exempts anyone from the sign-in delays
     get_session().commit()
     flash(gettext("Password changed; every other session of your account is signed out."), "info")
-    return redirect(url_for("auth.account"))
+    response = redirect(url_for("auth.account"))
+    backoff.trust_this_browser(response, g.user)  # this browser, the owner's, stays known
+    return response
 
 
 @bp.route("/account")

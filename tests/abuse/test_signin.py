@@ -113,6 +113,40 @@ def test_a_device_cookie_counts_its_own_failures_and_names_one_account(signin_se
     assert forged.signin("held@example.org", RIGHT).status == 429
 
 
+def _held_back(server: LiveServer, email: str, network: str) -> None:
+    """Five wrong passwords for `email`, each from its own address: a browser not known for the account waits."""
+    for n in range(5):
+        assert Client(server, f"{network}.{100 + n}").signin(email, "guess").status == 401
+
+
+def test_a_password_change_ends_older_device_cookies_and_a_sign_out_does_not(signin_server: LiveServer) -> None:
+    email, new = "changer@example.org", "a-new-password-1"
+    owner = _account(signin_server, email, "127.0.7.1")
+    copied = owner.cookies["dla_device"]  # the owner's device cookie, copied before the password changes
+    assert owner.signin(email, RIGHT).status == 302
+    assert owner.form("/auth/password", {"current": RIGHT, "new": new}).status == 302
+    owner.form("/auth/signout")  # a sign-out leaves this browser known
+    _held_back(signin_server, email, "127.0.7")
+    assert owner.signin(email, new).status == 302  # the browser that changed the password: not held back
+    thief = Client(signin_server, "127.0.7.20")
+    thief.cookies["dla_device"] = copied
+    refused = thief.signin(email, new)  # the right password, but the copy exempts it no more: it waits
+    assert _wait_s(refused) <= FIRST_DELAY_S and "not held back" in refused.text
+
+
+def test_signing_out_everywhere_else_ends_the_other_browsers_device_cookies(signin_server: LiveServer) -> None:
+    email = "everywhere@example.org"
+    here = _account(signin_server, email, "127.0.8.1")
+    laptop = Client(signin_server, "127.0.8.2")
+    assert laptop.signin(email, RIGHT).status == 302 and "dla_device" in laptop.cookies
+    assert here.signin(email, RIGHT).status == 302
+    assert here.form("/auth/sessions/end-others").status == 302
+    here.form("/auth/signout")
+    _held_back(signin_server, email, "127.0.8")
+    assert here.signin(email, RIGHT).status == 302  # this browser got a new device cookie
+    assert _wait_s(laptop.signin(email, RIGHT)) <= FIRST_DELAY_S  # the laptop's counts for nothing now
+
+
 def test_guesses_sent_together_when_a_delay_ends_get_one_try(signin_server: LiveServer) -> None:
     _account(signin_server, "race@example.org", "127.0.6.1")
     for n in range(5):
