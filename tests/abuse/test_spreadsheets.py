@@ -1,7 +1,8 @@
 """What learners type reaches the instructor's spreadsheet as text, against the running server: sign-up refuses
 emails a CSV reader could split or unquote, and every gradebook shape quotes every cell and puts an apostrophe
 wherever a formula could start, for a reader that splits on ",", ";" (many European locales), tab or "|",
-or splits lines before unquoting; accounts made before the check included."""
+or splits lines (at any separator str.splitlines() knows) before unquoting; accounts made before the check
+included."""
 from __future__ import annotations
 
 import csv
@@ -19,6 +20,9 @@ REFUSED = ["x;=2+5;@evil.io", "a,=1@evil.io", 'q"=1@evil.io', "tab\t=1@evil.io",
 # Accounts from before sign-up checked emails: the gradebook must still be safe with them.
 LEGACY = ["old;=2+5;@evil.io", "a,=1@old.io", 'q;"=1@old.io', "t;\t=1@old.io", "sp; =1@old.io", "l\r\n=1@old.io",
           "p|@old.io", "=HYPERLINK(\"http://evil.io\")@old.io", "-2+3@old.io", "nb;\u00a0@old.io"]
+# Every line separator str.splitlines() knows besides \r and \n: a reader may split lines at any of them.
+LINE_SEPARATORS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+LEGACY += [f"ls{ord(separator):x}{separator}=1@old.io" for separator in LINE_SEPARATORS]
 FORMULA = ("=", "+", "-", "@", "\t", "\r")
 HEADERS = {"plain": '"learner_id","email","guest",', "canvas": '"Student","ID","SIS User ID","SIS Login ID",',
            "moodle": '"Email address",'}  # every cell quoted, the header's too
@@ -34,7 +38,7 @@ def _formula_cells(body: str) -> list[tuple[str, str]]:
     for delimiter in (",", ";", "\t", "|"):
         for row in csv.reader(io.StringIO(body, newline=""), delimiter=delimiter):
             found += [(delimiter, cell) for cell in row if _starts_a_formula(cell)]
-        for line in body.replace("\r\n", "\n").replace("\r", "\n").split("\n"):  # lines first, then cells
+        for line in body.splitlines():  # lines first (at every separator Python knows), then cells
             found += [(f"naive {delimiter!r}", cell) for cell in line.split(delimiter)
                       if _starts_a_formula(cell.strip(' "'))]
     return found
