@@ -20,7 +20,15 @@ What arrives on it is grading-side code's report (`Referee.answer_helper`).
 Framing: 4-byte length, 1-byte kind (J: JSON, T: torch.save for messages that hold tensors), payload.
 Everything the grading side reads is bounded and checked like the final frame (frame.py) before it is
 used, and anything it refuses closes the channel and becomes the learner's error (`Referee.refused`):
-the learner's process sent it. A referee never dies on what it is sent.
+the learner's process sent it. A referee never dies on what it is sent. What a message may cost the
+grading process is bounded before it is decoded: its bytes (MAX_MESSAGE_BYTES, MAX_STREAM_BYTES) and the
+items its bytes can make (frame.json_items, frame.check_archive: at most MAX_MESSAGE_ITEMS a message,
+MAX_STREAM_ITEMS a run), so a message that would expand once decoded (`[]` is 3 bytes on the wire, 64
+in memory) is refused from its bytes.
+
+A message is answered, and is on the grading side's clock (`Referee.arrived`), only once all of it was
+received and checked: nothing the learner's side sends ahead of its last byte (a header, most of a
+payload) ends a timed interval early. No referee can read a time for a message any earlier.
 """
 from __future__ import annotations
 
@@ -38,6 +46,13 @@ import torch
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024  # one event (accumulate-amp's carry a small model's grads and weights)
 MAX_STREAM_BYTES = 64 * 1024 * 1024  # all messages of one run together (as isolation.RESULT_CAP)
 MAX_EVENTS = 50_000  # fix-underflow, the longest run, streams ~2,000
+# Items (containers, keys and values; of a pickle, its instructions) counted from the bytes before decoding;
+# the costliest kinds measured hold at most ~82 bytes an item once decoded (a pickle's empty dicts; JSON's
+# one-key dicts 64, `[]` 32). Measured over `grader validate` (December 2026): the largest message, an
+# accumulate-amp `optimizer.grads` event, counts 292; the largest run (fix-underflow) 31,615 in all; 20,000
+# forward calls with their amendments 480k (tests/integrity/test_frames.py).
+MAX_MESSAGE_ITEMS = 50_000  # ~4 MB once decoded
+MAX_STREAM_ITEMS = 1_000_000  # all messages of one run together: ~80 MB at most once decoded
 _HEADER = struct.Struct(">IB")
 
 
@@ -172,7 +187,9 @@ class Referee:
 
     `answer` runs in the grading process while the learner's process waits for it; `outside()` is what
     the checks receive afterwards as their `outside` fixture. `arrived` is when the message being
-    answered reached this side (its first byte), on this process's clock.
+    answered had been received whole (its last byte), on this process's clock: it is set only once the
+    message was checked, just before it is handled, and a header or part of a payload sent ahead sets
+    nothing.
 
     Runs: the learner's code runs in the main run (`main_run` names it) and in each of `memory_runs`
     marked True, every one the probe's same `probe(api)` with `api.run` its name; runs marked False run
@@ -222,20 +239,24 @@ class Referee:
     def serve(self, sock: socket.socket, learner: Learner, helper: bool = False) -> None:
         """Read until the learner's process closes its end; answer questions on the way. Whatever the
         learner's side sends, this returns (a referee thread never dies on it)."""
-        received, run = 0, self.run
+        received, items, run = 0, 0, self.run
         try:
             while True:
                 header = _recv_or_end(sock, _HEADER.size)
                 if header is None:
                     return
-                arrived = time.perf_counter()
                 size, kind = _HEADER.unpack(header)
                 received += size
                 if size > MAX_MESSAGE_BYTES or received > MAX_STREAM_BYTES:
                     raise ChannelError(f"a message of {size} bytes ({received} in all) is over the bounds")
-                message = _decode(kind, _recv_exactly(sock, size))
-                self.arrived = arrived
-                self._handle(message, sock, learner, run, helper)
+                payload = _recv_exactly(sock, size)
+                arrived = time.perf_counter()  # its last byte is here: the learner's side is done with it
+                message, counted = _decode(kind, payload)
+                items += counted
+                if items > MAX_STREAM_ITEMS:
+                    raise ChannelError(f"more than {MAX_STREAM_ITEMS} items in all (containers, keys and values "
+                                       "of the run's messages)")
+                self._handle(message, sock, learner, run, helper, arrived)
         except ChannelError as exc:
             self._refuse(run, str(exc))
         except (ConnectionError, OSError) as exc:  # cut off mid-message: the run's end says why
@@ -250,7 +271,8 @@ class Referee:
         self.refused_in.setdefault(run, why)
         self.problems.append(f"the learner's channel was closed: {why}")
 
-    def _handle(self, message: Any, sock: socket.socket, learner: Learner, run: str, helper: bool) -> None:
+    def _handle(self, message: Any, sock: socket.socket, learner: Learner, run: str, helper: bool,
+                arrived: float) -> None:
         from grader.harness.frame import FrameError, check_value
 
         if not isinstance(message, dict):
@@ -259,6 +281,7 @@ class Referee:
             check_value(message)
         except FrameError as exc:
             raise ChannelError(str(exc)) from None
+        self.arrived = arrived  # the whole message, received and checked
         op = message.get("op")
         if op == "ask" and isinstance(message.get("request"), dict):
             try:
@@ -337,19 +360,25 @@ def _refuse_big_int(digits: str) -> int:
     return value
 
 
-def _decode(kind: int, payload: bytes) -> Any:
-    from grader.harness.frame import FrameError, load
+def _decode(kind: int, payload: bytes) -> tuple[Any, int]:
+    """(the message, an upper bound on its items), counted from the bytes before anything is decoded."""
+    from grader.harness.frame import FrameError, check_archive, json_items, load_checked
 
     if kind == ord("J"):
         try:
-            return json.loads(payload, parse_int=_refuse_big_int)
+            items = json_items(payload, MAX_MESSAGE_ITEMS)
+        except FrameError as exc:
+            raise ChannelError(str(exc)) from None
+        try:
+            return json.loads(payload, parse_int=_refuse_big_int), items
         except ChannelError:
             raise
         except Exception as exc:  # noqa: BLE001 - anything unreadable is the learner's doing
             raise ChannelError(f"an unreadable message ({type(exc).__name__})") from None
     if kind == ord("T"):
         try:
-            return load(payload)
+            items = check_archive(payload, MAX_MESSAGE_ITEMS)
+            return load_checked(payload), items
         except FrameError as exc:
             raise ChannelError(str(exc)) from None
     raise ChannelError(f"a message of unknown kind {kind}")
@@ -373,7 +402,8 @@ class Stopwatch:
         self.started = time.perf_counter()
 
     def stop(self, at: float | None = None) -> float:
-        """Seconds since start, until `at` (a perf_counter reading, e.g. `Referee.arrived`) or now."""
+        """Seconds since start, until `at` (a perf_counter reading, e.g. `Referee.arrived`: when the message
+        being answered was received whole) or now."""
         assert self.started is not None
         elapsed, self.started = (time.perf_counter() if at is None else at) - self.started, None
         return elapsed
@@ -381,4 +411,4 @@ class Stopwatch:
 
 __all__ = ["Learner", "LearnerChannel", "Referee", "ChannelError", "Stopwatch", "connect", "emit", "amend",
            "ask", "take_helper", "drop_helper", "serve_in_background", "MAX_EVENTS", "MAX_MESSAGE_BYTES",
-           "MAX_STREAM_BYTES"]
+           "MAX_STREAM_BYTES", "MAX_MESSAGE_ITEMS", "MAX_STREAM_ITEMS"]

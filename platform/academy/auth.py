@@ -159,12 +159,16 @@ def merge() -> ResponseReturnValue:
     if request.method == "POST":
         if request.form.get("action") == "merge":
             progress.merge_guest(guest, g.user)
+            # The account now holds the guest's work: like a sign-in, the merge rotates its session, so no
+            # cookie of the account issued before (a copy taken while the offer stood, or another browser's,
+            # which signs in again) reaches it.
+            g.user.end_sessions()
             message = gettext("Your guest progress is now part of your account.")
         else:
             guest.end_sessions()
             message = gettext("Your guest progress was not merged; it is no longer reachable.")
         db.commit()
-        start_session(g.user)  # a fresh session: a copy of the one that held the offer holds nothing
+        start_session(g.user)  # a fresh session with the account's current secret: the merging browser stays in
         flash(message, "info")
         return redirect(target)
     return render_template("auth/merge.html", summary=progress.summary(guest), next=target)
@@ -204,11 +208,15 @@ def signout() -> ResponseReturnValue:
 @bp.post("/sessions/end-others")
 @login_required
 def end_others() -> ResponseReturnValue:
-    """"Sign out everywhere else": every other browser (and copied cookie) of this account is signed out."""
+    """"Sign out everywhere else": every other browser (and copied cookie) of this account is signed out, and
+    no other browser's device cookie exempts it from the sign-in delays any more (this one gets a new one)."""
     end_other_sessions(g.user)
+    g.user.forget_devices()
     get_session().commit()
     flash(gettext("Every other session of your account is signed out."), "info")
-    return redirect(url_for("auth.account"))
+    response = redirect(url_for("auth.account"))
+    backoff.trust_this_browser(response, g.user)
+    return response
 
 
 @bp.post("/password")
@@ -224,10 +232,13 @@ def change_password() -> ResponseReturnValue:
         flash(gettext("Use a password of at least %(num)d characters.", num=MIN_PASSWORD), "error")
         return redirect(url_for("auth.account")), 303
     g.user.password_hash = generate_password_hash(new)
-    end_other_sessions(g.user)  # whoever knew the old password is signed out everywhere else
+    end_other_sessions(g.user)  # whoever knew the old password is signed out everywhere else,
+    g.user.forget_devices()  # and no device cookie issued before exempts anyone from the sign-in delays
     get_session().commit()
     flash(gettext("Password changed; every other session of your account is signed out."), "info")
-    return redirect(url_for("auth.account"))
+    response = redirect(url_for("auth.account"))
+    backoff.trust_this_browser(response, g.user)  # this browser, the owner's, stays known
+    return response
 
 
 @bp.route("/account")

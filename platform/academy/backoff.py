@@ -5,7 +5,10 @@ its owner out) and "Slow Down Online Guessing Attacks with Device Cookies" descr
 
 - A browser that signed in to an account before holds a **device cookie** for it (signed, issued at every
   sign-in and sign-up). Its attempts at that account count only against that cookie: what others typed,
-  from anywhere (the same school network included), never slows it down.
+  from anywhere (the same school network included), never slows it down. Each entry is bound to the
+  account's device secret and password hash (`_binding`): a password change or "sign out everywhere else"
+  makes every device cookie issued before count for nothing (the browser that did it gets a new one); a
+  sign-out does not, so the owner's browsers stay known.
 - Every other attempt counts against the **account** (its email as typed, known or not, so the answers do
   not tell which emails have accounts) and against the **client address**.
 - Under each key the first wrong passwords are free (DLA_SIGNIN_FREE_FAILURES, more per address:
@@ -21,6 +24,7 @@ key's row, so concurrent attempts when a delay ends get one try between them, no
 from __future__ import annotations
 
 import hashlib
+import hmac
 import math
 import secrets
 from dataclasses import dataclass, field
@@ -70,31 +74,47 @@ def _serializer() -> URLSafeTimedSerializer:
     return URLSafeTimedSerializer(current_app.secret_key, salt="academy.device-cookie")
 
 
+def _binding(user: User, nonce: str) -> str:
+    """What ties a device cookie's entry to `user` as the account is now: a MAC, under the app's secret key, of
+    the user's id, the entry's nonce, the user's device secret and password hash. Replacing either (a password
+    change, "sign out everywhere else": User.forget_devices) ends every entry issued before. Readable in the
+    cookie, it tells nothing about the hash."""
+    message = "\0".join((str(user.id), nonce, user.device_secret or "", user.password_hash or ""))
+    secret = current_app.secret_key
+    key = hashlib.sha256(b"academy.device-binding\0" + (secret.encode() if isinstance(secret, str) else secret))
+    return hmac.new(key.digest(), message.encode(), hashlib.sha256).hexdigest()[:32]
+
+
 def _devices() -> list[list]:
-    """This browser's device cookie: [user id, nonce] pairs, newest first; [] when absent, forged or expired."""
+    """This browser's device cookie: [user id, nonce, binding] entries, newest first; [] when absent, forged or
+    expired (entries of another shape, from before the binding, are left out)."""
     raw = request.cookies.get(DEVICE_COOKIE)
     if not raw:
         return []
     try:
-        pairs = _serializer().loads(raw, max_age=int(DEVICE_MAX_AGE.total_seconds()))
+        entries = _serializer().loads(raw, max_age=int(DEVICE_MAX_AGE.total_seconds()))
     except BadSignature:
         return []
-    return [p for p in pairs if isinstance(p, list) and len(p) == 2 and isinstance(p[0], int)
-            and isinstance(p[1], str)] if isinstance(pairs, list) else []
+    return [e for e in entries if isinstance(e, list) and len(e) == 3 and isinstance(e[0], int)
+            and isinstance(e[1], str) and isinstance(e[2], str)] if isinstance(entries, list) else []
 
 
 def device_nonce(user: User | None) -> str | None:
-    """The nonce of this browser's device cookie for `user`, when it holds a valid one."""
+    """The nonce of this browser's device cookie for `user`, when it holds one still bound to the account as it
+    is now (not from before a password change or "sign out everywhere else")."""
     if user is None:
         return None
-    return next((nonce for user_id, nonce in _devices() if user_id == user.id), None)
+    return next((nonce for user_id, nonce, binding in _devices() if user_id == user.id
+                 and hmac.compare_digest(binding, _binding(user, nonce))), None)
 
 
 def trust_this_browser(response: Response, user: User) -> None:
-    """Issue (or renew) the device cookie after a successful sign-in or sign-up as `user`."""
-    others = [pair for pair in _devices() if pair[0] != user.id]
-    pairs = [[user.id, device_nonce(user) or secrets.token_urlsafe(16)], *others][:DEVICES_PER_BROWSER]
-    response.set_cookie(DEVICE_COOKIE, _serializer().dumps(pairs), max_age=int(DEVICE_MAX_AGE.total_seconds()),
+    """Issue (or renew) the device cookie after a successful sign-in or sign-up as `user`, or after this browser
+    changed the password or signed out everywhere else (then with a new nonce: the old entry no longer holds)."""
+    others = [entry for entry in _devices() if entry[0] != user.id]
+    nonce = device_nonce(user) or secrets.token_urlsafe(16)
+    entries = [[user.id, nonce, _binding(user, nonce)], *others][:DEVICES_PER_BROWSER]
+    response.set_cookie(DEVICE_COOKIE, _serializer().dumps(entries), max_age=int(DEVICE_MAX_AGE.total_seconds()),
                         path="/", secure=not settings().insecure_cookies, httponly=True, samesite="Lax")
 
 

@@ -118,10 +118,13 @@ def _number(value: float) -> str:
     return f"{value:g}"
 
 
+# Every line break a reader may split lines at: \r and \n, and the others str.splitlines() knows (vertical tab,
+# form feed, the file/group/record separators, NEL, the Unicode line and paragraph separators).
+_LINE_BREAKS = "\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 # Wherever a reader may start a cell inside this one (the cell's start, after any separator it may be set to
-# split on, "," ";" tab "|", after a line break, after a quote when it splits before unquoting), then blanks,
+# split on, "," ";" tab "|", after any line break, after a quote when it splits before unquoting), then blanks,
 # then what a spreadsheet reads as the start of a formula.
-_FORMULA_START = re.compile(r'(^|[,;\t|\r\n"])([^\S\t\r\n]*)(?=[=+\-@\t\r])')
+_FORMULA_START = re.compile(rf'(^|[,;\t|"{_LINE_BREAKS}])([^\S\t{_LINE_BREAKS}]*)(?=[=+\-@\t\r])')
 
 
 def _text(value: str) -> str:

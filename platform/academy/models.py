@@ -49,6 +49,10 @@ class User(Base):
     # "sign out everywhere", a guest signing up, signing in or being merged) ends every cookie issued
     # before, copies included.
     session_secret: Mapped[str] = mapped_column(String(64), default=new_session_secret)
+    # Random, what this user's device cookies are bound to (with the password hash: backoff.py): replaced by a
+    # password change and "sign out everywhere else", never by a sign-out, so the owner's browsers stay known.
+    # None for rows from before migration 0008 (until one of those replaces it).
+    device_secret: Mapped[str | None] = mapped_column(String(64), default=new_session_secret)
     # Last request of this user, written at most every SEEN_EVERY (security.py); guests idle for 30 days
     # are removed by `flask --app academy remove-idle-guests`.
     last_seen_at: Mapped[datetime | None] = mapped_column(DateTime)
@@ -60,6 +64,10 @@ class User(Base):
     def end_sessions(self) -> None:
         """Every cookie issued to this user so far stops working, copies included (caller commits)."""
         self.session_secret = new_session_secret()
+
+    def forget_devices(self) -> None:
+        """Every device cookie issued for this user so far counts for nothing (caller commits)."""
+        self.device_secret = new_session_secret()
 
     @property
     def is_instructor(self) -> bool:

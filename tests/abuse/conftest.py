@@ -1,6 +1,10 @@
-"""The platform as it runs (gunicorn, one process, 8 threads, the in-process grading runner, a fresh SQLite
-database) and HTTP clients that each come from their own loopback address (127.0.0.x), like people on
-different machines, or that say who they are through X-Forwarded-For to a server that trusts one proxy."""
+"""The platform as it runs (gunicorn, one process, 8 threads, the in-process grading runner, a fresh database)
+and HTTP clients that each come from their own loopback address (127.0.0.x), like people on different
+machines, or that say who they are through X-Forwarded-For to a server that trusts one proxy.
+
+Every test here runs twice, through the module-scoped `database` fixture: on SQLite (the embedded default)
+and on PostgreSQL (one cluster for the whole session, started when first needed; each server gets a fresh
+database in it)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,18 +12,36 @@ from typing import Iterator
 
 import pytest
 
-from tests.helpers import LiveServer
+from tests.abuse.databases import Database
+from tests.helpers import LiveServer, PostgresServer, postgres_bin
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[PostgresServer]:
+    if postgres_bin() is None:
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+    cluster = PostgresServer().start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest) -> Database:
+    if request.param == "postgresql":
+        return Database("postgresql", request.getfixturevalue("postgres_cluster"))
+    return Database("sqlite")
 
 
 @pytest.fixture
-def serve(tmp_path: Path) -> Iterator:
-    """serve(**env): a started LiveServer with these environment variables; stopped after the test."""
+def serve(tmp_path: Path, database: Database) -> Iterator:
+    """serve(**env): a started LiveServer on a fresh database with these environment variables; stopped after
+    the test."""
     servers: list[LiveServer] = []
 
     def _serve(**env: str) -> LiveServer:
         folder = tmp_path / f"server-{len(servers)}"
         folder.mkdir()
-        server = LiveServer(folder, env).start()
+        server = database.serve(folder, env)
         servers.append(server)
         return server
     yield _serve
@@ -33,8 +55,8 @@ def server(serve) -> LiveServer:  # noqa: ANN001
 
 
 @pytest.fixture(scope="module")
-def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def shared_server(tmp_path_factory: pytest.TempPathFactory, database: Database) -> Iterator[LiveServer]:
     """One server for a module's tests that each use their own client addresses."""
-    server = LiveServer(tmp_path_factory.mktemp("server"), {}).start()
+    server = database.serve(tmp_path_factory.mktemp("server"))
     yield server
     server.stop()

@@ -117,3 +117,23 @@ def token_of_a_deleted_user_dies(server: LiveServer, rows: UserRows, net: str) -
     assert Client(server, f"{net}.2").signup(f"after-{net}@example.org").status == 302
     assert Client(server, f"{net}.3", token=token).api("GET", "/api/progress").status == 401
     assert _signed_in_as(owner) is None
+
+
+def merge_ends_every_earlier_cookie_of_the_account(server: LiveServer, net: str) -> None:
+    """A merge rotates the account's session like a sign-in or a sign-up: a copy of the account's cookie taken
+    while the merge offer stood is no longer the account after the merge, and neither is the cookie of another
+    browser signed in before (it signs in again); the browser that merged is, with the guest's work."""
+    mine = f"keeper-{net}@example.org"
+    other = Client(server, f"{net}.1")
+    assert other.signup(mine).status == 302
+    browser = _guest_with_a_draft(Client(server, f"{net}.2"), "merged_in = 1")
+    assert "/auth/merge" in browser.signin(mine).location
+    copy = browser.cookie
+    assert _signed_in_as(_holding(server, f"{net}.3", copy)) == mine  # the account's, while the offer stands
+    assert browser.form("/auth/merge", {"action": "merge"}).status == 302
+    assert _signed_in_as(browser) == mine and "merged_in = 1" in browser.get(STEP).text
+
+    replay = _holding(server, f"{net}.3", copy)
+    assert replay.api("GET", "/api/progress").status == 401
+    assert replay.get("/auth/account").status == 302  # to the sign-in page
+    assert _signed_in_as(other) is None

@@ -3,11 +3,13 @@ guests from one address, however they are made; quiz answers per account and per
 keep stored per account and per address, refused with a plain message that loses nothing stored."""
 from __future__ import annotations
 
-import sqlite3
 from typing import Iterator
 
 import pytest
+from sqlalchemy import func, select
 
+from academy.models import QuizAnswer
+from tests.abuse.databases import Database, admin
 from tests.helpers import EXERCISE, LESSON, Client, LiveServer
 
 QUESTION = f"/lessons/{LESSON}/quiz/vanishing-gradients"
@@ -15,11 +17,11 @@ OTHER_EXERCISE = "mixed-precision/fix-underflow"
 
 
 @pytest.fixture(scope="module")
-def budget_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    server = LiveServer(tmp_path_factory.mktemp("server"), {
+def budget_server(tmp_path_factory: pytest.TempPathFactory, database: Database) -> Iterator[LiveServer]:
+    server = database.serve(tmp_path_factory.mktemp("server"), {
         "DLA_LIMIT_GUESTS_PER_ADDRESS": "4 per hour", "DLA_LIMIT_QUIZ_ANSWERS_PER_ACCOUNT": "5 per minute",
         "DLA_LIMIT_QUIZ_ANSWERS_PER_ADDRESS": "8 per minute", "DLA_DRAFT_KB_PER_ACCOUNT": "8",
-        "DLA_DRAFT_KB_PER_ADDRESS": "20"}).start()
+        "DLA_DRAFT_KB_PER_ADDRESS": "20"})
     yield server
     server.stop()
 
@@ -45,10 +47,8 @@ def test_one_guest_budget_whatever_makes_the_guest(budget_server: LiveServer) ->
 
 
 def _stored_answers(server: LiveServer) -> int:
-    with sqlite3.connect(server.instance / "academy.sqlite") as database:
-        count = database.execute("SELECT count(*) FROM quiz_answers").fetchone()[0]
-    database.close()
-    return count
+    with admin(server) as db:
+        return db.scalar(select(func.count()).select_from(QuizAnswer))
 
 
 def test_quiz_answers_are_limited_per_account_and_per_address(budget_server: LiveServer) -> None:

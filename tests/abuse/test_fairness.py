@@ -1,4 +1,8 @@
-"""Fair, bounded grading and the rate limits, against the running server (in-process grading runner)."""
+"""Fair, bounded grading and the rate limits, against the running server (in-process grading runner).
+
+The one-pending-submission rule is the database's (a partial unique index): it is tested on SQLite and on
+PostgreSQL. The grading turns (the runner's, in memory) and the rate limits (Flask-Limiter's counters, in
+memory or Redis) hold nothing in the database: those tests run on SQLite only, to keep the suite short."""
 from __future__ import annotations
 
 import threading
@@ -9,6 +13,7 @@ import pytest
 from tests.helpers import EXERCISE, SLEEPER, SOLUTION, Client, LiveServer
 
 pytestmark = pytest.mark.slow
+NOT_THE_DATABASES = pytest.mark.parametrize("database", ["sqlite"], indirect=True)
 
 
 def test_thirty_concurrent_submissions_of_one_learner_store_one(serve) -> None:  # noqa: ANN001
@@ -41,6 +46,7 @@ def _finished(state: dict) -> datetime:
     return datetime.fromisoformat(state["finished_at"].rstrip("Z"))
 
 
+@NOT_THE_DATABASES
 def test_guests_minted_by_one_client_share_one_turn(serve) -> None:  # noqa: ANN001
     """Six hostile guests from one address, each holding a grader as long as it may, then a learner from
     elsewhere: the learner's verdict comes while the hostile jobs take their one turn at a time."""
@@ -62,6 +68,7 @@ def test_guests_minted_by_one_client_share_one_turn(serve) -> None:  # noqa: ANN
     assert sum(_finished(state) < _finished(verdict) for state in hostile_done) <= 1, (verdict, hostile_done)
 
 
+@NOT_THE_DATABASES
 def test_a_classroom_behind_one_address_works_and_guest_minting_stops(serve) -> None:  # noqa: ANN001
     server: LiveServer = serve()  # the default limits
     school = "127.0.3.10"
@@ -78,6 +85,7 @@ def test_a_classroom_behind_one_address_works_and_guest_minting_stops(serve) -> 
     assert Client(server, "127.0.3.11").form("/auth/guest").status == 302  # another address is not affected
 
 
+@NOT_THE_DATABASES
 def test_drafts_and_submissions_are_limited(serve) -> None:  # noqa: ANN001
     server: LiveServer = serve(DLA_LIMIT_SUBMISSIONS_PER_ADDRESS="4 per minute",
                                DLA_LIMIT_DRAFTS_PER_ACCOUNT="30 per minute")
@@ -94,6 +102,7 @@ def test_drafts_and_submissions_are_limited(serve) -> None:  # noqa: ANN001
     assert answers[-1].headers["Retry-After"] and "from your network" in answers[-1].json()["error"]
 
 
+@NOT_THE_DATABASES
 def test_client_address_comes_from_the_trusted_proxy_only(serve) -> None:  # noqa: ANN001
     behind_proxy: LiveServer = serve(DLA_TRUSTED_PROXIES="1", DLA_LIMIT_GUESTS_PER_ADDRESS="2 per hour")
     first = [Client(behind_proxy, forwarded_for="203.0.113.1").form("/auth/guest").status for _ in range(3)]

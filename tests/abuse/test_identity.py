@@ -1,5 +1,5 @@
-"""A cookie or a token names exactly one user forever, on the embedded default (SQLite): the attacks of
-tests/abuse/identity.py against one running server (tests/deploy/test_identity_postgres.py: PostgreSQL)."""
+"""A cookie or a token names exactly one user forever: the attacks of tests/abuse/identity.py against one
+running server, on SQLite and on PostgreSQL (tests/deploy/test_identity_postgres.py: on a server of its own)."""
 from __future__ import annotations
 
 from typing import Iterator
@@ -7,12 +7,13 @@ from typing import Iterator
 import pytest
 
 from tests.abuse import identity
+from tests.abuse.databases import url
 from tests.helpers import LiveServer, UserRows
 
 
 @pytest.fixture(scope="module")
 def rows(shared_server: LiveServer) -> Iterator[UserRows]:
-    found = UserRows(f"sqlite:///{shared_server.instance / 'academy.sqlite'}")
+    found = UserRows(url(shared_server))
     yield found
     found.dispose()
 
@@ -36,3 +37,7 @@ def test_guest_cookies_copied_before_sign_up_or_sign_in_die(shared_server: LiveS
 
 def test_the_token_of_a_deleted_account_dies(shared_server: LiveServer, rows: UserRows) -> None:
     identity.token_of_a_deleted_user_dies(shared_server, rows, "127.0.11")
+
+
+def test_a_merge_ends_every_earlier_cookie_of_the_account(shared_server: LiveServer) -> None:
+    identity.merge_ends_every_earlier_cookie_of_the_account(shared_server, "127.0.19")

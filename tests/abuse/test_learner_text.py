@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 from typing import Iterator
 
 import pytest
+from sqlalchemy import update
 
+from academy.models import User
+from tests.abuse.databases import Database, admin
 from tests.helpers import EXERCISE, EXERCISES, SOLUTION, Client, LiveServer
 
 pytestmark = pytest.mark.slow  # one real grading
@@ -25,12 +27,12 @@ def test_an_authors_slip(observed):
 
 
 @pytest.fixture(scope="module")
-def slipping_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def slipping_server(tmp_path_factory: pytest.TempPathFactory, database: Database) -> Iterator[LiveServer]:
     """A course whose amp-step has a check that breaks (an author's mistake), whatever the code does."""
     folder = tmp_path_factory.mktemp("server")
     shutil.copytree(EXERCISES, folder / "exercises")
     (folder / "exercises" / EXERCISE / "checks" / "test_authors_slip.py").write_text(SLIP)
-    server = LiveServer(folder, {"DLA_EXERCISES": str(folder / "exercises")}).start()
+    server = database.serve(folder, {"DLA_EXERCISES": str(folder / "exercises")})
     yield server
     server.stop()
 
@@ -51,9 +53,8 @@ def test_a_learner_never_reads_what_is_for_the_author(slipping_server: LiveServe
 
     teacher = Client(slipping_server, "127.0.16.2")
     assert teacher.signup("author@example.org").status == 302
-    with sqlite3.connect(slipping_server.instance / "academy.sqlite") as database:
-        database.execute("UPDATE users SET role = 'instructor' WHERE email = 'author@example.org'")
-    database.close()
+    with admin(slipping_server) as db:
+        db.execute(update(User).where(User.email == "author@example.org").values(role="instructor"))
     full = teacher.api("GET", f"/api/submissions/{mine['id']}").json()["result"]
     assert any("test_authors_slip.py::test_an_authors_slip" in p and "params_after_of_a_hidden_test" in p
                for p in full["problems"]), full.get("problems")

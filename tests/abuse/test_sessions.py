@@ -3,8 +3,12 @@ cannot make tokens, secrets are not cached, idle guests are removed."""
 from __future__ import annotations
 
 import re
-import sqlite3
+from datetime import timedelta
 
+from sqlalchemy import func, select, update
+
+from academy.models import Draft, User, utcnow
+from tests.abuse.databases import admin
 from tests.helpers import Client, LiveServer
 
 
@@ -81,17 +85,17 @@ def test_idle_guests_are_removed_by_the_maintenance_command(server: LiveServer) 
     active = Client(server, "127.0.1.9").guest()
     member = Client(server, "127.0.1.10")
     member.signup("dave@example.org")
-    database = sqlite3.connect(server.instance / "academy.sqlite")
-    with database:
+    with admin(server) as db:
         # Forty days without a request: the idle guest, and an account (accounts are never removed).
-        database.execute("UPDATE users SET last_seen_at = datetime('now', '-40 days'), "
-                         "created_at = datetime('now', '-40 days') WHERE id IN (1, 3)")
+        forty_days_ago = utcnow() - timedelta(days=40)
+        db.execute(update(User).where(User.id.in_((1, 3))).values(last_seen_at=forty_days_ago,
+                                                                   created_at=forty_days_ago))
     done = server.flask("remove-idle-guests")
     assert done.returncode == 0, done.stderr
     assert "Removed 1 guest" in done.stdout
-    assert [row[0] for row in database.execute("SELECT id FROM users ORDER BY id")] == [2, 3]
-    assert database.execute("SELECT count(*) FROM drafts").fetchone()[0] == 0
-    database.close()
+    with admin(server) as db:
+        assert db.scalars(select(User.id).order_by(User.id)).all() == [2, 3]
+        assert db.scalar(select(func.count()).select_from(Draft)) == 0
     assert _signed_in_as(idle) is None and _signed_in_as(active) is not None
 
 

@@ -6,34 +6,39 @@ The delays are a minute and more here, and time passes by moving the recorded wr
 database (`_later`): nothing sleeps."""
 from __future__ import annotations
 
-import sqlite3
 import statistics
 import threading
 import time
+from datetime import timedelta
 from typing import Iterator
 
 import pytest
+from sqlalchemy import select
 
+from academy.models import SigninFailure
+from tests.abuse.databases import Database, admin
 from tests.helpers import Client, LiveServer
 
 FIRST_DELAY_S = 60
 RIGHT = "the-right-password"
+# What a password hash costs and the sign-up limit (Flask-Limiter's counters, in memory or Redis) hold nothing
+# in the database: those two tests run on SQLite only; every other one on PostgreSQL too.
+NOT_THE_DATABASES = pytest.mark.parametrize("database", ["sqlite"], indirect=True)
 
 
 @pytest.fixture(scope="module")
-def signin_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    server = LiveServer(tmp_path_factory.mktemp("server"), {
-        "DLA_SIGNIN_FIRST_DELAY_S": str(FIRST_DELAY_S), "DLA_SIGNIN_FREE_FAILURES_PER_ADDRESS": "8"}).start()
+def signin_server(tmp_path_factory: pytest.TempPathFactory, database: Database) -> Iterator[LiveServer]:
+    server = database.serve(tmp_path_factory.mktemp("server"), {
+        "DLA_SIGNIN_FIRST_DELAY_S": str(FIRST_DELAY_S), "DLA_SIGNIN_FREE_FAILURES_PER_ADDRESS": "8"})
     yield server
     server.stop()
 
 
 def _later(server: LiveServer, seconds: int) -> None:
     """As if `seconds` had passed since every wrong password counted so far."""
-    with sqlite3.connect(server.instance / "academy.sqlite") as database:
-        database.execute("UPDATE signin_failures SET last_failure_at = datetime(last_failure_at, ?)",
-                         (f"-{seconds} seconds",))
-    database.close()
+    with admin(server) as db:
+        for failure in db.scalars(select(SigninFailure)):
+            failure.last_failure_at -= timedelta(seconds=seconds)
 
 
 def _wait_s(response) -> int:  # noqa: ANN001 - tests.helpers.Response
@@ -108,6 +113,40 @@ def test_a_device_cookie_counts_its_own_failures_and_names_one_account(signin_se
     assert forged.signin("held@example.org", RIGHT).status == 429
 
 
+def _held_back(server: LiveServer, email: str, network: str) -> None:
+    """Five wrong passwords for `email`, each from its own address: a browser not known for the account waits."""
+    for n in range(5):
+        assert Client(server, f"{network}.{100 + n}").signin(email, "guess").status == 401
+
+
+def test_a_password_change_ends_older_device_cookies_and_a_sign_out_does_not(signin_server: LiveServer) -> None:
+    email, new = "changer@example.org", "a-new-password-1"
+    owner = _account(signin_server, email, "127.0.7.1")
+    copied = owner.cookies["dla_device"]  # the owner's device cookie, copied before the password changes
+    assert owner.signin(email, RIGHT).status == 302
+    assert owner.form("/auth/password", {"current": RIGHT, "new": new}).status == 302
+    owner.form("/auth/signout")  # a sign-out leaves this browser known
+    _held_back(signin_server, email, "127.0.7")
+    assert owner.signin(email, new).status == 302  # the browser that changed the password: not held back
+    thief = Client(signin_server, "127.0.7.20")
+    thief.cookies["dla_device"] = copied
+    refused = thief.signin(email, new)  # the right password, but the copy exempts it no more: it waits
+    assert _wait_s(refused) <= FIRST_DELAY_S and "not held back" in refused.text
+
+
+def test_signing_out_everywhere_else_ends_the_other_browsers_device_cookies(signin_server: LiveServer) -> None:
+    email = "everywhere@example.org"
+    here = _account(signin_server, email, "127.0.8.1")
+    laptop = Client(signin_server, "127.0.8.2")
+    assert laptop.signin(email, RIGHT).status == 302 and "dla_device" in laptop.cookies
+    assert here.signin(email, RIGHT).status == 302
+    assert here.form("/auth/sessions/end-others").status == 302
+    here.form("/auth/signout")
+    _held_back(signin_server, email, "127.0.8")
+    assert here.signin(email, RIGHT).status == 302  # this browser got a new device cookie
+    assert _wait_s(laptop.signin(email, RIGHT)) <= FIRST_DELAY_S  # the laptop's counts for nothing now
+
+
 def test_guesses_sent_together_when_a_delay_ends_get_one_try(signin_server: LiveServer) -> None:
     _account(signin_server, "race@example.org", "127.0.6.1")
     for n in range(5):
@@ -129,6 +168,7 @@ def test_guesses_sent_together_when_a_delay_ends_get_one_try(signin_server: Live
     assert sorted(statuses) == [401] + [429] * 7, statuses
 
 
+@NOT_THE_DATABASES
 def test_unknown_email_costs_the_same_as_a_known_one(signin_server: LiveServer) -> None:
     Client(signin_server, "127.0.2.40").signup("known@example.org")
 
@@ -148,6 +188,7 @@ def test_unknown_email_costs_the_same_as_a_known_one(signin_server: LiveServer) 
     assert 0.5 < unknown / known < 2.0, (known, unknown)
 
 
+@NOT_THE_DATABASES
 def test_signups_are_limited_per_address(serve) -> None:  # noqa: ANN001
     server: LiveServer = serve(DLA_LIMIT_SIGNUPS_PER_ADDRESS="3 per hour")
     crowd = [Client(server, "127.0.2.20").signup(f"s{n}@example.org").status for n in range(5)]

@@ -1,13 +1,18 @@
 """What learners type reaches the instructor's spreadsheet as text, against the running server: sign-up refuses
 emails a CSV reader could split or unquote, and every gradebook shape quotes every cell and puts an apostrophe
 wherever a formula could start, for a reader that splits on ",", ";" (many European locales), tab or "|",
-or splits lines before unquoting; accounts made before the check included."""
+or splits lines (at any separator str.splitlines() knows) before unquoting; accounts made before the check
+included."""
 from __future__ import annotations
 
 import csv
 import io
-import sqlite3
 
+from sqlalchemy import update
+from sqlalchemy.orm import Session
+
+from academy.models import LessonProgress, User
+from tests.abuse.databases import admin
 from tests.helpers import Client, LiveServer
 
 REFUSED = ["x;=2+5;@evil.io", "a,=1@evil.io", 'q"=1@evil.io', "tab\t=1@evil.io", "s p@evil.io", "l\n=1@evil.io",
@@ -15,6 +20,9 @@ REFUSED = ["x;=2+5;@evil.io", "a,=1@evil.io", 'q"=1@evil.io', "tab\t=1@evil.io",
 # Accounts from before sign-up checked emails: the gradebook must still be safe with them.
 LEGACY = ["old;=2+5;@evil.io", "a,=1@old.io", 'q;"=1@old.io', "t;\t=1@old.io", "sp; =1@old.io", "l\r\n=1@old.io",
           "p|@old.io", "=HYPERLINK(\"http://evil.io\")@old.io", "-2+3@old.io", "nb;\u00a0@old.io"]
+# Every line separator str.splitlines() knows besides \r and \n: a reader may split lines at any of them.
+LINE_SEPARATORS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+LEGACY += [f"ls{ord(separator):x}{separator}=1@old.io" for separator in LINE_SEPARATORS]
 FORMULA = ("=", "+", "-", "@", "\t", "\r")
 HEADERS = {"plain": '"learner_id","email","guest",', "canvas": '"Student","ID","SIS User ID","SIS Login ID",',
            "moodle": '"Email address",'}  # every cell quoted, the header's too
@@ -30,7 +38,7 @@ def _formula_cells(body: str) -> list[tuple[str, str]]:
     for delimiter in (",", ";", "\t", "|"):
         for row in csv.reader(io.StringIO(body, newline=""), delimiter=delimiter):
             found += [(delimiter, cell) for cell in row if _starts_a_formula(cell)]
-        for line in body.replace("\r\n", "\n").replace("\r", "\n").split("\n"):  # lines first, then cells
+        for line in body.splitlines():  # lines first (at every separator Python knows), then cells
             found += [(f"naive {delimiter!r}", cell) for cell in line.split(delimiter)
                       if _starts_a_formula(cell.strip(' "'))]
     return found
@@ -43,25 +51,22 @@ def test_sign_up_refuses_emails_a_spreadsheet_could_split(shared_server: LiveSer
     assert Client(shared_server, "127.0.14.30").signup("o'brien+course@example.org").status == 302
 
 
-def _legacy_account(database: sqlite3.Connection, email: str) -> None:
-    """An account as the sign-up of before made it, with some activity so the gradebook lists it."""
-    columns = {row[1] for row in database.execute("PRAGMA table_info(users)")}
-    secret = ", session_secret" if "session_secret" in columns else ""
-    user_id = database.execute(f"INSERT INTO users (email, role, is_guest, created_at{secret}) VALUES "
-                               f"(?, 'learner', 0, CURRENT_TIMESTAMP{', ?' if secret else ''})",
-                               (email, "legacy-" + email) if secret else (email,)).lastrowid
-    database.execute("INSERT INTO lesson_progress (user_id, lesson_id, step_id, updated_at) "
-                     "VALUES (?, 'mixed-precision', 'meet-autocast', CURRENT_TIMESTAMP)", (user_id,))
+def _legacy_account(db: Session, email: str) -> None:
+    """An account as the sign-up of before made it (no check of its email), with some activity so the
+    gradebook lists it."""
+    user = User(email=email, role="learner", is_guest=False)
+    db.add(user)
+    db.flush()
+    db.add(LessonProgress(user_id=user.id, lesson_id="mixed-precision", step_id="meet-autocast"))
 
 
 def test_no_cell_of_any_gradebook_starts_a_formula(shared_server: LiveServer) -> None:
     teacher = Client(shared_server, "127.0.14.40")
     assert teacher.signup("csv-teacher@example.org").status == 302
-    with sqlite3.connect(shared_server.instance / "academy.sqlite") as database:
-        database.execute("UPDATE users SET role = 'instructor' WHERE email = 'csv-teacher@example.org'")
+    with admin(shared_server) as db:
+        db.execute(update(User).where(User.email == "csv-teacher@example.org").values(role="instructor"))
         for email in LEGACY:
-            _legacy_account(database, email)
-    database.close()
+            _legacy_account(db, email)
     for shape in ("plain", "canvas", "moodle"):
         download = teacher.get(f"/instructor/gradebook.csv?format={shape}")
         assert download.status == 200, shape

@@ -5,6 +5,8 @@ import io
 import json
 import socket
 import struct
+import time
+import tracemalloc
 import zipfile
 
 import pytest
@@ -202,3 +204,99 @@ def test_the_helper_channel_only_asks():
     thread.join(timeout=5)
     helper_end.close()
     assert referee.events == [] and "it may only ask" in referee.refused
+
+
+class Clocked(channel.Referee):
+    """Notes, for every question, the time the channel says it arrived."""
+
+    def __init__(self, seed, device):
+        super().__init__(seed, device)
+        self.arrivals = []
+
+    def answer(self, request, learner):
+        self.arrivals.append(self.arrived)
+        return {}
+
+
+def test_a_message_arrives_when_its_last_byte_does_not_its_header():
+    # A header sent ahead of its payload (the audit's A3: a timed round's finish question) stops no clock.
+    grader_end, learner_end = socket.socketpair()
+    referee = Clocked(1, "cpu")
+    thread = channel.serve_in_background(referee, grader_end, NoLearner())
+    whole = frame({"op": "ask", "request": {"op": "finish"}})
+    learner_end.sendall(whole[:7])  # the header and two bytes of the payload
+    time.sleep(0.3)
+    rest_sent = time.perf_counter()
+    learner_end.sendall(whole[7:])
+    assert json.loads(learner_end.recv(1 << 16)[5:]) == {}
+    learner_end.close()
+    thread.join(timeout=5)
+    assert referee.arrivals and referee.arrivals[0] >= rest_sent, (referee.arrivals, rest_sent)
+
+
+def archive(pickle: bytes) -> bytes:
+    """A torch.save archive of one small tensor whose data.pkl is `pickle` (for pickles torch.save never writes)."""
+    plain = io.BytesIO()
+    torch.save({"w": torch.zeros(1)}, plain)
+    source, out = zipfile.ZipFile(io.BytesIO(plain.getvalue())), io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as made:
+        for info in source.infolist():
+            made.writestr(info.filename, pickle if info.filename.endswith("data.pkl") else source.read(info))
+    return struct.pack(">IB", len(out.getvalue()), ord("T")) + out.getvalue()
+
+
+def _event(payload: bytes) -> bytes:  # a mark event whose "pad" is the pickled value `payload` builds
+    return (b"\x80\x02}(X\x02\x00\x00\x00opX\x05\x00\x00\x00eventX\x05\x00\x00\x00event}(X\x05\x00\x00\x00event"
+            b"X\x04\x00\x00\x00markX\x05\x00\x00\x00labelX\x01\x00\x00\x00xX\x04\x00\x00\x00lineNX\x03\x00\x00\x00pad"
+            + payload + b"uu.")
+
+
+@pytest.mark.parametrize("bad, why", [
+    # JSON: 3 bytes on the wire, a 64-byte list in the grading process
+    (frame({"op": "event", "event": mark("x") | {"pad": [[]] * 30_000}}), "more than 50000 items"),
+    # pickles, read without being run: too many instructions, a set, a call torch.save never writes
+    (archive(_event(b"](" + b"]" * 60_000 + b"e")), "more than 50000 items"),
+    (archive(_event(b"\x8f")), "EMPTY_SET"),
+    (archive(_event(b"c__builtin__\nbytearray\nJ\x00\xca\x9a;\x85R")), "bytearray"),
+    (archive(_event(b"ctorch\nFloatStorage\nJ\x00\xca\x9a;\x85R")), "calls a storage type"),
+    (archive(_event(b"ctorch._utils\n_rebuild_tensor_v2\n\x85")), "_rebuild_tensor_v2 into a tuple"),
+])
+def test_what_a_message_would_cost_once_decoded_is_counted_from_its_bytes(bad, why):
+    referee = serve(channel.Referee(1, "cpu"), frame({"op": "event", "event": forward()}), bad)
+    assert [e["event"] for e in referee.events] == ["forward"]
+    assert why in referee.refused, referee.refused
+
+
+def test_torch_saves_own_messages_pass_the_count_before_decoding():
+    # accumulate-amp's largest: an optimizer.grads event of a model's gradients and weights
+    grads = {"event": "optimizer.grads", "line": None, "via_scaler": True,
+             "grads": {f"layer{i}.weight": torch.ones(8, 8) for i in range(20)} | {"none": None},
+             "params": {f"layer{i}.weight": torch.zeros(8, 8, dtype=torch.float16) for i in range(20)}}
+    referee = serve(channel.Referee(1, "cpu"), frame({"op": "event", "event": grads}, b"T"),
+                    frame({"op": "event", "event": mark("x") | {"n": [1.5, None, True, "s", (1, 2), 10**12]}}, b"T"))
+    assert referee.refused is None and len(referee.events) == 2, referee.problems
+    assert torch.equal(referee.events[0]["grads"]["layer3.weight"], torch.ones(8, 8))
+
+
+def test_json_that_would_expand_is_refused_before_the_grading_side_holds_it():
+    # The audit's A4 message: ~600 KB of empty lists, ~13 MB once decoded; ten of them held 130 MB.
+    body = ",".join(["[]"] * 199_900)
+    one = b'{"op":"event","event":{"event":"mark","label":"x","line":null,"pad":[' + body.encode() + b"]}}"
+    attack = struct.pack(">IB", len(one), ord("J")) + one
+    tracemalloc.start()
+    try:
+        started = time.monotonic()
+        referee = serve(channel.Referee(1, "cpu"), *[attack] * 10)
+        seconds, (_, peak) = time.monotonic() - started, tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert referee.events == [] and "items" in referee.refused, referee.refused
+    assert peak < 16 * 1024 * 1024, f"the grading side held {peak / 2**20:.0f} MB"
+    assert seconds < 2
+
+
+def test_the_items_of_all_a_runs_messages_are_capped(monkeypatch):
+    monkeypatch.setattr(channel, "MAX_STREAM_ITEMS", 100)
+    referee = serve(channel.Referee(1, "cpu"), *[frame({"op": "event", "event": mark(str(i)) | {"pad": [[]] * 10}})
+                                                 for i in range(10)])
+    assert 0 < len(referee.events) < 10 and "more than 100 items in all" in referee.refused, referee.refused

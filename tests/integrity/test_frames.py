@@ -2,8 +2,9 @@
 
 Each attack patches `torch.save` in the learner's process, so the frame the probe writes carries what
 the attack wants: fields only the grading side may state (the device, notes, an infrastructure failure
-with its exit code 3), a stride-0 tensor that unfolds into gigabytes, millions of references. Both
-sandboxes, through their warm pools (the web app's path)."""
+with its exit code 3), a stride-0 tensor that unfolds into gigabytes, millions of references; or writes
+to the live channel itself (a compressed archive, JSON that expands once decoded). Both sandboxes,
+through their warm pools (the web app's path)."""
 from __future__ import annotations
 
 import json
@@ -172,3 +173,30 @@ def test_twenty_thousand_model_calls_leave_a_verdict_of_bounded_size(sandbox):
     result, _ = grade(sandbox, "pass", many_calls)
     assert result["status"] in ("passed", "failed"), result
     assert len(json.dumps(result)) < 256 * 1024
+
+
+# JSON that expands once decoded (the audit's A4): `[]` is 3 bytes on the wire and a 64-byte list in the
+# grading process. Streamed as `mark` events within every byte, item and event cap there was, it took the
+# grading process to 1.2 GB and ~14 CPU-seconds, outside the learner's limits, before a MemoryError (or
+# the learner's time limit) ended the run. Now each message is counted from its bytes before it is decoded.
+# "one-message": the audit's 199,900 empty lists a message; "many-messages": 24,000 a message, under the
+# cap on one message, until the cap on all of a run's messages together.
+EXPANDING = '''
+import struct as _struct
+import sys as _sys
+
+_channel = _sys.modules["grader.harness.channel"]
+_body = ",".join(["[]"] * {lists})
+_payload = ('{{"op":"event","event":{{"event":"mark","label":"x","line":null,"pad":[' + _body + ']}}}}').encode()
+for _ in range(_channel.MAX_STREAM_BYTES // len(_payload) - 1):
+    _channel._learner._sock.sendall(_struct.pack(">IB", len(_payload), ord("J")) + _payload)
+'''
+
+
+@pytest.mark.parametrize("lists", [199_900, 24_000], ids=["one-message", "many-messages"])
+def test_json_that_would_expand_in_the_grading_process_is_refused_from_its_bytes(sandbox, lists):
+    result, seconds = grade(sandbox, "pass", EXPANDING.format(lists=lists) + AMP_SOLUTION)
+    assert result["status"] == "error", result
+    assert "sent the grader something it refuses" in result["error"]["message"], result["error"]
+    assert "items" in result["error"]["message"], result["error"]
+    assert seconds < 20

@@ -145,6 +145,65 @@ _channel.LearnerChannel.ask = _ask_with_a_huge_loss
 '''
 
 
+# The finish question's 5-byte header written as soon as a round starts, its payload only after the slow
+# step: a clock stopped when a message's header arrived (the audit's A3) timed none of the step, and
+# "faster" passed with the per-row loop unchanged. The step's work is all done and checked (same-result).
+HEADER_AHEAD = '''
+import io as _io
+import json as _json
+import struct as _struct
+import sys as _sys
+
+import torch as _torch
+
+_channel = _sys.modules["grader.harness.channel"]
+_scenario = _sys.modules["scenario"]
+_learner = _channel._learner
+_plain_ask = _learner.ask
+_header = _struct.Struct(">IB")
+_ahead = set()
+
+
+def _framed(request):
+    buffer = _io.BytesIO()
+    _torch.save({"op": "ask", "request": request}, buffer)
+    return buffer.getvalue()
+
+
+# Every finish question is framed alike (the same weights' shapes, the same number of losses): its size is
+# known before the round's step has run.
+_SIZE = len(_framed({"op": "finish", "index": 0, "losses": [0.5] * _scenario.BATCHES,
+                     "params": _scenario.params(_scenario.build(1, "cpu")[0])}))
+
+
+def _ask(request):
+    if request.get("op") == "finish" and request.get("index") in _ahead:
+        _ahead.discard(request["index"])
+        payload = _framed(request)
+        if len(payload) != _SIZE:
+            raise RuntimeError(f"the finish question is {len(payload)} bytes, not {_SIZE}")
+        with _learner._lock:
+            _learner._sock.sendall(payload)  # the rest of the message whose header went ahead
+            size, _ = _header.unpack(_channel._recv_exactly(_learner._sock, _header.size))
+            return _json.loads(_channel._recv_exactly(_learner._sock, size))
+    reply = _plain_ask(request)
+    if request.get("op") == "start":
+        _ahead.add(request["index"])
+        _learner._sock.sendall(_header.pack(_SIZE, ord("T")))  # the finish question's header, before the step
+    return reply
+
+
+_learner.ask = _ask
+'''
+
+
+def test_a_finish_header_sent_before_the_slow_step_stops_no_clock(sandbox):
+    result = checks(sandbox, SLOW + HEADER_AHEAD)
+    assert result["same-result"]["passed"], result["same-result"]  # the attack did the checked work
+    assert not result["faster"]["passed"]
+    assert "x as long as yours" in result["faster"]["message"]
+
+
 def test_the_rounds_data_cannot_be_computed_ahead_from_the_run_seed(sandbox):
     result = checks(sandbox, SLOW + PREDICTS_THE_ROUNDS)
     assert not result["faster"]["passed"]

@@ -8,10 +8,12 @@ which one the model's forward), the data of the replayed steps, and each timing 
 
 Each round the learner's process asks to start; this side picks the round's data (a seed the learner
 learns only then, so nothing can be computed ahead), times the original step itself with the learner's
-processes paused (so they cannot slow it), and times the learner's step from its start answer to the
-arrival of its finish question. The finish question carries the losses of the timed steps and the weights
-after them, which the checks compare with the original's on the same data: the timed work is the checked
-work, its last update included. Both sides' times include reporting those weights.
+processes paused (so they cannot slow it), and times the learner's step from its start answer until its
+finish question has been received whole (`arrived`, which the channel sets from the question's last
+byte, once it is checked: a header or part of the question sent ahead stops nothing). The finish
+question carries the losses of the timed steps and the weights after them, which the checks compare with
+the original's on the same data: the timed work is the checked work, its last update included. Both
+sides' times include reporting those weights.
 """
 from __future__ import annotations
 
@@ -95,7 +97,7 @@ class Referee(outside.Referee):
             self.clock.start()
             return {"seed": self.seeds[index]}
         if op == "finish" and self.open == index:
-            self.learner_s[index] = self.clock.stop(at=self.arrived)  # when the question arrived, not its reading
+            self.learner_s[index] = self.clock.stop(at=self.arrived)  # its last byte received, not its reading
             self.learner[index] = {"losses": _losses(request.get("losses")), "params": _params(request.get("params"))}
             self.open = None
             if index % 2 == 1:
