@@ -20,10 +20,10 @@ channel of its own (`channel.ask(...)`, answered by the referee's `answer_helper
 """
 from __future__ import annotations
 
-from grader.harness.channel import ask
 from grader.learner import accumulation, amp, memory, profiling
 from grader.learner.accumulation import watch_step_gradients
 from grader.learner.amp import RECORDER, watch_loss, watch_model, watch_optimizer
+from grader.learner.channel import ask
 from grader.learner.emulation import install_cuda_emulation
 from grader.learner.entry import LearnerError, ProbeAPI, describe_exception
 from grader.learner.helper import start as start_helper

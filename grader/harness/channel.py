@@ -1,6 +1,7 @@
 """The live channel between the learner's process and the grading process, open while the code runs.
 
-Two things travel on it (a socket pair made by isolation.run_confined):
+Two things travel on it (a socket pair made by the grading process for each run; the learner's end,
+grader/learner/channel.py, is the only part the learner's process imports):
 
 * **Events**, learner to grader, as they happen: every spy call (`emit`) and the one detail a spy adds
   when the call it recorded returns (`amend`). The grading side keeps its own copy, numbered in the
@@ -32,148 +33,23 @@ payload) ends a timed interval early. No referee can read a time for a message a
 """
 from __future__ import annotations
 
-import io
 import json
 import socket
-import struct
 import threading
 import time
 import traceback
 from typing import Any, Protocol
 
-import torch
+from grader.core.wire import (
+    HEADER,
+    MAX_EVENTS,
+    MAX_MESSAGE_BYTES,
+    MAX_MESSAGE_ITEMS,
+    MAX_STREAM_BYTES,
+    MAX_STREAM_ITEMS,
+    recv_exactly,
+)
 
-MAX_MESSAGE_BYTES = 8 * 1024 * 1024  # one event (accumulate-amp's carry a small model's grads and weights)
-MAX_STREAM_BYTES = 64 * 1024 * 1024  # all messages of one run together (as isolation.RESULT_CAP)
-MAX_EVENTS = 50_000  # fix-underflow, the longest run, streams ~2,000
-# Items (containers, keys and values; of a pickle, its instructions) counted from the bytes before decoding;
-# the costliest kinds measured hold at most ~82 bytes an item once decoded (a pickle's empty dicts; JSON's
-# one-key dicts 64, `[]` 32). Measured over `grader validate` (December 2026): the largest message, an
-# accumulate-amp `optimizer.grads` event, counts 292; the largest run (fix-underflow) 31,615 in all; 20,000
-# forward calls with their amendments 480k (tests/integrity/test_frames.py).
-MAX_MESSAGE_ITEMS = 50_000  # ~4 MB once decoded
-MAX_STREAM_ITEMS = 1_000_000  # all messages of one run together: ~80 MB at most once decoded
-_HEADER = struct.Struct(">IB")
-
-
-# --- the learner's side -------------------------------------------------------------------------
-
-class LearnerChannel:
-    """One end of a channel in a learner-side process; `ask` blocks until the grading side answers."""
-
-    def __init__(self, fd: int) -> None:
-        self._sock = socket.socket(fileno=fd)
-        self._lock = threading.Lock()
-        self._events = 0
-        self.closed = False
-
-    def _send(self, message: dict[str, Any]) -> None:
-        try:
-            payload, kind = json.dumps(message, allow_nan=True).encode(), b"J"
-        except (TypeError, ValueError):
-            buffer = io.BytesIO()
-            torch.save(message, buffer)
-            payload, kind = buffer.getvalue(), b"T"
-        with self._lock:
-            if self.closed:
-                return
-            try:
-                self._sock.sendall(_HEADER.pack(len(payload), kind[0]) + payload)
-            except OSError:
-                # The grading side refused the stream (and noted why): events past that point are not
-                # sent, and the learner's code is not interrupted by a spy.
-                self.closed = True
-
-    def emit(self, event: dict[str, Any]) -> int:
-        """Send one event; returns its index in the grading side's copy."""
-        self._send({"op": "event", "event": event})
-        self._events += 1
-        return self._events - 1
-
-    def is_latest(self, index: int) -> bool:
-        return index == self._events - 1
-
-    def amend(self, index: int, fields: dict[str, Any]) -> None:
-        self._send({"op": "amend", "index": index, "fields": fields})
-
-    def ask(self, request: dict[str, Any]) -> dict[str, Any]:
-        self._send({"op": "ask", "request": request})
-        with self._lock:
-            if self.closed:
-                raise ConnectionError("the grading side closed the channel")
-            header = _recv_exactly(self._sock, _HEADER.size)
-            size, _ = _HEADER.unpack(header)
-            return json.loads(_recv_exactly(self._sock, size))
-
-    def close(self) -> None:
-        self.closed = True
-        self._sock.close()
-
-
-_learner: LearnerChannel | None = None
-_helper_fd: int | None = None
-
-
-def connect(fd: int | None, helper_fd: int | None = None) -> None:
-    """Called once in the learner's process, before the probe's prepare()."""
-    global _learner, _helper_fd
-    _learner = LearnerChannel(fd) if fd is not None else None
-    _helper_fd = helper_fd
-
-
-def take_helper() -> LearnerChannel:
-    """In a process the probe forked during prepare(), before any learner code ran: the helper channel's
-    end, and the learner's channel closed (the helper reports on its own channel only)."""
-    global _learner, _helper_fd
-    if _helper_fd is None:
-        raise RuntimeError("this run has no helper channel (Referee.helper_channel)")
-    if _learner is not None:
-        _learner.close()
-        _learner = None
-    helper, _helper_fd = LearnerChannel(_helper_fd), None
-    return helper
-
-
-def drop_helper() -> None:
-    """Close the helper channel's end in this process: done after the probe's prepare(), so the learner's
-    code never holds it (a helper forked by then keeps its own copy)."""
-    global _helper_fd
-    if _helper_fd is not None:
-        import os
-
-        os.close(_helper_fd)
-        _helper_fd = None
-
-
-def emit(event: dict[str, Any]) -> int | None:
-    return _learner.emit(event) if _learner is not None else None
-
-
-def amend(index: int | None, **fields: Any) -> None:
-    """Add fields to the event `index`, which must be the last one sent (else nothing is sent: an event
-    cannot change once another followed it)."""
-    if _learner is not None and index is not None and _learner.is_latest(index):
-        _learner.amend(index, fields)
-
-
-def ask(request: dict[str, Any]) -> dict[str, Any]:
-    if _learner is None:
-        raise RuntimeError("no channel to the grading process")
-    return _learner.ask(request)
-
-
-def _recv_exactly(sock: socket.socket, size: int) -> bytes:
-    chunks, left = [], size
-    while left:
-        chunk = sock.recv(min(left, 1 << 20))
-        if not chunk:
-            raise ConnectionError("the other side closed the channel")
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
-# --- the grading side ---------------------------------------------------------------------------
 
 class Learner(Protocol):
     """What a referee may do to the learner's processes while it answers."""
@@ -242,14 +118,14 @@ class Referee:
         received, items, run = 0, 0, self.run
         try:
             while True:
-                header = _recv_or_end(sock, _HEADER.size)
+                header = _recv_or_end(sock, HEADER.size)
                 if header is None:
                     return
-                size, kind = _HEADER.unpack(header)
+                size, kind = HEADER.unpack(header)
                 received += size
                 if size > MAX_MESSAGE_BYTES or received > MAX_STREAM_BYTES:
                     raise ChannelError(f"a message of {size} bytes ({received} in all) is over the bounds")
-                payload = _recv_exactly(sock, size)
+                payload = recv_exactly(sock, size)
                 arrived = time.perf_counter()  # its last byte is here: the learner's side is done with it
                 message, counted = _decode(kind, payload)
                 items += counted
@@ -293,7 +169,7 @@ class Referee:
                                      f"{traceback.format_exc(limit=-3)[-1500:]}")
                 raise ChannelError(f"a question the grader could not answer ({type(exc).__name__})") from None
             payload = json.dumps(reply).encode()
-            sock.sendall(_HEADER.pack(len(payload), ord("J")) + payload)
+            sock.sendall(HEADER.pack(len(payload), ord("J")) + payload)
         elif helper:
             raise ChannelError(f"a helper sent {str(op)[:40]!r}; it may only ask")
         elif op == "event":
@@ -347,7 +223,7 @@ def _recv_or_end(sock: socket.socket, size: int) -> bytes | None:
     first = sock.recv(size)
     if not first:
         return None
-    return first + (_recv_exactly(sock, size - len(first)) if len(first) < size else b"")
+    return first + (recv_exactly(sock, size - len(first)) if len(first) < size else b"")
 
 
 def _refuse_big_int(digits: str) -> int:
@@ -409,6 +285,5 @@ class Stopwatch:
         return elapsed
 
 
-__all__ = ["Learner", "LearnerChannel", "Referee", "ChannelError", "Stopwatch", "connect", "emit", "amend",
-           "ask", "take_helper", "drop_helper", "serve_in_background", "MAX_EVENTS", "MAX_MESSAGE_BYTES",
-           "MAX_STREAM_BYTES", "MAX_MESSAGE_ITEMS", "MAX_STREAM_ITEMS"]
+__all__ = ["Learner", "Referee", "ChannelError", "Stopwatch", "serve_in_background", "MAX_EVENTS",
+           "MAX_MESSAGE_BYTES", "MAX_STREAM_BYTES", "MAX_MESSAGE_ITEMS", "MAX_STREAM_ITEMS"]

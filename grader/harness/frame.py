@@ -37,7 +37,8 @@ from typing import Any
 
 import torch
 
-FIELDS = {"ok", "observations", "error", "stage"}  # everything else is the grading side's to state
+from grader.core.wire import FRAME_FIELDS
+
 MAX_ITEMS = 200_000  # containers and leaves together (of a pickle: its instructions); the course's largest
 # frame has ~20k items, its pickle ~28k instructions (measured over `grader validate`, December 2026)
 MAX_DEPTH = 40
@@ -219,10 +220,10 @@ def check_frame(message: Any) -> tuple[dict[str, Any], list[str]]:
     """(the frame with only its own fields, notes for the instructor about what was dropped)."""
     if not isinstance(message, dict):
         raise FrameError("not a mapping")
-    dropped = sorted(str(key) for key in message if key not in FIELDS)
+    dropped = sorted(str(key) for key in message if key not in FRAME_FIELDS)
     notes = [f"the learner's process sent fields only the grader sets ({', '.join(dropped)}): ignored"] \
         if dropped else []
-    kept = {key: message[key] for key in FIELDS if key in message}
+    kept = {key: message[key] for key in sorted(FRAME_FIELDS) if key in message}
     check_value(kept)
     return kept, notes
 

@@ -183,7 +183,7 @@ class ProbeJob:
     def run(self, fds: Mapping[str, int]) -> bytes:
         """Observations or the learner-facing error, nothing else: device, notes and infrastructure
         failures are the grading side's to state (a frame that claims them is ignored there)."""
-        from grader.harness import channel
+        from grader.learner import channel
 
         channel.connect(fds.get("channel"), fds.get("helper"))
         probe = self._probe

@@ -17,7 +17,7 @@ import signal
 import time
 from typing import Callable
 
-from grader.harness import channel
+from grader.learner import channel
 
 
 def start(run: Callable[[channel.LearnerChannel], None]) -> int:

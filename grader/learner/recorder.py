@@ -12,7 +12,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable
 
 from grader.core.events import EVENTS
-from grader.harness import channel
+from grader.learner import channel
 
 if TYPE_CHECKING:
     import torch

@@ -1,4 +1,5 @@
-"""The live channel (grader/harness/channel.py): what the grading side keeps, answers and refuses."""
+"""The live channel (grader/harness/channel.py, the learner's end grader/learner/channel.py): what the grading
+side keeps, answers and refuses."""
 from __future__ import annotations
 
 import io
@@ -14,6 +15,7 @@ import torch
 
 from grader.harness import channel
 from grader.harness.frame import FrameError, load
+from grader.learner import channel as learner_channel
 
 
 class NoLearner:
@@ -79,7 +81,7 @@ def test_a_question_gets_the_referees_answer():
     grader_end, learner_end = socket.socketpair()
     referee = Echo(1, "cpu")
     thread = channel.serve_in_background(referee, grader_end, NoLearner())
-    learner = channel.LearnerChannel(learner_end.detach())
+    learner = learner_channel.LearnerChannel(learner_end.detach())
     assert learner.ask({"n": 7}) == {"echo": 7}
     learner._sock.close()
     thread.join(timeout=5)
@@ -126,15 +128,15 @@ def test_an_amendment_completes_only_the_latest_event_and_only_once():
 
 def test_the_learners_side_amends_only_its_latest_event(monkeypatch):
     grader_end, learner_end = socket.socketpair()
-    monkeypatch.setattr(channel, "_learner", channel.LearnerChannel(learner_end.detach()))
+    monkeypatch.setattr(learner_channel, "_learner", learner_channel.LearnerChannel(learner_end.detach()))
     referee = channel.Referee(1, "cpu")
     thread = channel.serve_in_background(referee, grader_end, NoLearner())
-    first = channel.emit(forward())
-    channel.amend(first, output_dtype="float16")
-    second = channel.emit(forward())
-    channel.amend(first, output_dtype="bfloat16")  # no longer the latest: not sent at all
-    channel.amend(second, output_dtype="float32")
-    channel._learner.close()
+    first = learner_channel.emit(forward())
+    learner_channel.amend(first, output_dtype="float16")
+    second = learner_channel.emit(forward())
+    learner_channel.amend(first, output_dtype="bfloat16")  # no longer the latest: not sent at all
+    learner_channel.amend(second, output_dtype="float32")
+    learner_channel._learner.close()
     thread.join(timeout=5)
     assert [e.get("output_dtype") for e in referee.events] == ["float16", "float32"]
     assert referee.refused is None
@@ -181,7 +183,7 @@ def test_the_number_of_events_is_capped(monkeypatch):
 
 def test_the_learners_side_stops_sending_quietly_once_the_grading_side_closes():
     grader_end, learner_end = socket.socketpair()
-    learner = channel.LearnerChannel(learner_end.detach())
+    learner = learner_channel.LearnerChannel(learner_end.detach())
     grader_end.close()
     for i in range(3):
         learner.emit({"i": i})  # a spy must not raise into the learner's code

@@ -33,7 +33,7 @@ REWRITE_RECORDS = '''recorder = sys.modules["grader.learner.amp"].RECORDER
             event["on"] = "scaled"
         if event["event"] == "optimizer.step":
             event["via_scaler"] = True'''
-SILENCE_STREAM = '''sys.modules["grader.harness.channel"]._learner = None'''
+SILENCE_STREAM = '''sys.modules["grader.learner.channel"]._learner = None'''
 FORGE_BEFORE_STREAM = ('''sys.modules["grader.learner.amp"].classify_backward_target = '''
                        '''lambda t: ("scaled", None)''')
 
@@ -74,7 +74,7 @@ _amended = [0]
 
 
 def _rewrite_the_past(change):
-    sock = _sys.modules["grader.harness.channel"]._learner._sock
+    sock = _sys.modules["grader.learner.channel"]._learner._sock
     events = _sys.modules["grader.learner.amp"].RECORDER.events
     for event in events[_amended[0]:]:
         fields = change(event)

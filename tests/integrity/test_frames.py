@@ -152,7 +152,7 @@ FORTY_THOUSAND_STEPS = '''
 import sys as _sys
 
 for _ in range(40_000):
-    _sys.modules["grader.harness.channel"].emit({"event": "scaler.step", "scale": 1.0, "line": None, "index": 0})
+    _sys.modules["grader.learner.channel"].emit({"event": "scaler.step", "scale": 1.0, "line": None, "index": 0})
 '''
 
 
@@ -185,7 +185,7 @@ EXPANDING = '''
 import struct as _struct
 import sys as _sys
 
-_channel = _sys.modules["grader.harness.channel"]
+_channel = _sys.modules["grader.learner.channel"]
 _body = ",".join(["[]"] * {lists})
 _payload = ('{{"op":"event","event":{{"event":"mark","label":"x","line":null,"pad":[' + _body + ']}}}}').encode()
 for _ in range(_channel.MAX_STREAM_BYTES // len(_payload) - 1):

@@ -131,7 +131,7 @@ def train_step(model, optimizer, loss_fn, x, y):
 HUGE_NUMBER = '''
 import sys as _sys
 
-_channel = _sys.modules["grader.harness.channel"]
+_channel = _sys.modules["grader.learner.channel"]
 _ask = _channel.LearnerChannel.ask
 
 
@@ -156,7 +156,7 @@ import sys as _sys
 
 import torch as _torch
 
-_channel = _sys.modules["grader.harness.channel"]
+_channel = _sys.modules["grader.learner.channel"]
 _scenario = _sys.modules["scenario"]
 _learner = _channel._learner
 _plain_ask = _learner.ask
