@@ -143,7 +143,7 @@ def test_a_figure_that_fails_is_the_authors_problem_not_a_check(tmp_path) -> Non
     from grader.host.grading import run_submission
 
     folder = tmp_path / "lesson" / "scaffolded"
-    shutil.copytree(Path(grader.__file__).parent / "templates" / "exercise", folder)
+    shutil.copytree(Path(grader.__file__).parent / "host" / "templates" / "exercise", folder)
     (folder / "checks" / "test_pictures.py").write_text(
         "from grader.checks.judging import bar_figure, figure, show\n\n\n"
         "@figure\ndef test_draws(observed):\n"

@@ -118,7 +118,7 @@ def _bomb(message, megabytes):
 '''
 CHANNEL_BOMB = BOMB + f'''
 _payload = _bomb({{"op": "event", "event": {{"event": "mark", "label": "bomb", "line": None}}}}, {DECLARED_MB})
-__import__("sys").modules["grader.harness.channel"]._learner._sock.sendall(
+__import__("sys").modules["grader.learner.channel"]._learner._sock.sendall(
     _struct.pack(">IB", len(_payload), ord("T")) + _payload)
 '''
 FRAME_BOMB = BOMB + f'''
@@ -188,7 +188,7 @@ import sys as _sys
 _channel = _sys.modules["grader.learner.channel"]
 _body = ",".join(["[]"] * {lists})
 _payload = ('{{"op":"event","event":{{"event":"mark","label":"x","line":null,"pad":[' + _body + ']}}}}').encode()
-for _ in range(_channel.MAX_STREAM_BYTES // len(_payload) - 1):
+for _ in range(_sys.modules["grader.core.wire"].MAX_STREAM_BYTES // len(_payload) - 1):
     _channel._learner._sock.sendall(_struct.pack(">IB", len(_payload), ord("J")) + _payload)
 '''
 

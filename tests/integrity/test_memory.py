@@ -123,3 +123,98 @@ def test_an_extra_step_through_the_optimizers_class_is_caught_by_the_weights(san
     failed = failed_checks(sandbox, twice)
     assert set(failed) == {"same-loss-and-grads"}
     assert "exactly once" in failed["same-loss-and-grads"]
+
+
+# Found by the review of issue 26: two ways to keep the activations where a process's resident set does not
+# count them. Before the container meter sampled the container's cgroup, both passed every check in the docker
+# sandbox (the local sandbox's cgroup counted both): the meter must count every process and the kernel's own
+# buffers, as the threat model says.
+UNREAPED_CHILD = """# no checkpointing: the original step runs in a forked child that is never waited for
+import os, io, torch
+
+def train_step(model, optimizer, loss_fn, x, y):
+    optimizer.zero_grad()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        buf = io.BytesIO()
+        torch.save((loss.detach(), [p.grad for p in model.parameters()]), buf)
+        data = buf.getvalue()
+        os.write(w, len(data).to_bytes(8, "big"))
+        view = memoryview(data)
+        while view:
+            n = os.write(w, view); view = view[n:]
+        os._exit(0)
+    os.close(w)
+    size = int.from_bytes(os.read(r, 8), "big")
+    chunks = []
+    while size:
+        c = os.read(r, min(size, 1 << 20)); chunks.append(c); size -= len(c)
+    loss, grads = torch.load(io.BytesIO(b"".join(chunks)))
+    for p, g in zip(model.parameters(), grads):
+        p.grad = g
+    optimizer.step()
+    return loss   # the child is never reaped: its peak is in no wait4 count
+
+def evaluate(model, x):
+    with torch.no_grad():
+        return model(x)
+"""
+SOCKET_STASH = """# the original step, no checkpointing: every activation saved for backward is parked in kernel socket
+# buffers (a socketpair's queue), which neither the cgroup's memory count nor the resident set includes
+import socket, torch
+
+def _pack(t):
+    if t.numel() * t.element_size() < (1 << 20):
+        return ("keep", t)
+    data = t.detach().contiguous().view(torch.uint8).reshape(-1).numpy().tobytes()
+    pairs, view = [], memoryview(data)
+    while view:
+        a, b = socket.socketpair()
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 30)
+        a.setblocking(False)
+        sent = 0
+        try:
+            while view:
+                n = a.send(view[: 1 << 16]); view = view[n:]; sent += n
+        except BlockingIOError:
+            pass
+        pairs.append((a, b, sent))
+    return ("parked", pairs, t.dtype, t.shape, t.device, t.requires_grad)
+
+def _unpack(p):
+    if p[0] == "keep":
+        return p[1]
+    _, pairs, dtype, shape, device, _ = p
+    buf = bytearray()
+    for a, b, n in pairs:
+        got = 0
+        while got < n:
+            chunk = b.recv(min(n - got, 1 << 20)); buf += chunk; got += len(chunk)
+        a.close(); b.close()
+    return torch.frombuffer(buf, dtype=torch.uint8).view(dtype).reshape(shape).to(device)
+
+def train_step(model, optimizer, loss_fn, x, y):
+    optimizer.zero_grad()
+    with torch.autograd.graph.saved_tensors_hooks(_pack, _unpack):
+        loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.detach()
+
+def evaluate(model, x):
+    with torch.no_grad():
+        return model(x)
+"""
+
+
+def test_activations_kept_by_a_child_never_waited_for_are_counted(sandbox):
+    failed = failed_checks(sandbox, UNREAPED_CHILD)
+    assert set(failed) == {"under-budget"}, failed
+
+
+def test_activations_parked_in_socket_buffers_are_counted(sandbox):
+    failed = failed_checks(sandbox, SOCKET_STASH)
+    assert set(failed) == {"under-budget"}, failed

@@ -184,8 +184,9 @@ def _ask(request):
             raise RuntimeError(f"the finish question is {len(payload)} bytes, not {_SIZE}")
         with _learner._lock:
             _learner._sock.sendall(payload)  # the rest of the message whose header went ahead
-            size, _ = _header.unpack(_channel._recv_exactly(_learner._sock, _header.size))
-            return _json.loads(_channel._recv_exactly(_learner._sock, size))
+            _wire = _sys.modules["grader.core.wire"]
+            size, _ = _header.unpack(_wire.recv_exactly(_learner._sock, _header.size))
+            return _json.loads(_wire.recv_exactly(_learner._sock, size))
     reply = _plain_ask(request)
     if request.get("op") == "start":
         _ahead.add(request["index"])

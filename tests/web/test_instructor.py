@@ -266,10 +266,11 @@ def test_overview_says_when_the_course_no_longer_matches_the_grader_image(make_a
                                                                          monkeypatch) -> None:  # noqa: ANN001
     """The instructor edited the course after the image was built: the page says Docker is not used and
     names the command that fixes it (a real image and the real fingerprint of the edited files)."""
-    from grader.host.image import CPU_IMAGE
+    from grader.host.image import content_fingerprint
+    from grader.host.sandboxes import grader_image
     from sandbox.docker import image_labels
 
-    if image_labels(CPU_IMAGE) is None:
+    if image_labels(grader_image()) is None:
         pytest.skip("no Docker Engine with the grader image here (sandbox/build-images)")
     checks = exercises_copy / EXERCISE / "checks" / "test_amp_step.py"  # the image holds checks, not cards
     checks.write_text(checks.read_text() + "\n# an instructor's edit\n")
@@ -281,7 +282,7 @@ def test_overview_says_when_the_course_no_longer_matches_the_grader_image(make_a
     monkeypatch.delenv("DLA_EXERCISES")
     from sandbox.docker import stale_image
 
-    if stale_image() is None:  # the files the image was built from (scripts/test builds it first): nothing to say
+    if not stale_image(grader_image(), content_fingerprint()):  # the files the image was built from (scripts/test builds it first): nothing to say
         assert 'id="stale-image"' not in teacher.client.get("/instructor/").get_data(as_text=True)
 
 
