@@ -274,16 +274,17 @@ def test_overview_says_when_the_course_no_longer_matches_the_grader_image(make_a
         pytest.skip("no Docker Engine with the grader image here (sandbox/build-images)")
     checks = exercises_copy / EXERCISE / "checks" / "test_amp_step.py"  # the image holds checks, not cards
     checks.write_text(checks.read_text() + "\n# an instructor's edit\n")
-    monkeypatch.setenv("DLA_EXERCISES", str(exercises_copy))
+    # The app's own course folder decides (one source), whatever DLA_EXERCISES says.
     teacher = make_instructor(make_app(EXERCISES_DIR=str(exercises_copy), SANDBOX="auto"))
     page = teacher.client.get("/instructor/").get_data(as_text=True)
     note = page.split('id="stale-image"')[1].split("</p>")[0]
     assert "so Docker is not used" in note and "run sandbox/build-images, then restart" in note
-    monkeypatch.delenv("DLA_EXERCISES")
     from sandbox.docker import stale_image
 
-    if not stale_image(grader_image(), content_fingerprint()):  # the files the image was built from (scripts/test builds it first): nothing to say
-        assert 'id="stale-image"' not in teacher.client.get("/instructor/").get_data(as_text=True)
+    # The files the image was built from (scripts/test builds it first): nothing to say.
+    if not stale_image(grader_image(), content_fingerprint()):
+        other = make_instructor(make_app(SANDBOX="auto"), "other@example.org")  # the repository's course
+        assert 'id="stale-image"' not in other.client.get("/instructor/").get_data(as_text=True)
 
 
 def test_validate_report_names_failed_and_declared_checks(make_app, monkeypatch) -> None:  # noqa: ANN001

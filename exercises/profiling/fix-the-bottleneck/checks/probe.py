@@ -4,7 +4,6 @@ import sys
 
 import torch
 
-import referee
 import scenario
 from grader.checks import probing
 from grader.checks.probing import LearnerError, describe_exception, install_cuda_emulation
@@ -59,12 +58,12 @@ def probe(api):
     # 3. The grader's timing, on its own clock (referee.py): each round's data is chosen by the grading
     #    side when the round starts, and the losses and weights after the timed steps go back to it to be
     #    checked.
-    for index in range(referee.ROUNDS + 1):
+    for index in range(scenario.ROUNDS + 1):
         seed = probing.ask({"op": "start", "index": index})["seed"]
         model, optimizer, loss_fn, batches = scenario.build(seed, api.device)
         timed = [_loss_value(train_step(model, optimizer, loss_fn, x, y)) for x, y in batches]
-        referee.synchronize(api.device)
-        probing.ask({"op": "finish", "index": index, **referee.report(timed, model)})
+        scenario.synchronize(api.device)
+        probing.ask({"op": "finish", "index": index, **scenario.report(timed, model)})
     return {"named": [n if isinstance(n, str) else None for n in named],
             "named_type": [type(n).__name__ for n in named], "losses": losses, "params_after": params_after}
 

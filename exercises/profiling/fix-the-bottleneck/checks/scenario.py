@@ -60,3 +60,18 @@ def slow_train_step(model, optimizer, loss_fn, x, y):
 
 def params(model):
     return {name: p.detach().float().cpu().clone() for name, p in model.named_parameters()}
+
+
+# The timing rounds, as both sides run them (referee.py times them; the probe runs the learner's side,
+# which never imports the referee).
+ROUNDS = 11  # timed rounds per side; round 0 is a warm-up for both and is not counted
+
+
+def synchronize(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def report(losses: list[float], model: torch.nn.Module) -> dict:
+    """What ends a timing round: the losses and the weights after them."""
+    return {"losses": losses, "params": params(model)}
