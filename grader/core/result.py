@@ -1,20 +1,76 @@
 """The result of grading one submission: the JSON object `grader check --json` prints, the web API
-returns and the database stores. One builder, one schema."""
+returns and the database stores. One type (`Result`, a typed mapping: it is stored and sent as JSON), one
+builder, one schema (grader/core/schemas/result.json), one upgrade path for stored ones."""
 from __future__ import annotations
 
 import json
 from dataclasses import asdict
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import jsonschema
 
 from grader.core.course import Exercise
 from grader.core.protocol import RawVerdict
 
+CheckStatus = Literal["passed", "failed", "skipped"]
+ResultStatus = Literal["passed", "failed", "error", "timeout", "killed", "infra-error"]
 
-def upgrade_result(result: dict[str, Any]) -> dict[str, Any]:
+
+class CheckResult(TypedDict, total=False):
+    """One declared check as the learner sees it (`shown_checks`)."""
+    id: str
+    title: str
+    status: CheckStatus
+    passed: bool | None  # None when skipped
+    because: str | None  # skipped: the check id whose failure explains this one, or "load"
+    message: str
+    hint: str
+    hints: list[str]  # revealed one by one; the web app sends only those revealed
+    line: int | None  # the submission line to mark
+    event: int | None  # the recorded event the failure is about (the timeline's marked row)
+
+
+class Result(TypedDict, total=False):
+    """What grading one submission produced (grader/core/schemas/result.json, schema_version 2)."""
+    schema_version: int
+    exercise: str
+    title: str
+    passed: bool
+    score: float  # the share of all checks that passed
+    status: ResultStatus
+    checks: list[CheckResult]
+    error: dict[str, Any] | None  # {kind, message, line} when the code did not load or run
+    device: str | None
+    sandbox: str
+    duration_s: float
+    output: str
+    output_truncated: bool
+    notes: list[str]  # for the learner
+    grader_notes: list[str]  # the sandbox's and the emulation's: the instructor view and the JSON
+    seed: int | None
+    trace: dict[str, Any] | None
+    figures: list[dict[str, Any]]
+    problems: list[str]  # for the exercise's author: never in a learner's API response or page
+
+
+class RunResult(TypedDict):
+    """What a Run produced (`run_example`): no verdict, what the function did."""
+    exercise: str
+    status: Literal["ran", "error", "timeout", "killed", "infra-error"]
+    output: str
+    output_truncated: bool
+    returned: str | None
+    returned_truncated: bool
+    error: dict[str, Any] | None
+    device: str | None
+    notes: list[str]
+    sandbox: str
+    duration_s: float
+
+
+def upgrade_result(result: dict[str, Any]) -> Result:
     """A stored result in today's shape, for every reader (the one upgrade path): results from before
     schema_version 2 have no per-check status (a load error then marked every check failed, "Not
     checked: ..."), a device "unknown" when none was reached, and the sandbox's and the emulation's notes
@@ -39,7 +95,7 @@ def upgrade_result(result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _explain(checks: list[dict[str, Any]], causes: dict[str, list[str]]) -> None:
+def _explain(checks: list[CheckResult], causes: dict[str, list[str]]) -> None:
     """Report "skipped" for each failed check whose failure another failed check explains, naming the
     root cause (a cause that is itself explained gives way to its own cause)."""
     failed = {c["id"]: c for c in checks if c["status"] == "failed"}
@@ -72,21 +128,21 @@ def _schema(name: str) -> dict[str, Any]:
     return json.loads((Path(__file__).parent / "schemas" / f"{name}.json").read_text())
 
 
-def validate_result(result: dict[str, Any]) -> None:
+def validate_result(result: Result) -> None:
     jsonschema.validate(result, _schema("result"))
 
 
 SCHEMA_VERSION = 2  # 2: per-check "status" and "because", "grader_notes", a null device
 
 
-def shown_checks(exercise: Exercise, raw: RawVerdict) -> list[dict[str, Any]]:
+def shown_checks(exercise: Exercise, raw: RawVerdict) -> list[CheckResult]:
     """Each declared check as the learner sees it: passed, failed (with its message and hints) or skipped.
 
     One mistake, one message: code that did not load or run gives the error alone, every check
     "skipped" because of "load"; a check that failed after a check it names in `after` failed is
     "skipped" because of that one (its own message would only repeat the consequence)."""
     error = raw.error
-    checks: list[dict[str, Any]] = []
+    checks: list[CheckResult] = []
     causes: dict[str, list[str]] = {}  # failed check -> the checks whose failure may explain it
     for spec in exercise.checks:
         check = {"id": spec.id, "title": spec.title, "status": "passed", "passed": True, "because": None,
@@ -107,7 +163,7 @@ def shown_checks(exercise: Exercise, raw: RawVerdict) -> list[dict[str, Any]]:
     return checks
 
 
-def build_result(exercise: Exercise, raw: RawVerdict, sandbox: str, duration_s: float) -> dict[str, Any]:
+def build_result(exercise: Exercise, raw: RawVerdict, sandbox: str, duration_s: float) -> Result:
     """Merge the harness's raw verdict with the exercise's check titles and hints (`shown_checks`)."""
     status = raw.status.value
     error = asdict(raw.error) if raw.error else None
@@ -116,7 +172,7 @@ def build_result(exercise: Exercise, raw: RawVerdict, sandbox: str, duration_s: 
     all_passed = status == "passed" and passed_count == len(checks)
     on_cpu = bool(raw.device) and not raw.device.startswith("cuda")  # "cpu (cuda emulated)" on a CPU host
     learner_notes = [exercise.cpu_note] if exercise.cpu_note and on_cpu else []
-    result = {
+    result: Result = {
         "schema_version": SCHEMA_VERSION,
         "exercise": exercise.id,
         "title": exercise.title,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from grader.core.course import Course, Exercise, load_course
 from grader.core.protocol import (
@@ -22,7 +22,7 @@ from grader.core.protocol import (
     learner_timeout,
     parse_output_line,
 )
-from grader.core.result import build_result, validate_result
+from grader.core.result import Result, RunResult, build_result, validate_result
 from sandbox import Ending, Reply
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def resolve_exercise(ref: str | Exercise, course: Course | None = None) -> Exerc
 
 def run_submission(exercise: str | Exercise, code: str, *, sandbox: str | HarnessSandbox = "auto",
                    seed: int | None = None, course: Course | None = None,
-                   hide: list[Path] | None = None) -> dict[str, Any]:
+                   hide: list[Path] | None = None) -> Result:
     """Grade `code` against `exercise` and return the result object (see grader/schemas/result.json).
 
     `sandbox`: a name (a cold sandbox is made for this one submission) or a sandbox the caller keeps,
@@ -76,7 +76,7 @@ def run_submission(exercise: str | Exercise, code: str, *, sandbox: str | Harnes
 
 def run_example(exercise: str | Exercise, code: str, *, sandbox: str | HarnessSandbox = "auto",
                 seed: int | None = None, course: Course | None = None,
-                hide: list[Path] | None = None) -> dict[str, Any]:
+                hide: list[Path] | None = None) -> RunResult:
     """A Run: call the learner's function once on the exercise's `example.py`, in the same sandbox and through
     the same protocol as a grading (a request of kind "run"), and return what happened, without a verdict:
 

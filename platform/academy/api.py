@@ -22,6 +22,7 @@ from academy.security import learner_required, login_required
 from academy.settings import settings
 from grader.core.course import Exercise
 from grader.core.protocol import MAX_CODE_BYTES, CodeTooLarge, Status, check_code_size
+from grader.core.result import Result
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
@@ -45,7 +46,7 @@ def for_learners() -> bool:
     return not g.user.is_instructor
 
 
-def learner_result(result: dict[str, Any]) -> dict[str, Any]:
+def learner_result(result: Result) -> dict[str, Any]:
     shown = {key: result[key] for key in LEARNER_RESULT if key in result}
     shown["checks"] = [{key: check[key] for key in LEARNER_CHECK if key in check} for check in result.get("checks", [])]
     if result.get("status") == Status.INFRA_ERROR:
@@ -79,7 +80,7 @@ def submission_json(submission: Submission, *, code: bool = False) -> dict[str, 
     return data
 
 
-def hints_on_request(submission: Submission, result: dict[str, Any]) -> dict[str, Any]:
+def hints_on_request(submission: Submission, result: Result) -> Result:
     """The result with each failed check's hints cut to those the learner revealed (`hints`), and how many
     there are (`hints_total`): an unrevealed hint never reaches the browser."""
     revealed: dict[str, int] = {}

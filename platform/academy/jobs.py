@@ -45,6 +45,7 @@ from academy.models import (
 from academy.settings import Settings, settings
 from grader.core.course import Exercise
 from grader.core.protocol import Request, Status
+from grader.core.result import Result
 
 if TYPE_CHECKING:
     from academy.runners import JobRunner
@@ -191,7 +192,7 @@ def _busy_regrade(exercise_id: str) -> RegradeRun | None:
     return run
 
 
-def verdict_of(result: dict[str, Any] | None) -> dict[str, Any]:
+def verdict_of(result: Result | None) -> dict[str, Any]:
     """What a regrade compares: the status, the passed flag and the score (rounded as results store it)."""
     if result is None:
         return {"status": "none", "passed": False, "score": 0.0}
@@ -247,7 +248,7 @@ def regrade_exercise_run(run_id: int) -> None:
     _write_progress(run, entries)
 
 
-def _regrade_submission(submission: Submission, exercise: Exercise) -> dict[str, Any]:
+def _regrade_submission(submission: Submission, exercise: Exercise) -> Result:
     """One submission graded again; its new result is stored on it (uncommitted) unless grading failed."""
     from grader.host.grading import SubmissionError, run_submission
 

@@ -5,10 +5,13 @@ import json
 import secrets
 from datetime import datetime, timezone
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Boolean, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+if TYPE_CHECKING:
+    from grader.core.result import Result
 
 
 def utcnow() -> datetime:
@@ -19,7 +22,7 @@ class Base(DeclarativeBase):
     pass
 
 
-def stored_result(result_json: str | None) -> dict[str, Any] | None:
+def stored_result(result_json: str | None) -> Result | None:
     """A stored result, as every reader gets it: in today's shape (grader.core.result.upgrade_result, the one
     upgrade path; imported here, not at the top, for it imports jsonschema, which no command needs)."""
     from grader.core.result import upgrade_result
