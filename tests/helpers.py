@@ -329,6 +329,11 @@ def _migrated_database() -> Path:
 LESSON = "mixed-precision"
 
 
+def name_of(email: str) -> str:
+    """The display name a test's sign-up gives (sign-up asks for one): the email's local part, capitalised."""
+    return email.split("@")[0].replace(".", " ").title() or "Learner"
+
+
 class WebSession:
     """A test client that keeps the CSRF token like the real pages do."""
 
@@ -351,8 +356,9 @@ class WebSession:
         self.post("/auth/guest")
         return self
 
-    def signup(self, email: str, password: str = "password123"):  # noqa: ANN201
-        return self.post("/auth/signup", data={"email": email, "password": password})
+    def signup(self, email: str, password: str = "password123", name: str | None = None):  # noqa: ANN201
+        return self.post("/auth/signup", data={"email": email, "password": password,
+                                               "name": name if name is not None else name_of(email)})
 
     def signin(self, email: str, password: str = "password123"):  # noqa: ANN201
         return self.post("/auth/signin", data={"email": email, "password": password})
@@ -529,8 +535,9 @@ class Client:
         assert response.status == 302, (response.status, response.text[-500:])
         return self
 
-    def signup(self, email: str, password: str = "password123") -> Response:
-        return self.form("/auth/signup", {"email": email, "password": password})
+    def signup(self, email: str, password: str = "password123", name: str | None = None) -> Response:
+        return self.form("/auth/signup", {"email": email, "password": password,
+                                          "name": name if name is not None else name_of(email)})
 
     def signin(self, email: str, password: str = "password123") -> Response:
         return self.form("/auth/signin", {"email": email, "password": password})

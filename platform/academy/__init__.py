@@ -10,8 +10,11 @@ once here; docs/web.md lists them.
 
 `create_app` reads the settings and the secret key and wires the parts together, nothing more: it migrates
 no database (`init-db` does, academy/instance.py), writes no file, and loads no course (the first
-`get_content()` does, academy/content.py). So an administrator's command starts in a fraction of a second,
-and a serving process finds out on its first request, not at import, what it has to do.
+`get_content()` does, academy/content.py). So a serving process finds out on its first request, not at
+import, what it has to do. An administrator's command (`flask --app academy create-user`, `init-db`, `worker`,
+...) gets the app without its web front: no blueprints, no rate limiter, no translations, none of their
+imports (`serves_pages`: every `flask` command but `run`, `shell` and `routes`), so it starts in well under
+a second (benchmarks/cli_startup.py).
 """
 from __future__ import annotations
 
@@ -24,7 +27,6 @@ from flask import Flask
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     from academy import instance
     from academy import settings as settings_module
-    from academy.inputs import MAX_BODY_BYTES
 
     test_config = test_config or {}
     instance_path = settings_module.instance_folder(test_config)
@@ -36,7 +38,6 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     # test_config add for them (e.g. TESTING, SESSION_COOKIE_NAME).
     app.config.from_mapping({name.upper(): value for name, value in vars(settings).items()})
     app.config.from_mapping(
-        MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         # Secure by default; browsers accept Secure cookies from http://localhost and 127.0.0.1 too.
@@ -47,26 +48,20 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
                              if key.lower() not in vars(settings)})
     app.config["SECRET_KEY"] = instance.secret_key_for(settings)
 
-    from academy import (
-        api,
-        auth,
-        cli,
-        content,
-        db,
-        errors,
-        i18n,
-        inputs,
-        instructor,
-        jobs,
-        lessons,
-        limits,
-        runners,
-        security,
-    )
+    from academy import cli, content, db, jobs, runners
 
-    inputs.init_app(app)
     db.init_app(app)
     content.init_app(app)
+    if not instance.serves_pages(web_front=True):
+        jobs.init_app(app)
+        runners.init_app(app)
+        cli.init_app(app)
+        return app
+
+    from academy import api, auth, errors, i18n, inputs, instructor, lessons, limits, security
+
+    app.config["MAX_CONTENT_LENGTH"] = inputs.MAX_BODY_BYTES
+    inputs.init_app(app)
     security.init_app(app)
     limits.init_app(app)  # after security: per-account limits need the user that security loads
     i18n.init_app(app)  # after security: the learner's saved language

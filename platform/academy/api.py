@@ -338,7 +338,8 @@ def get_progress() -> ResponseReturnValue:
     passed = progress.passed_exercises(g.user)
     attempts = dict(get_session().execute(select(Submission.exercise_id, func.count()).where(
         Submission.user_id == g.user.id, GRADED).group_by(Submission.exercise_id)).all())
-    return jsonify(user=g.user.display_name, lessons=[s.as_json() for s in statuses],
+    return jsonify(user=g.user.email or g.user.display_name, name=g.user.name,
+                   lessons=[s.as_json() for s in statuses],
                    exercises=[{"id": ex_id, "passed": ex_id in passed, "attempts": attempts.get(ex_id, 0)}
                               for ex_id in content.course.exercises])
 

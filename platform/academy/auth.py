@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import functools
 import hmac
-import re
 
 from flask import Blueprint, abort, flash, g, redirect, render_template, request, session, url_for
 from flask.typing import ResponseReturnValue
@@ -12,6 +11,7 @@ from sqlalchemy import func, select
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from academy import backoff, progress
+from academy.accounts import MIN_PASSWORD, AccountError, clean_name, create_account
 from academy.db import get_session
 from academy.inputs import safe_next
 from academy.limits import limit, limiter, spend, spend_new_guest
@@ -19,39 +19,6 @@ from academy.models import ApiToken, User
 from academy.security import end_other_sessions, login_required, new_api_token, no_store, start_session
 
 bp = Blueprint("auth", __name__, url_prefix="/auth")
-
-# Letters and digits of any script and the punctuation RFC 5322 allows unquoted in an address, less what a
-# spreadsheet or a CSV reader could split a cell on or read as quoting (, ; | " `) and every space or
-# control character: an address is text in one cell of the gradebook (gradebook.py), whatever reads it.
-# An apostrophe stays allowed: o'brien@example.org is a real address, and harmless inside a cell.
-_LOCAL = r"[\w!#$%&'*+/=?^{}~.-]+"
-_LABEL = r"[^\W_](?:[\w-]*[^\W_])?"
-EMAIL = re.compile(rf"{_LOCAL}@{_LABEL}(?:\.{_LABEL})+")
-MIN_PASSWORD = 8
-
-
-class AccountError(ValueError):
-    """A learner-facing reason why an account could not be created."""
-
-
-def create_account(email: str, password: str, *, role: str = "learner", user: User | None = None) -> User:
-    """A new account, or `user` (a guest) turned into one, keeping its id and so all its progress.
-
-    The caller commits.
-    """
-    email = email.strip().lower()
-    if not EMAIL.fullmatch(email) or len(email) > 254:
-        raise AccountError(gettext("Enter a valid email address."))
-    if len(password) < MIN_PASSWORD:
-        raise AccountError(gettext("Use a password of at least %(num)d characters.", num=MIN_PASSWORD))
-    db = get_session()
-    if db.scalar(select(User).where(func.lower(User.email) == email)) is not None:
-        raise AccountError(gettext("An account with this email already exists. Sign in instead."))
-    user = user or User()
-    user.email, user.password_hash, user.role, user.is_guest = email, generate_password_hash(password), role, False
-    db.add(user)
-    return user
-
 
 def _safe_next(default: str) -> str:
     return safe_next(request.values.get("next"), default)
@@ -82,10 +49,12 @@ def signup() -> ResponseReturnValue:
         db = get_session()
         guest = g.user if g.user is not None and g.user.is_guest else None
         try:
-            user = create_account(request.form.get("email", ""), request.form.get("password", ""), user=guest)
+            user = create_account(request.form.get("email", ""), request.form.get("password", ""), user=guest,
+                                  name=request.form.get("name", ""))
         except AccountError as exc:
             flash(str(exc), "error")
-            return render_template("auth/signup.html", email=request.form.get("email", "")), 400
+            return render_template("auth/signup.html", email=request.form.get("email", ""),
+                                   name=request.form.get("name", "")), 400
         user.end_sessions()  # a copy of the guest's cookie must not become the account
         db.commit()
         start_session(user)
@@ -94,7 +63,7 @@ def signup() -> ResponseReturnValue:
         response = redirect(_safe_next(url_for("index")))
         backoff.trust_this_browser(response, user)
         return response
-    return render_template("auth/signup.html", email="")
+    return render_template("auth/signup.html", email="", name="")
 
 
 @bp.route("/signin", methods=["GET", "POST"])
@@ -123,7 +92,8 @@ def signin() -> ResponseReturnValue:
             guest.end_sessions()
             db.commit()
         start_session(user)
-        target = _safe_next(url_for("index"))
+        # Where the work is: an instructor lands on the instructor pages, a learner on the course.
+        target = _safe_next(url_for("instructor.overview") if user.is_instructor else url_for("index"))
         response = redirect(target)
         if guest is not None and progress.has_progress(guest):
             session["merge_guest"] = {"id": guest.id, "k": guest.session_secret}
@@ -239,6 +209,22 @@ def change_password() -> ResponseReturnValue:
     response = redirect(url_for("auth.account"))
     backoff.trust_this_browser(response, g.user)  # this browser, the owner's, stays known
     return response
+
+
+@bp.post("/name")
+@login_required
+def change_name() -> ResponseReturnValue:
+    """The account's display name (what instructors and the gradebooks show); a refused one changes nothing."""
+    if g.user.is_guest:
+        abort(403, description=gettext("Create an account first: guests have no name."))
+    try:
+        g.user.name = clean_name(request.form.get("name", ""))
+    except AccountError as exc:
+        flash(str(exc), "error")
+        return redirect(url_for("auth.account")), 303
+    get_session().commit()
+    flash(gettext("Name saved."), "info")
+    return redirect(url_for("auth.account")), 303
 
 
 @bp.route("/account")

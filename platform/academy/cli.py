@@ -1,6 +1,8 @@
 """`flask --app academy ...` commands for administrators.
 
-None of them needs torch or the course but `regrade` and `worker`, and none imports either before it runs:
+None of them needs torch or the course but `regrade` and `worker`, and none imports either before it runs.
+The app a command runs in has no web front (academy/__init__.py, `create_app`), and this module imports
+only what every command needs (the database, the accounts); each command imports the rest itself, so
 `create-user` starts in well under a second (benchmarks/cli_startup.py). A command that uses the database
 says so when its schema is missing or behind (`needs_database`), naming `init-db`.
 """
@@ -16,14 +18,10 @@ from flask import Flask, current_app
 from flask.cli import with_appcontext
 from sqlalchemy import delete, func, select
 
-from academy import jobs
-from academy.auth import AccountError, create_account
-from academy.content import get_content
+from academy.accounts import AccountError, create_account, new_api_token
 from academy.db import check_schema, get_session
 from academy.instance import init_instance
 from academy.models import PENDING, JobStatus, RegradeRun, Submission, User, utcnow
-from academy.runners import runner
-from academy.security import new_api_token
 from academy.settings import InstanceNotReady, settings
 
 Command = TypeVar("Command", bound=Callable[..., Any])
@@ -55,13 +53,14 @@ def init_db_command() -> None:
 @click.command("create-user")
 @click.argument("email")
 @click.option("--instructor", is_flag=True, help="Give the account the instructor role.")
+@click.option("--name", help="The display name (what the gradebooks' Student column shows).")
 @click.password_option(help="The password (asked for when not given).")
 @with_appcontext
 @needs_database
-def create_user_command(email: str, instructor: bool, password: str) -> None:
+def create_user_command(email: str, instructor: bool, name: str | None, password: str) -> None:
     """Create an account (use --instructor for the first instructor)."""
     try:
-        user = create_account(email, password, role="instructor" if instructor else "learner")
+        user = create_account(email, password, role="instructor" if instructor else "learner", name=name)
     except AccountError as exc:
         raise click.ClickException(str(exc)) from None
     get_session().commit()
@@ -94,6 +93,10 @@ def regrade_command(exercise: str, wait: bool) -> None:
 
     Exit status 1 when the run stopped or a submission could not be graded (with --wait).
     """
+    from academy import jobs
+    from academy.content import get_content
+    from academy.runners import runner
+
     if exercise not in get_content().course.exercises:
         raise click.ClickException(f"There is no exercise '{exercise}'.")
     run, started = jobs.request_regrade(exercise)
@@ -118,6 +121,8 @@ def regrade_command(exercise: str, wait: bool) -> None:
 
 def wait_for_regrade(run_id: int, poll_s: float = 0.5) -> RegradeRun:
     """Poll the run until it is done or ended in error (Ctrl-C stops waiting, not the regrade)."""
+    from academy import jobs
+
     db = get_session()
     while True:
         db.rollback()  # end the read transaction: SQLite would keep showing the snapshot it started with

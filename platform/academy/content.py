@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 from flask import Flask, current_app
 
 from academy.settings import settings
-from grader.core.course import Course, Exercise, Lesson, Step, load_course
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the course is read by the first get_content(), not at import (commands need none)
     from markdown_it import MarkdownIt
+
+    from grader.core.course import Course, Exercise, Lesson, Step
 
 _ALLOWED_TAGS = {"p", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "strong", "em", "code", "pre",
                  "span", "a", "blockquote", "hr", "br", "table", "thead", "tbody", "tr", "th", "td", "div",
@@ -88,6 +89,8 @@ class Content:
 
 
 def build_content(root: str | Path | None) -> Content:
+    from grader.core.course import load_course
+
     course = load_course(root)
     html: dict[int, str] = {}
     for lesson in course.lessons:

@@ -1,11 +1,13 @@
 """What each learner has done, for instructors: a per-learner record and the gradebook as CSV.
 
 Grades are 0-100: an exercise's is the best score of the learner's graded submissions; a lesson quiz's is the
-share of its questions whose *first* answer was right (later tries teach, they do not count). The CSV comes
-in three shapes (`FORMATS`): plain (every learner, guests included), Canvas's gradebook import (its own
-leading columns) and Moodle's "Import grades from CSV" (an email column to map users by). The Canvas and
-Moodle shapes follow the vendors' documentation (docs/web.md, "Gradebook") and were not tried against a
-live Canvas or Moodle.
+share of its questions whose *first* answer was right (later tries teach, they do not count). Work never
+tried is a blank cell, not a 0 (an LMS import would record a real zero); `untried="zero"` (the setting
+DLA_GRADEBOOK_UNTRIED, or the download's choice) writes 0 instead, for a course past its deadline. The CSV
+comes in three shapes (`FORMATS`): plain (accounts; guests only when asked for), Canvas's gradebook import
+(its own leading columns: the name, Canvas's ID left blank, the SIS id, the email as SIS login) and Moodle's
+"Import grades from CSV" (an email column to map users by). The Canvas and Moodle shapes follow the
+vendors' documentation (docs/web.md, "Gradebook") and were not tried against a live Canvas or Moodle.
 """
 from __future__ import annotations
 
@@ -37,19 +39,23 @@ class LearnerRecord:
     hints: dict[str, int] = field(default_factory=dict)  # exercise id -> hints the learner opened
     resume: dict[str, str] = field(default_factory=dict)  # lesson id -> step id last opened
 
-    def quiz_grade(self, course: Course, lesson_id: str) -> float:
+    def quiz_grade(self, course: Course, lesson_id: str) -> float | None:
+        """The share of the quiz's questions right at the first try; None when none of them was answered."""
         quiz = course.lesson(lesson_id).quiz
-        if quiz is None or not quiz.questions:
-            return 0.0
+        if quiz is None or not quiz.questions or not any((lesson_id, q.id) in self.first_try for q in quiz.questions):
+            return None
         right = sum(self.first_try.get((lesson_id, q.id), False) for q in quiz.questions)
         return round(100 * right / len(quiz.questions), 1)
 
 
-def learner_ids(page: int, per_page: int) -> tuple[list[int], int]:
-    """One page of learners (not instructors) with any activity, newest first, and how many there are."""
+def learner_ids(page: int, per_page: int, guests: bool = True) -> tuple[list[int], int]:
+    """One page of learners (not instructors) with any activity, newest first, and how many there are;
+    without the guests when `guests` is false."""
     db = get_session()
     active = select(Submission.user_id).union(select(QuizAnswer.user_id), select(LessonProgress.user_id))
     where = (User.role != "instructor") & User.id.in_(active)
+    if not guests:
+        where = where & User.is_guest.is_(False)
     total = db.scalar(select(func.count()).select_from(User).where(where)) or 0
     ids = db.scalars(select(User.id).where(where).order_by(User.id.desc())
                      .offset((page - 1) * per_page).limit(per_page)).all()
@@ -93,29 +99,38 @@ def records(course: Course, user_ids: list[int]) -> list[LearnerRecord]:
     return [found[uid] for uid in user_ids if uid in found]
 
 
-def all_records(course: Course) -> list[LearnerRecord]:
+def all_records(course: Course, guests: bool = True) -> list[LearnerRecord]:
     """Every learner with any activity, oldest account first (a gradebook's stable order)."""
-    ids, _total = learner_ids(1, 10**9)
+    ids, _total = learner_ids(1, 10**9, guests)
     return records(course, sorted(ids))
 
 
 # -- CSV -----------------------------------------------------------------------------------------------
 
-def _columns(course: Course) -> list[tuple[str, Callable[[LearnerRecord], float]]]:
+Grade = Callable[[LearnerRecord], "float | None"]  # None: never tried
+
+
+def _columns(course: Course) -> list[tuple[str, Grade]]:
     """(column title, grade of a record) for every exercise and every lesson quiz, in course order."""
-    columns: list[tuple[str, Callable[[LearnerRecord], float]]] = []
+    columns: list[tuple[str, Grade]] = []
     for lesson in course.lessons:
         for exercise in lesson.exercises:
-            columns.append((f"{exercise.title} [{exercise.id}]",
-                            lambda r, ex=exercise.id: r.best.get(ex, 0.0)))
+            columns.append((f"{exercise.title} [{exercise.id}]", lambda r, ex=exercise.id: r.best.get(ex)))
         if lesson.quiz is not None:
             columns.append((f"Quiz: {lesson.title} [{lesson.id}/quiz]",
                             lambda r, lid=lesson.id: r.quiz_grade(course, lid)))
     return columns
 
 
-def _number(value: float) -> str:
-    return f"{value:g}"
+UNTRIED = ("blank", "zero")  # what a cell of work never tried holds: DLA_GRADEBOOK_UNTRIED
+
+
+def _grades(record: LearnerRecord, columns: list[tuple[str, Grade]], untried: str) -> list[str]:
+    cells = []
+    for _title, grade in columns:
+        value = grade(record)
+        cells.append(f"{value:g}" if value is not None else ("0" if untried == "zero" else ""))
+    return cells
 
 
 # Every line break a reader may split lines at: \r and \n, and the others str.splitlines() knows (vertical tab,
@@ -134,51 +149,65 @@ def _text(value: str) -> str:
     return _FORMULA_START.sub(r"\1\2'", value)
 
 
-def plain_csv(course: Course, rows: list[LearnerRecord]) -> list[list[str]]:
+def plain_csv(course: Course, rows: list[LearnerRecord], untried: str = "blank") -> list[list[str]]:
     columns = _columns(course)
-    table = [["learner_id", "email", "guest"] + [title for title, _ in columns]]
+    table = [["learner_id", "name", "email", "sis_id", "guest"] + [title for title, _ in columns]]
     for record in rows:
-        table.append([str(record.user.id), _text(record.user.email or ""), "yes" if record.user.is_guest else "no"]
-                     + [_number(grade(record)) for _, grade in columns])
+        user = record.user
+        table.append([str(user.id), _text(user.name or ""), _text(user.email or ""), _text(user.sis_id or ""),
+                      "yes" if user.is_guest else "no"] + _grades(record, columns, untried))
     return table
 
 
-def canvas_csv(course: Course, rows: list[LearnerRecord]) -> list[list[str]]:
+def _matchable(user: User) -> bool:
+    """An account an LMS can match by one of its ids (a guest has none)."""
+    return not user.is_guest and bool(user.email or user.sis_id)
+
+
+def canvas_csv(course: Course, rows: list[LearnerRecord], untried: str = "blank") -> list[list[str]]:
     """Canvas's gradebook import: Student, ID, SIS User ID, SIS Login ID, Section, then one column per
     assignment (a name Canvas does not know becomes a new assignment), and a "Points Possible" row.
-    Our accounts know only an email: it goes in SIS Login ID, which matches where the institution's
-    Canvas logins are email addresses; otherwise fill in Canvas's ID from its own export."""
+    Canvas matches a row by ID, else SIS User ID, else SIS Login ID: ID is Canvas's own number, which this
+    site does not know (left blank); SIS User ID is the account's SIS id (an instructor sets it, an LTI
+    launch brings it); SIS Login ID is the email, which matches where the institution's Canvas logins are
+    email addresses. Student is the account's name (Canvas shows it, it does not match by it)."""
     columns = _columns(course)
     table = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] + [title for title, _ in columns],
              ["Points Possible", "", "", "", ""] + ["100"] * len(columns)]
     for record in rows:
-        if record.user.email is None:
-            continue  # a guest has nothing Canvas could match
-        table.append([_text(record.user.email), "", "", _text(record.user.email), ""]
-                     + [_number(grade(record)) for _, grade in columns])
-    return table
-
-
-def moodle_csv(course: Course, rows: list[LearnerRecord]) -> list[list[str]]:
-    """Moodle's "Import grades from CSV": map "Email address" to the user field "Email address" under
-    "Identify user by", and each grade column to a grade item (or "New grade item")."""
-    columns = _columns(course)
-    table = [["Email address"] + [title for title, _ in columns]]
-    for record in rows:
-        if record.user.email is None:
+        user = record.user
+        if not _matchable(user):
             continue
-        table.append([_text(record.user.email)] + [_number(grade(record)) for _, grade in columns])
+        table.append([_text(user.name or user.email or ""), "", _text(user.sis_id or ""), _text(user.email or ""),
+                      ""] + _grades(record, columns, untried))
     return table
 
 
-FORMATS: dict[str, Callable[[Course, list[LearnerRecord]], list[list[str]]]] = {
+def moodle_csv(course: Course, rows: list[LearnerRecord], untried: str = "blank") -> list[list[str]]:
+    """Moodle's "Import grades from CSV": map "Email address" to the user field "Email address" under
+    "Identify user by" (or "ID number" to "ID number", where the SIS id is Moodle's idnumber), and each grade
+    column to a grade item (or "New grade item"). A blank cell leaves that grade as it is."""
+    columns = _columns(course)
+    table = [["Email address", "ID number", "Full name"] + [title for title, _ in columns]]
+    for record in rows:
+        user = record.user
+        if not _matchable(user):
+            continue
+        table.append([_text(user.email or ""), _text(user.sis_id or ""), _text(user.name or "")]
+                     + _grades(record, columns, untried))
+    return table
+
+
+FORMATS: dict[str, Callable[[Course, list[LearnerRecord], str], list[list[str]]]] = {
     "plain": plain_csv, "canvas": canvas_csv, "moodle": moodle_csv,
 }
 
 
-def gradebook_csv(course: Course, shape: str) -> str:
-    """The whole gradebook in one of FORMATS, as CSV text (KeyError for an unknown shape)."""
-    table = FORMATS[shape](course, all_records(course))
+def gradebook_csv(course: Course, shape: str, untried: str = "blank", guests: bool = False) -> str:
+    """The whole gradebook in one of FORMATS, as CSV text (KeyError for an unknown shape). Guests are in the
+    plain shape only, and only when `guests` is true (an abandoned guest is nobody's grade); an LMS cannot
+    match them anyway."""
+    table = FORMATS[shape](course, all_records(course, guests=guests and shape == "plain"), untried)
     out = io.StringIO()
     csv.writer(out, lineterminator="\r\n", quoting=csv.QUOTE_ALL).writerows(table)  # no cell runs into the next
     return out.getvalue()

@@ -49,11 +49,18 @@ def secret_key_for(settings: Settings) -> str | None:
     raise InstanceNotReady(f"No secret key: run `{INIT_DB}` (it creates {path}), or set SECRET_KEY.")
 
 
-def serves_pages() -> bool:
+# `flask` commands that want the whole app: `run` serves it, `shell` and `routes` look at it.
+WEB_COMMANDS = ("run",)
+WEB_FRONT_COMMANDS = ("run", "shell", "routes")
+
+
+def serves_pages(web_front: bool = False) -> bool:
     """False while a `flask --app academy COMMAND` other than `run` makes the app: such a command signs no
-    cookie. Anything else (gunicorn, `flask run`, a test) may serve pages, and pages need the key."""
+    cookie. Anything else (gunicorn, `flask run`, a test) may serve pages, and pages need the key. With
+    `web_front`: whether the app needs its web front (blueprints, limiter, translations) at all, which
+    `shell` and `routes` want too."""
     command = click.get_current_context(silent=True)
-    return command is None or command.command.name == "run"
+    return command is None or command.command.name in (WEB_FRONT_COMMANDS if web_front else WEB_COMMANDS)
 
 
 def create_secret_key(path: Path) -> bool:

@@ -11,6 +11,7 @@ from flask_babel import gettext, ngettext
 from sqlalchemy import func, select
 
 from academy import gradebook, i18n, jobs
+from academy.accounts import AccountError, clean_name, clean_sis_id
 from academy.content import get_content, reload_content
 from academy.db import get_session
 from academy.lessons import step_page
@@ -100,17 +101,38 @@ def exercise_stats(exercise_id: str, page: int = 1) -> ExerciseStats:
                          Page(list(recent), page, attempts))
 
 
-def _latest_runs() -> dict[str, ValidationRun]:
+@dataclass(frozen=True)
+class ValidationState:
+    """What the overview says of one exercise's validation: the last one that finished (kept across restarts,
+    with its date), one still queued or running, and whether the exercise's files changed since the last."""
+    last: ValidationRun | None
+    pending: ValidationRun | None
+    changed_since: bool
+
+
+def validation_states(course_exercises: dict) -> dict[str, ValidationState]:
     rows = get_session().scalars(select(ValidationRun).order_by(ValidationRun.id)).all()
-    return {row.exercise_id: row for row in rows}
+    last: dict[str, ValidationRun] = {}
+    pending: dict[str, ValidationRun] = {}
+    for row in rows:
+        (pending if row.status in PENDING else last)[row.exercise_id] = row
+    states = {}
+    for exercise_id, exercise in course_exercises.items():
+        done = last.get(exercise_id)
+        changed = bool(done and done.content_hash and done.content_hash != jobs.exercise_fingerprint(exercise.path))
+        waiting = pending.get(exercise_id)
+        states[exercise_id] = ValidationState(done, waiting if waiting and (not done or waiting.id > done.id)
+                                              else None, changed)
+    return states
 
 
 @bp.route("/")
 @instructor_required
 def overview() -> ResponseReturnValue:
-    runs = _latest_runs()
-    busy = any(r.status in PENDING for r in runs.values())
-    return render_template("instructor/overview.html", course=get_content().course, runs=runs, busy=busy,
+    course = get_content().course
+    runs = validation_states(course.exercises)
+    busy = any(state.pending is not None for state in runs.values())
+    return render_template("instructor/overview.html", course=course, runs=runs, busy=busy,
                            can_reload=settings().content_reload,
                            translations=i18n.coverage(get_content().course, get_content().translations),
                            languages=i18n.LANGUAGES, image_note=jobs.grading_sandbox(current_app).stale_image_note(),
@@ -194,7 +216,8 @@ def learners() -> ResponseReturnValue:
     page = page_number()
     ids, total = gradebook.learner_ids(page, PER_PAGE)
     return render_template("instructor/learners.html", course=course, records=gradebook.records(course, ids),
-                           page=Page([], page, total), formats=list(gradebook.FORMATS))
+                           page=Page([], page, total), formats=list(gradebook.FORMATS),
+                           untried=settings().gradebook_untried)
 
 
 @bp.route("/learners/<int:user_id>")
@@ -207,12 +230,39 @@ def learner(user_id: int) -> ResponseReturnValue:
     return render_template("instructor/learner.html", course=course, record=found[0])
 
 
+@bp.post("/learners/<int:user_id>/profile")
+@instructor_required
+def learner_profile(user_id: int) -> ResponseReturnValue:
+    """An instructor corrects a learner's name or sets the SIS id Canvas matches by. A refused value changes
+    nothing, and the page says why."""
+    db = get_session()
+    user = db.get(User, user_id)
+    if user is None or user.is_instructor:
+        abort(404, description=gettext("There is no such learner."))
+    try:
+        name = clean_name(request.form.get("name", ""), required=False)
+        sis_id = clean_sis_id(request.form.get("sis_id", ""), user=user)
+    except AccountError as exc:
+        flash(str(exc), "error")
+        return redirect(url_for("instructor.learner", user_id=user_id)), 303
+    user.name, user.sis_id = name, sis_id
+    db.commit()
+    flash(gettext("Saved the name and SIS id of %(who)s.", who=user.display_name), "info")
+    return redirect(url_for("instructor.learner", user_id=user_id)), 303
+
+
 @bp.route("/gradebook.csv")
 @instructor_required
 def gradebook_csv() -> ResponseReturnValue:
     shape = request.args.get("format", "plain")
     if shape not in gradebook.FORMATS:
         abort(400, description=gettext("format must be one of %(formats)s.", formats=", ".join(gradebook.FORMATS)))
-    body = gradebook.gradebook_csv(get_content().course, shape)
+    untried = request.args.get("untried", settings().gradebook_untried)
+    if untried not in gradebook.UNTRIED:
+        abort(400, description=gettext("untried must be one of %(choices)s.", choices=", ".join(gradebook.UNTRIED)))
+    guests = request.args.get("guests", "0")
+    if guests not in ("0", "1"):
+        abort(400, description=gettext("guests must be 0 or 1."))
+    body = gradebook.gradebook_csv(get_content().course, shape, untried=untried, guests=guests == "1")
     return Response(body, mimetype="text/csv", headers={
         "Content-Disposition": f'attachment; filename="gradebook-{shape}.csv"', "Cache-Control": "no-store"})

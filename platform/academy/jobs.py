@@ -13,6 +13,7 @@ the platform's failure; `unfinished` is what every runner's recovery starts from
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -43,12 +44,12 @@ from academy.models import (
     utcnow,
 )
 from academy.settings import Settings, settings
-from grader.core.course import Exercise
 from grader.core.protocol import Request, Status
-from grader.core.result import Result
 
 if TYPE_CHECKING:
     from academy.runners import JobRunner
+    from grader.core.course import Exercise
+    from grader.core.result import Result
     from grader.host.sandboxes import HarnessSandbox
     from sandbox import Reply
 
@@ -122,6 +123,16 @@ def grade_submission(submission_id: int) -> None:
     db.commit()
 
 
+def exercise_fingerprint(folder: Path) -> str:
+    """A hash of every file name and content in an exercise's folder (what `grader validate` reads: the
+    exercise.yaml, solution, mistakes, checks), caches left out: what a validation is of."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:20]
+
+
 def validate_exercise_run(run_id: int) -> None:
     from grader.host.validate import validate_exercise
 
@@ -132,8 +143,9 @@ def validate_exercise_run(run_id: int) -> None:
     run.status = ValidationStatus.RUNNING
     db.commit()
     try:
-        cases = validate_exercise(get_content().exercise(run.exercise_id),
-                                  sandbox=grading_sandbox(current_app), jobs=1)
+        exercise = get_content().exercise(run.exercise_id)
+        run.content_hash = exercise_fingerprint(exercise.path)  # the files as this run reads them
+        cases = validate_exercise(exercise, sandbox=grading_sandbox(current_app), jobs=1)
     except Exception as exc:  # noqa: BLE001 - shown to the instructor
         mark_failed(JobKind.VALIDATE_EXERCISE, run_id, f"validate could not run: {exc}")
         return

@@ -30,6 +30,10 @@ def stored_result(result_json: str | None) -> Result | None:
     return upgrade_result(json.loads(result_json)) if result_json else None
 
 
+NAME_MAX = 100  # a display name's characters (auth.clean_name)
+SIS_ID_MAX = 100
+
+
 def new_session_secret() -> str:
     return secrets.token_urlsafe(32)
 
@@ -61,6 +65,12 @@ class User(Base):
     last_seen_at: Mapped[datetime | None] = mapped_column(DateTime)
     # The interface language the learner chose with the switcher (academy/i18n.py); None: not chosen.
     language: Mapped[str | None] = mapped_column(String(8))
+    # The person's name as an LMS shows it (sign-up asks for it; an instructor may correct it; an LTI launch
+    # brings the LMS's own): the gradebooks' "Student" column (migration 0009). None for guests and older rows.
+    name: Mapped[str | None] = mapped_column(String(NAME_MAX))
+    # The institution's student id (Canvas's "SIS User ID"), set by an instructor or an LTI launch's `lis`
+    # claim; optional, and never two accounts with the same one.
+    sis_id: Mapped[str | None] = mapped_column(String(SIS_ID_MAX), unique=True, index=True)
 
     tokens: Mapped[list[ApiToken]] = relationship(back_populates="user", cascade="all, delete-orphan")
 
@@ -78,7 +88,7 @@ class User(Base):
 
     @property
     def display_name(self) -> str:
-        return self.email or f"guest #{self.id}"
+        return self.name or self.email or f"guest #{self.id}"
 
 
 class ApiToken(Base):
@@ -237,6 +247,9 @@ class ValidationRun(Base):
     report: Mapped[str | None] = mapped_column(Text)  # one line per case
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # A hash of the exercise's folder as validated (academy.instructor.exercise_fingerprint; migration 0009):
+    # the overview says when the files changed since. None for runs from before it.
+    content_hash: Mapped[str | None] = mapped_column(String(64))
 
 
 class SigninFailure(Base):
@@ -296,3 +309,4 @@ class RegradeRun(Base):
 
 
 GRADED = Submission.kind == SubmissionKind.GRADE  # attempts: every count, list and regrade reads only these
+

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import hmac
 import secrets
 from datetime import timedelta
@@ -12,28 +11,17 @@ from flask import Flask, Response, abort, g, jsonify, make_response, redirect, r
 from flask_babel import gettext
 from sqlalchemy import select
 
+from academy.accounts import TOKEN_PREFIX, hash_token, new_api_token  # noqa: F401 - the API tokens live there
 from academy.db import get_session
 from academy.i18n import N_
 from academy.limits import spend_new_guest
 from academy.models import ApiToken, User, utcnow
 
-TOKEN_PREFIX = "dla_"
 UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 # How often a user's last_seen_at is written: often enough to tell a guest idle for 30 days, rarely
 # enough that page views stay reads.
 SEEN_EVERY = timedelta(hours=1)
 NO_CREDENTIALS = N_("Sign in or send an API token (Authorization: Bearer ...).")
-
-
-def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-def new_api_token(user: User, name: str) -> str:
-    """Create a token for `user` (caller commits) and return it: the only time it is visible."""
-    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    get_session().add(ApiToken(user=user, name=name, token_hash=hash_token(token), prefix=token[:10]))
-    return token
 
 
 def csrf_token() -> str:

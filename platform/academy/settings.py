@@ -46,6 +46,12 @@ def public_origin(value: str) -> str:
     return value.strip().rstrip("/")
 
 
+def untried_cell(value: str) -> str:
+    if value.strip().lower() not in ("blank", "zero"):
+        raise ValueError(value)
+    return value.strip().lower()
+
+
 def host_names(value: str) -> tuple[str, ...]:
     return tuple(name.strip().lower().strip("[]") for name in value.split(",") if name.strip())
 
@@ -123,6 +129,10 @@ class Settings:
     content_reload: bool = setting(
         "DLA_CONTENT_RELOAD", True, "the instructor page's \"Reload content\" button (set `0` in production)",
         flag, shown_default="`1`")
+    gradebook_untried: str = setting(
+        "DLA_GRADEBOOK_UNTRIED", "blank", "what the gradebooks write for an exercise or quiz a learner never tried: "
+        "`blank` (a Canvas or Moodle import then leaves that grade as it is) or `zero` (a course past its "
+        "deadline); the learners page's download can choose the other", untried_cell)
     insecure_cookies: bool = setting(
         "DLA_INSECURE_COOKIES", False, "session cookies are `Secure; HttpOnly; SameSite=Lax`. Browsers accept "
         "Secure cookies from `http://localhost`/`127.0.0.1`; to reach a development server over plain http by "

@@ -31,7 +31,7 @@ def test_next_never_leaves_the_site(shared_server: LiveServer, target: str) -> N
     assert started.status == 302 and _same_origin(started.location), started.location
     newcomer = Client(server, f"127.0.0.{octet}")
     signed_up = newcomer.form("/auth/signup", {"email": f"n{octet}@example.org", "password": "password123",
-                                               "next": target})
+                                               "name": f"Newcomer {octet}", "next": target})
     assert signed_up.status == 302 and _same_origin(signed_up.location), signed_up.location
     newcomer.form("/auth/signout")
     signed_in = newcomer.form("/auth/signin", {"email": f"n{octet}@example.org", "password": "password123",

@@ -12,6 +12,7 @@ pytestmark = [pytest.mark.browser]
 def test_guest_sign_out_warning_and_merge(page: Page, live_server: str, shoot) -> None:  # noqa: ANN001
     # An account with nothing done yet.
     page.goto(f"{live_server}/auth/signup")
+    page.get_by_label("Your name").fill("Merge Tester")
     page.get_by_label("Email").fill("merge@example.org")
     page.get_by_label("Password").fill("password123")
     page.get_by_role("button", name="Create account").click()

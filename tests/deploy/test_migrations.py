@@ -211,6 +211,49 @@ def test_migration_0007_on_postgresql(postgres: PostgresServer) -> None:
     _identity_round_trip(url, lambda: command.upgrade(alembic_config(url), "head"))
 
 
+def _names_round_trip(url: str) -> None:
+    """0009: names and SIS ids added to `users` in place (its ids, its AUTOINCREMENT and what references it
+    untouched), an SIS id unique where set, the validation's content hash; and back down to 0008 and up."""
+    config = alembic_config(url)
+    command.upgrade(config, "0008")
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        for email in ("a@example.org", "b@example.org"):
+            connection.execute(text("INSERT INTO users (email, role, is_guest, created_at, session_secret) "
+                                    "VALUES (:e, 'learner', false, CURRENT_TIMESTAMP, 's')"), {"e": email})
+        connection.execute(text(f"INSERT INTO submissions {CHILD_ROWS['submissions']}"), {"u": 2})
+        connection.execute(text("INSERT INTO validation_runs (exercise_id, status, created_at) "
+                                "VALUES ('mixed-precision/amp-step', 'ok', CURRENT_TIMESTAMP)"))
+    command.upgrade(config, "0009")
+    with engine.begin() as connection:
+        assert connection.execute(text("SELECT id, name, sis_id FROM users ORDER BY id")).all() == [
+            (1, None, None), (2, None, None)]
+        connection.execute(text("UPDATE users SET name = 'Ada', sis_id = 'S-1' WHERE id = 1"))
+        connection.execute(text("UPDATE users SET sis_id = NULL WHERE id = 2"))  # many accounts without one
+        assert _owners(connection, "submissions") == [2]
+        assert connection.execute(text("SELECT content_hash FROM validation_runs")).scalar() is None
+        if engine.dialect.name == "sqlite":
+            schema = connection.execute(text("SELECT sql FROM sqlite_master WHERE name = 'users'")).scalar()
+            assert "AUTOINCREMENT" in schema
+    with pytest.raises(IntegrityError), engine.begin() as connection:
+        connection.execute(text("UPDATE users SET sis_id = 'S-1' WHERE id = 2"))
+    command.downgrade(config, "0008")
+    with engine.begin() as connection:
+        assert "sis_id" not in {c["name"] for c in inspect(connection).get_columns("users")}
+        assert connection.execute(text("SELECT id, email FROM users ORDER BY id")).all() == [
+            (1, "a@example.org"), (2, "b@example.org")]
+    command.upgrade(config, "head")
+    engine.dispose()
+
+
+def test_migration_0009_on_sqlite(tmp_path: Path) -> None:
+    _names_round_trip(f"sqlite:///{tmp_path / 'academy.sqlite'}")
+
+
+def test_migration_0009_on_postgresql(postgres: PostgresServer) -> None:
+    _names_round_trip(postgres.url())
+
+
 def test_the_schema_the_app_checks_for_is_alembics_head() -> None:
     """academy.db.SCHEMA_REVISION (what the app's first session checks, without importing Alembic) names the
     newest migration: a new migration without it fails here, not in an operator's `503`."""

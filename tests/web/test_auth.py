@@ -11,8 +11,8 @@ from tests.helpers import LESSON, new_session
 
 
 def test_signup_signin_signout(web, app) -> None:  # noqa: ANN001
-    assert web.signup("Ada@Example.org").status_code == 302
-    assert "ada@example.org" in web.client.get("/").get_data(as_text=True)
+    assert web.signup("Ada@Example.org", name="Ada Lovelace").status_code == 302
+    assert "Ada Lovelace" in web.client.get("/").get_data(as_text=True)  # the header names the account
     web.post("/auth/signout")
     assert "Sign in" in web.client.get("/").get_data(as_text=True)
     wrong = web.signin("ada@example.org", "wrong-password")
@@ -96,3 +96,40 @@ def test_next_parameter_only_redirects_within_the_site(web) -> None:  # noqa: AN
     response = web.post("/auth/signin", data={"email": "ada@example.org", "password": "password123",
                                                   "next": f"/lessons/{LESSON}/3"})
     assert response.location == f"/lessons/{LESSON}/3"
+
+
+def test_sign_up_asks_for_a_name_and_refuses_what_no_gradebook_cell_can_hold(web, app) -> None:  # noqa: ANN001
+    missing = web.signup("nameless@example.org", name="   ")
+    assert missing.status_code == 400 and "Enter your name as your course knows it." in missing.get_data(as_text=True)
+    assert 'value="nameless@example.org"' in missing.get_data(as_text=True)  # what was typed is kept
+    broken = web.signup("broken@example.org", name="Eve\x1b[31m")
+    assert broken.status_code == 400 and "control characters" in broken.get_data(as_text=True)
+    long = web.signup("long@example.org", name="x" * 101)
+    assert long.status_code == 400 and "at most 100 characters" in long.get_data(as_text=True)
+    assert web.signup("grace@example.org", name=" Grace   Hopper ").status_code == 302
+    with app.app_context():
+        assert [(u.email, u.name) for u in get_session().scalars(select(User))] == [("grace@example.org",
+                                                                                    "Grace Hopper")]
+    account = web.client.get("/auth/account").get_data(as_text=True)
+    assert 'value="Grace Hopper"' in account and "grace@example.org" in account
+    assert web.post("/auth/name", data={"name": "Rear Admiral Hopper"}).status_code == 303
+    assert web.post("/auth/name", data={"name": "\u202e"}).status_code == 303  # refused: nothing changes
+    with app.app_context():
+        assert get_session().scalar(select(User)).name == "Rear Admiral Hopper"
+
+
+def test_an_instructor_lands_on_the_instructor_pages_and_a_learner_on_the_course(web, app) -> None:  # noqa: ANN001
+    from academy.accounts import create_account
+
+    with app.app_context():
+        create_account("teacher@example.org", "password123", role="instructor", name="Teacher")
+        create_account("pupil@example.org", "password123", name="Pupil")
+        get_session().commit()
+    assert web.signin("teacher@example.org").location == "/instructor/"
+    web.post("/auth/signout")
+    assert web.signin("pupil@example.org").location == "/"
+    web.post("/auth/signout")
+    # An explicit destination still wins (a link that asked for a sign-in).
+    asked = web.post("/auth/signin", data={"email": "teacher@example.org", "password": "password123",
+                                          "next": "/lessons/mixed-precision"})
+    assert asked.location == "/lessons/mixed-precision"

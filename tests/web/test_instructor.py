@@ -5,7 +5,9 @@ import json
 import time
 
 import pytest
+from sqlalchemy import select
 
+from academy import jobs
 from academy.db import get_session
 from academy.models import Submission, User, ValidationRun
 from tests.helpers import EXERCISE, LESSON, new_session
@@ -124,7 +126,43 @@ def test_validate_runs_in_the_background(make_app, exercises_copy) -> None:  # n
         "step-update-order (declared: matches-reference, runs, step-update-order)"]
     page = teacher.client.get("/instructor/").get_data(as_text=True)
     assert '<span class="badge ok">ok</span>' in page
+    assert f"validated {run.finished_at:%Y-%m-%d %H:%M} UTC" in page
+    assert run.content_hash == jobs.exercise_fingerprint(exercises_copy / EXERCISE)  # the files it validated
+    assert "changed since this validation" not in page
     assert teacher.post("/instructor/validate/nope/none").status_code == 404
+
+
+def test_the_overview_keeps_the_last_validation_and_says_when_the_files_changed_since(make_app,
+                                                                                  exercises_copy) -> None:  # noqa: ANN001
+    """A validation done before a restart is still shown with its date, a newer one still queued does not hide
+    it, and an edit of the exercise's files since is said plainly, per exercise."""
+    from datetime import datetime
+
+    folder = exercises_copy / EXERCISE
+    app = make_app(EXERCISES_DIR=str(exercises_copy))
+    with app.app_context():
+        db = get_session()
+        db.add(ValidationRun(exercise_id=EXERCISE, status="ok", report="ok   solution.py: passes every check",
+                             created_at=datetime(2026, 12, 1, 9, 0), finished_at=datetime(2026, 12, 1, 9, 5),
+                             content_hash=jobs.exercise_fingerprint(folder)))
+        db.commit()
+    teacher = make_instructor(make_app(EXERCISES_DIR=str(exercises_copy)))  # another process: nothing in memory
+    def cell() -> str:
+        page = teacher.client.get("/instructor/").get_data(as_text=True)
+        return page.split(f'data-exercise="{EXERCISE}"')[1].split("</td>")[0]
+    first = cell()
+    assert '<span class="badge ok">ok</span>' in first and "validated 2026-12-01 09:05 UTC" in first
+    assert "changed since" not in first and "passes every check" in first
+    other = teacher.client.get("/instructor/").get_data(as_text=True)
+    assert other.split('data-exercise="mixed-precision/fix-underflow"')[1].split("</td>")[0].count("not run") == 1
+    checks = folder / "checks" / "test_amp_step.py"
+    checks.write_text(checks.read_text() + "\n# an instructor's edit\n")
+    assert "files changed since this validation: validate again." in cell()
+    with app.app_context():
+        get_session().add(ValidationRun(exercise_id=EXERCISE, status="queued"))
+        get_session().commit()
+    waiting = cell()
+    assert '<span class="badge queued pending">queued</span>' in waiting and "validated 2026-12-01 09:05 UTC" in waiting
 
 
 def result_with(statuses: dict[str, tuple[str, str | None]]) -> str:
@@ -184,7 +222,8 @@ def _class_with_answers(app) -> None:  # noqa: ANN001
 
     with app.app_context():
         db = get_session()
-        ada, bob, guest = User(email="ada@example.org"), User(email="=HYPERLINK(1)@example.org"), User(is_guest=True)
+        ada = User(email="ada@example.org", name="Lovelace, Ada", sis_id="S-1815")
+        bob, guest = User(email="=HYPERLINK(1)@example.org", name="@SUM(1) Bob"), User(is_guest=True)
         db.add_all([ada, bob, guest])
         db.flush()
         db.add_all([
@@ -209,6 +248,8 @@ def _class_with_answers(app) -> None:  # noqa: ANN001
 
 
 def test_gradebook_csv_in_three_shapes(app) -> None:  # noqa: ANN001
+    """Blank for work never tried (0 only when asked), guests left out unless asked (plain shape only), Canvas's
+    columns filled as its import matches them (SIS User ID, SIS Login ID; the name in Student)."""
     import csv
     import io
 
@@ -222,31 +263,94 @@ def test_gradebook_csv_in_three_shapes(app) -> None:  # noqa: ANN001
         exercises = [ex.id for lesson in course.lessons for ex in lesson.exercises]
         quizzes = [lesson.id for lesson in course.lessons if lesson.quiz]
 
-    def table(shape: str) -> list[list[str]]:
-        response = teacher.client.get(f"/instructor/gradebook.csv?format={shape}")
+    def table(query: str) -> list[list[str]]:
+        response = teacher.client.get(f"/instructor/gradebook.csv?{query}")
         assert response.status_code == 200 and response.mimetype == "text/csv"
+        shape = query.split("format=")[1].split("&")[0]
         assert f'filename="gradebook-{shape}.csv"' in response.headers["Content-Disposition"]
         return list(csv.reader(io.StringIO(response.get_data(as_text=True))))
 
-    plain = table("plain")
+    plain = table("format=plain")
     header = plain[0]
-    assert header[:3] == ["learner_id", "email", "guest"] and len(header) == 3 + len(exercises) + len(quizzes)
+    assert header[:5] == ["learner_id", "name", "email", "sis_id", "guest"]
+    assert len(header) == 5 + len(exercises) + len(quizzes)
     amp = header.index(f"Write one AMP training step [{EXERCISE}]")
+    underflow = header.index("Fix a training run that underflows [mixed-precision/fix-underflow]")
     quiz = header.index(f"Quiz: {course.lesson(LESSON).title} [{LESSON}/quiz]")
-    rows = {row[1]: row for row in plain[1:]}
-    assert set(rows) == {"ada@example.org", "'=HYPERLINK(1)@example.org", ""}  # no formula reaches a sheet
+    later_quiz = header.index(f"Quiz: {course.lessons[1].title} [{course.lessons[1].id}/quiz]")
+    rows = {row[2]: row for row in plain[1:]}
+    assert set(rows) == {"ada@example.org", "'=HYPERLINK(1)@example.org"}  # no guest; no formula reaches a sheet
+    assert rows["ada@example.org"][1:4] == ["Lovelace, Ada", "ada@example.org", "S-1815"]
+    assert rows["'=HYPERLINK(1)@example.org"][1] == "'@SUM(1) Bob"
     assert rows["ada@example.org"][amp] == "100" and rows["'=HYPERLINK(1)@example.org"][amp] == "50"
-    assert rows[""][2] == "yes" and rows[""][amp] == "0"
-    assert rows["ada@example.org"][quiz] == "0"  # wrong at the first try
+    assert rows["ada@example.org"][quiz] == "0"  # answered, wrong at the first try: a real 0
     assert float(rows["'=HYPERLINK(1)@example.org"][quiz]) == round(100 / questions, 1)  # right at once
+    # Never tried: blank, for every exercise and quiz a learner did not open (11 cells for Ada: 13 minus 2 tried).
+    untouched = [cell for i, cell in enumerate(rows["ada@example.org"]) if i >= 5 and i not in (amp, quiz)]
+    assert untouched == [""] * (len(exercises) + len(quizzes) - 2)
+    assert rows["ada@example.org"][underflow] == "" and rows["ada@example.org"][later_quiz] == ""
 
-    canvas = table("canvas")
+    with_guests = table("format=plain&guests=1")
+    guest_rows = [row for row in with_guests[1:] if row[4] == "yes"]
+    assert len(guest_rows) == 1 and guest_rows[0][amp] == ""  # its submission is still queued: nothing graded
+    zeros = {row[2]: row for row in table("format=plain&untried=zero")[1:]}
+    assert zeros["ada@example.org"][underflow] == "0" and zeros["ada@example.org"][later_quiz] == "0"
+    assert zeros["ada@example.org"][amp] == "100"
+
+    canvas = table("format=canvas")
     assert canvas[0][:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
     assert canvas[1][0] == "Points Possible" and set(canvas[1][5:]) == {"100"}
     assert len(canvas) == 4  # header, points, the two accounts (a guest has nothing Canvas can match)
-    moodle = table("moodle")
-    assert moodle[0][0] == "Email address" and len(moodle) == 3
+    ada_row = next(row for row in canvas[2:] if row[3] == "ada@example.org")
+    assert ada_row[:5] == ["Lovelace, Ada", "", "S-1815", "ada@example.org", ""]
+    assert ada_row[5 + exercises.index("mixed-precision/fix-underflow")] == ""
+    assert len(table("format=canvas&guests=1")) == 4  # guests=1 is for the plain shape only
+    moodle = table("format=moodle")
+    assert moodle[0][:3] == ["Email address", "ID number", "Full name"] and len(moodle) == 3
+    assert moodle[1][3 + exercises.index("mixed-precision/fix-underflow")] == ""
     assert teacher.client.get("/instructor/gradebook.csv?format=excel").status_code == 400
+    assert teacher.client.get("/instructor/gradebook.csv?format=plain&untried=maybe").status_code == 400
+    assert teacher.client.get("/instructor/gradebook.csv?format=plain&guests=yes").status_code == 400
+
+
+def test_the_untried_setting_chooses_zeros_for_a_course_past_its_deadline(make_app) -> None:  # noqa: ANN001
+    import csv
+    import io
+
+    app = make_app(GRADEBOOK_UNTRIED="zero")
+    _class_with_answers(app)
+    teacher = make_instructor(app)
+    assert 'value="zero" selected' in teacher.client.get("/instructor/learners/").get_data(as_text=True)
+    rows = list(csv.reader(io.StringIO(teacher.client.get("/instructor/gradebook.csv?format=moodle")
+                                       .get_data(as_text=True))))
+    assert "" not in rows[1][3:]  # every grade cell holds a number
+    blank = list(csv.reader(io.StringIO(teacher.client.get("/instructor/gradebook.csv?format=moodle&untried=blank")
+                                        .get_data(as_text=True))))
+    assert "" in blank[1][3:]
+
+
+def test_an_instructor_sees_and_edits_a_learners_name_and_sis_id(app) -> None:  # noqa: ANN001
+    _class_with_answers(app)
+    teacher = make_instructor(app)
+    with app.app_context():
+        bob = get_session().scalar(select(User).where(User.email == "=HYPERLINK(1)@example.org"))
+    page = teacher.client.get(f"/instructor/learners/{bob.id}").get_data(as_text=True)
+    assert 'name="name" value="@SUM(1) Bob"' in page
+    saved = teacher.post(f"/instructor/learners/{bob.id}/profile", data={"name": "  Bob   Builder ", "sis_id": "S-2"})
+    assert saved.status_code == 303
+    taken = teacher.post(f"/instructor/learners/{bob.id}/profile", data={"name": "Bob", "sis_id": "S-1815"})
+    assert "Another account already has the SIS id S-1815" in teacher.client.get(taken.location).get_data(as_text=True)
+    broken = teacher.post(f"/instructor/learners/{bob.id}/profile", data={"name": "Bob\u2028=1", "sis_id": ""})
+    assert "line breaks" in teacher.client.get(broken.location).get_data(as_text=True)
+    with app.app_context():
+        bob = get_session().get(User, bob.id)
+        assert (bob.name, bob.sis_id) == ("Bob Builder", "S-2")  # refused values changed nothing
+    listing = teacher.client.get("/instructor/learners/").get_data(as_text=True)
+    assert "Bob Builder" in listing and "Lovelace, Ada" in listing
+    learner = new_session(app)
+    learner.signup("carol@example.org", name="Carol")
+    assert learner.post(f"/instructor/learners/{bob.id}/profile", data={"name": "x"}).status_code == 403
+    assert teacher.post("/instructor/learners/999/profile", data={"name": "x"}).status_code == 404
 
 
 def test_learner_view_and_list(app) -> None:  # noqa: ANN001
