@@ -227,7 +227,10 @@ def learner(user_id: int) -> ResponseReturnValue:
     found = gradebook.records(course, [user_id])
     if not found:
         abort(404, description=gettext("There is no such learner."))
-    return render_template("instructor/learner.html", course=course, record=found[0])
+    from academy.models import LtiIdentity
+
+    lti = get_session().scalar(select(LtiIdentity).where(LtiIdentity.user_id == user_id))
+    return render_template("instructor/learner.html", course=course, record=found[0], lti=lti)
 
 
 @bp.post("/learners/<int:user_id>/profile")

@@ -121,6 +121,26 @@ def grade_submission(submission_id: int) -> None:
     submission.passed = bool(result.get("passed"))  # a Run has no verdict: never passed
     submission.status, submission.error_message, submission.finished_at = JobStatus.DONE, None, utcnow()
     db.commit()
+    if submission.kind == SubmissionKind.GRADE:
+        send_lms_scores(submission.user_id, submission.exercise_id)
+
+
+def send_lms_scores(user_id: int, exercise_id: str) -> None:
+    """The exercise's best score to the LMS line items this learner launched it from (academy/lti.py), if any.
+    Never fails the job that calls it: a platform that refuses keeps the reason on its link, for instructors."""
+    from academy.models import LtiGradeLink
+
+    db = get_session()
+    if db.scalar(select(LtiGradeLink.id).where(LtiGradeLink.user_id == user_id,
+                                               LtiGradeLink.exercise_id == exercise_id).limit(1)) is None:
+        return
+    try:
+        from academy import lti
+
+        lti.send_best_score(user_id, exercise_id)
+    except Exception:  # noqa: BLE001 - the grade is stored; only its copy in the LMS is late
+        log.exception("sending the LMS score of %s for user %s failed", exercise_id, user_id)
+        db.rollback()
 
 
 def exercise_fingerprint(folder: Path) -> str:
@@ -258,6 +278,9 @@ def regrade_exercise_run(run_id: int) -> None:
         return
     run.status, run.finished_at = JobStatus.DONE, utcnow()
     _write_progress(run, entries)
+    changed = [entry["submission"] for entry in entries if entry["changed"]]
+    for user_id in sorted(set(db.scalars(select(Submission.user_id).where(Submission.id.in_(changed))))):
+        send_lms_scores(user_id, run.exercise_id)  # a regrade may change a best score the LMS has
 
 
 def _regrade_submission(submission: Submission, exercise: Exercise) -> Result:

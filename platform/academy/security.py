@@ -92,9 +92,15 @@ def _seen(user: User) -> bool:
     return False
 
 
+# Posted by another site on purpose, with no CSRF token: an LMS's login initiation and launch (academy/lti.py).
+# Neither acts on the browser's session: each is checked by its own state cookie, one-time nonce and the
+# platform's signature, and a launch starts a fresh session for the LMS user it names.
+CSRF_EXEMPT = frozenset({"lti.login", "lti.launch"})
+
+
 def _check_csrf() -> Any:
     # Bearer calls carry no ambient credential a third-party page could borrow, so they need no token.
-    if request.method not in UNSAFE_METHODS or g.via_token:
+    if request.method not in UNSAFE_METHODS or g.via_token or request.endpoint in CSRF_EXEMPT:
         return None
     if g.user is None and wants_json() and not may_become_guest():
         # No credentials at all: that is a 401 (every unsafe API call needs a user), not a CSRF failure.

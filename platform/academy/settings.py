@@ -145,6 +145,9 @@ class Settings:
         "DLA_LIMIT_SIGNUPS_PER_ADDRESS", "60 per hour", "sign-ups from one client address")
     limit_signins_per_address: str = setting(
         "DLA_LIMIT_SIGNINS_PER_ADDRESS", "300 per hour", "sign-in attempts from one client address")
+    limit_lti_logins_per_address: str = setting(
+        "DLA_LIMIT_LTI_LOGINS_PER_ADDRESS", "1200 per hour", "LMS launches (LTI 1.3 logins, each storing a nonce) "
+        "from one client address")
     limit_quiz_answers_per_account: str = setting(
         "DLA_LIMIT_QUIZ_ANSWERS_PER_ACCOUNT", "30 per minute;1000 per day", "quiz answers of one account")
     limit_quiz_answers_per_address: str = setting(

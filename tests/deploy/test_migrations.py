@@ -213,7 +213,8 @@ def test_migration_0007_on_postgresql(postgres: PostgresServer) -> None:
 
 def _names_round_trip(url: str) -> None:
     """0009: names and SIS ids added to `users` in place (its ids, its AUTOINCREMENT and what references it
-    untouched), an SIS id unique where set, the validation's content hash; and back down to 0008 and up."""
+    untouched), an SIS id unique where set, the validation's content hash, the LTI tables (an LMS user is one
+    identity per registration, deployment and sub); and back down to 0008 and up."""
     config = alembic_config(url)
     command.upgrade(config, "0008")
     engine = create_engine(url)
@@ -237,9 +238,20 @@ def _names_round_trip(url: str) -> None:
             assert "AUTOINCREMENT" in schema
     with pytest.raises(IntegrityError), engine.begin() as connection:
         connection.execute(text("UPDATE users SET sis_id = 'S-1' WHERE id = 2"))
+    with engine.begin() as connection:  # the LTI tables: a registration, its deployment, an LMS user's account
+        connection.execute(text("INSERT INTO lti_platforms (name, issuer, client_id, auth_login_url, auth_token_url, "
+                                "key_set_url, tool_private_key, tool_kid, created_at) VALUES ('LMS', 'https://lms', "
+                                "'c', 'https://lms/a', 'https://lms/t', 'https://lms/k', 'pem', 'kid', "
+                                "CURRENT_TIMESTAMP)"))
+        connection.execute(text("INSERT INTO lti_identities (platform_id, deployment_id, sub, user_id, created_at, "
+                                "last_launch_at) VALUES (1, 'd', 's', 1, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"))
+    with pytest.raises(IntegrityError), engine.begin() as connection:  # one identity per (platform, deployment, sub)
+        connection.execute(text("INSERT INTO lti_identities (platform_id, deployment_id, sub, user_id, created_at, "
+                                "last_launch_at) VALUES (1, 'd', 's', 2, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"))
     command.downgrade(config, "0008")
     with engine.begin() as connection:
         assert "sis_id" not in {c["name"] for c in inspect(connection).get_columns("users")}
+        assert not inspect(connection).has_table("lti_identities")
         assert connection.execute(text("SELECT id, email FROM users ORDER BY id")).all() == [
             (1, "a@example.org"), (2, "b@example.org")]
     command.upgrade(config, "head")

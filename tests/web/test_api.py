@@ -165,7 +165,11 @@ def test_openapi_file_documents_every_api_route(app) -> None:  # noqa: ANN001
 
 
 PUBLIC = {"index", "static", "auth.signup", "auth.signin", "auth.guest", "auth.signout", "api.list_exercises",
-          "i18n.choose"}
+          "i18n.choose",
+          # An LMS's login initiation and launch (each checked by its state, one-time nonce and the platform's
+          # signature: tests/lti), the tool's public keys, and a deep-linking answer (bound to the browser's LTI
+          # session and its CSRF token). tests/lti/test_lti13.py attacks each.
+          "lti.login", "lti.launch", "lti.jwks", "lti.deep_link"}
 # Public lessons (DLA_PUBLIC_LESSONS, on by default): anyone reads them; the first action that needs a
 # learner makes a browser session (one holding a CSRF token) a guest. tests/web/test_public_lessons.py
 # checks the closed course.
@@ -173,7 +177,7 @@ PUBLIC_LESSON_PAGES = {"lessons.resume", "lessons.numbered_step", "lessons.step"
 MAKES_A_GUEST = {"api.create_submission", "api.create_run", "lessons.answer"}
 SAMPLE_ARGS = {"lesson_id": "mixed-precision", "number": 1, "question_id": "vanishing-gradients",
                "submission_id": 1, "exercise_id": EXERCISE, "token_id": 1, "step_id": "meet-autocast",
-               "user_id": 1}
+               "user_id": 1, "platform_id": 1}
 
 
 def test_every_route_checks_who_is_asking(web, app) -> None:  # noqa: ANN001
@@ -204,7 +208,7 @@ def test_every_route_checks_who_is_asking(web, app) -> None:  # noqa: ANN001
                 assert stranger.status_code == 401, (method, url)
             else:
                 assert stranger.status_code == 302 and "/auth/signin" in stranger.location, (method, url)
-            if rule.endpoint.startswith("instructor."):
+            if rule.endpoint.startswith(("instructor.", "lti.platform")):
                 assert learner.api(method, url, {}).status_code == 403, (method, url)
             checked += 1
     assert checked >= 15
