@@ -76,6 +76,8 @@ def test_no_serious_violations(browser: Browser, live_server: str) -> None:
     page.locator("form.stack").get_by_role("button", name="Sign in").click()
     for prefix in ("", "/ar"):
         check(page, f"{live_server}{prefix}/instructor/", "instructor" + prefix)
+        check(page, f"{live_server}{prefix}/instructor/learners/", "learners and gradebook" + prefix)
+        check(page, f"{live_server}{prefix}/lti/platforms", "LMS registrations" + prefix)
     page.emulate_media(color_scheme="light")
     check(page, f"{live_server}/instructor/", "instructor (light)")
     instructor.close()
