@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -50,7 +51,7 @@ from academy.models import (
     User,
     utcnow,
 )
-from academy.security import instructor_required, start_session
+from academy.security import CONTENT_SECURITY_POLICY, instructor_required, start_session
 from academy.settings import settings
 
 if TYPE_CHECKING:
@@ -336,6 +337,34 @@ def _message_launch(launch_id: str | None = None) -> Any:
 
 
 # -- the endpoints a platform calls ---------------------------------------------------------------------------
+
+# The pages an LMS may show in a frame (Canvas and Moodle open the deep-linking picker in one): the login's
+# redirect, the launch's answer (the picker, or a refusal) and the picker's answer. Every other page of the site
+# stays unframeable; a resource link's lesson opens in a new window (its session cookie is SameSite=Lax).
+FRAMEABLE = frozenset({"lti.login", "lti.launch", "lti.deep_link"})
+_HOST = re.compile(r"[A-Za-z0-9.-]+(:[0-9]{1,5})?")
+
+
+def platform_origins() -> list[str]:
+    """The web origins of the registered LMSes (their issuer and endpoints), as CSP sources."""
+    origins: set[str] = set()
+    for row in get_session().execute(select(LtiPlatform.issuer, LtiPlatform.auth_login_url,
+                                            LtiPlatform.auth_token_url)):
+        for url in row:
+            parts = urlsplit(url)
+            if parts.scheme in ("https", "http") and _HOST.fullmatch(parts.netloc or ""):
+                origins.add(f"{parts.scheme}://{parts.netloc}")
+    return sorted(origins)
+
+
+@bp.after_request
+def _framed_by_registered_platforms(response: Any) -> Any:
+    if request.endpoint in FRAMEABLE:
+        ancestors = " ".join(platform_origins()) or "'none'"
+        response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY.replace(
+            "frame-ancestors 'none'", f"frame-ancestors {ancestors}")
+    return response
+
 
 @bp.route("/login", methods=["GET", "POST"])
 @limiter.limit(limit("limit_lti_logins_per_address"),

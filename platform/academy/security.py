@@ -95,7 +95,10 @@ def _seen(user: User) -> bool:
 # Posted by another site on purpose, with no CSRF token: an LMS's login initiation and launch (academy/lti.py).
 # Neither acts on the browser's session: each is checked by its own state cookie, one-time nonce and the
 # platform's signature, and a launch starts a fresh session for the LMS user it names.
-CSRF_EXEMPT = frozenset({"lti.login", "lti.launch"})
+# The deep-linking answer too: an LMS shows the picker in a frame, where the Lax session cookie (and so its CSRF
+# token) is not sent; the answer is bound instead to the browser's LTI session cookie and to the launch's
+# unguessable id, which only the picker page holds.
+CSRF_EXEMPT = frozenset({"lti.login", "lti.launch", "lti.deep_link"})
 
 
 def _check_csrf() -> Any:
@@ -202,6 +205,10 @@ def no_store(view: Callable) -> Callable:
     return wrapped
 
 
+CONTENT_SECURITY_POLICY = ("default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+                           "object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+
+
 def init_app(app: Flask) -> None:
     app.before_request(_load_user)
     app.before_request(_check_csrf)
@@ -210,10 +217,10 @@ def init_app(app: Flask) -> None:
     @app.after_request
     def _security_headers(response: Response) -> Response:
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("X-Frame-Options", "DENY")
         response.headers.setdefault("Referrer-Policy", "same-origin")
-        # Everything is served by the app itself; inline scripts are not used.
-        response.headers.setdefault("Content-Security-Policy",
-                                    "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-                                    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+        # Everything is served by the app itself; inline scripts are not used. No page may be framed, but the
+        # few an LMS frames (academy/lti.py sets their frame-ancestors to the registered LMSes).
+        policy = response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        if "frame-ancestors 'none'" in policy:
+            response.headers.setdefault("X-Frame-Options", "DENY")
         return response

@@ -130,10 +130,22 @@ def _deep_link(stack: dict[str, Any], target: str) -> str:
     picker = launch(browser, follow_link(browser, lms, "deep", "teacher-1"))
     assert picker.status_code == 200, picker.text[-800:]
     assert "Choose what the LMS links to" in picker.text and f'value="{target}"' in picker.text
+    # The LMS may show the picker in a frame: it, and no other page, may be framed by the registered LMSes.
+    registered = {origin for each in (stack["a"], stack["b"]) for origin in (each.base, each.issuer)}
+    assert picker.headers["Content-Security-Policy"].endswith("frame-ancestors " + " ".join(sorted(registered)))
+    assert stack["c"].base not in picker.headers["Content-Security-Policy"]  # C is not registered
+    assert "X-Frame-Options" not in picker.headers
+    home = browser.get(stack["base"] + "/", timeout=30)
+    assert home.headers["X-Frame-Options"] == "DENY" and "frame-ancestors 'none'" in home.headers[
+        "Content-Security-Policy"]
     action, fields = Forms(picker.text).forms["lti-pick"]
+    # In a frame the Lax session cookie (and its CSRF token) is not sent: the answer needs neither.
+    browser.cookies.clear(domain="127.0.0.1", path="/", name="session")
+    fields = {key: value for key, value in fields.items() if key != "csrf_token"}
     elsewhere = requests.Session()  # another browser, with a page (and CSRF token) of its own
     token = csrf_of(elsewhere.get(stack["base"] + "/", timeout=30).text)
-    taken = elsewhere.post(stack["base"] + action, data={**fields, "csrf_token": token, "target": target}, timeout=30)
+    taken = elsewhere.post(stack["base"] + action, data={**fields, "csrf_token": token, "target": target},
+                           timeout=30)
     assert taken.status_code == 400 and "no deep-linking launch of this browser" in taken.text
     answer = browser.post(stack["base"] + action, data={**fields, "target": target}, timeout=30)
     assert answer.status_code == 200, answer.text[-800:]

@@ -168,7 +168,7 @@ PUBLIC = {"index", "static", "auth.signup", "auth.signin", "auth.guest", "auth.s
           "i18n.choose",
           # An LMS's login initiation and launch (each checked by its state, one-time nonce and the platform's
           # signature: tests/lti), the tool's public keys, and a deep-linking answer (bound to the browser's LTI
-          # session and its CSRF token). tests/lti/test_lti13.py attacks each.
+          # session and to the launch's id). tests/lti/test_lti13.py attacks each.
           "lti.login", "lti.launch", "lti.jwks", "lti.deep_link"}
 # Public lessons (DLA_PUBLIC_LESSONS, on by default): anyone reads them; the first action that needs a
 # learner makes a browser session (one holding a CSRF token) a guest. tests/web/test_public_lessons.py
