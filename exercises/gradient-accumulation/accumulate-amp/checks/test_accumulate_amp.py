@@ -236,7 +236,7 @@ def reference_signature_run(run):
 
 
 def _correct_run(device, model, optimizer, loss_fn, micro_batches):
-    initial = {n: p.detach().float().cpu().clone() for n, p in model.named_parameters()}
+    initial = scenario.params(model)
     scaler = torch.amp.GradScaler(device)
     optimizer.zero_grad()
     for window in scenario.windows():
@@ -248,7 +248,7 @@ def _correct_run(device, model, optimizer, loss_fn, micro_batches):
         scaler.step(optimizer)
         scaler.update()
         optimizer.zero_grad()
-    return initial, {n: p.detach().float().cpu() for n, p in model.named_parameters()}
+    return initial, scenario.params(model)
 
 
 @check("matches-reference-run")
