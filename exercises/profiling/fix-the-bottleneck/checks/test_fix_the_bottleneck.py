@@ -157,7 +157,7 @@ def test_fixed_step_is_faster(outside, run):
              "The time goes into the Python loop over samples.")
 
 
-# -- what the verdict shows (grader/display.py) ------------------------------------------------------------
+# -- what the verdict shows (grader/core/display.py) ------------------------------------------------------------
 
 @figure
 def test_show_the_profile(observed, outside):
