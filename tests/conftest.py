@@ -6,7 +6,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from tests.helpers import REPO
+from tests.helpers import REPO, SHARED_POOLS
 
 
 @pytest.fixture(scope="session")
@@ -29,6 +29,7 @@ def warm_sandbox() -> Iterator[Callable[[str], object]]:
         if name not in made:
             try:
                 made[name] = get_sandbox(name, warm=2)
+                SHARED_POOLS.append(made[name].pool)
             except SandboxError as exc:
                 made[name] = exc
         if isinstance(made[name], SandboxError):
@@ -39,3 +40,4 @@ def warm_sandbox() -> Iterator[Callable[[str], object]]:
     for sandbox in made.values():
         if not isinstance(sandbox, Exception):
             sandbox.close()
+            SHARED_POOLS.remove(sandbox.pool)
