@@ -9,7 +9,7 @@ exits. So every request is still handled by a process that has never seen anothe
 (sandbox/local.py, `ForkServer`) starts the entry, asks it for children and watches each through a pidfd.
 
 No tensor op may run in the entry before a fork: a multi-threaded op in the parent can deadlock the
-child (see ../shared/notes/measured-facts.md).
+child (measured on these machines: forking after a multi-threaded op hung the child).
 
 The server exits when its control socket closes: the sandbox that started it is gone.
 """

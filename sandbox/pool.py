@@ -105,6 +105,11 @@ class WarmPool:
         with self._cond:
             return [p.name for p in self._idle]
 
+    def members(self) -> list[str]:
+        """Names of every process this pool holds: waiting, handed out, or still being cleaned up."""
+        with self._cond:
+            return [p.name for p in [*self._idle, *self._busy]] + [t.name for t in self._cleanups]
+
     # -- handing out -------------------------------------------------------------------------------
     def take(self, timeout: float = STARTUP_TIMEOUT_S) -> EntryProcess | None:
         """A warm process for one request, or None when the caller should start a cold one."""
@@ -143,7 +148,7 @@ class WarmPool:
         with self._cond:
             self._busy.discard(process)
             self._refill()
-            thread = threading.Thread(target=self._finish, args=(process,), daemon=True)
+            thread = threading.Thread(target=self._finish, args=(process,), daemon=True, name=process.name)
             self._cleanups.append(thread)
         thread.start()
 
@@ -192,7 +197,7 @@ class WarmPool:
                 self._idle.remove(process)
                 self._failed(process.stderr_tail(500))
                 self._refill()
-                thread = threading.Thread(target=self._finish, args=(process,), daemon=True)
+                thread = threading.Thread(target=self._finish, args=(process,), daemon=True, name=process.name)
                 self._cleanups.append(thread)
                 thread.start()
             self._cond.notify_all()
@@ -206,7 +211,8 @@ class WarmPool:
                 stale = [p for p in self._ready() if now - (p.ready_at or now) > self.idle_s]
                 for process in stale[:max(0, len(self._idle) - self.size)]:
                     self._idle.remove(process)
-                    thread = threading.Thread(target=self._finish, args=(process,), daemon=True)
+                    thread = threading.Thread(target=self._finish, args=(process,), daemon=True,
+                                              name=process.name)
                     self._cleanups.append(thread)
                     thread.start()
 

@@ -670,13 +670,19 @@ class PostgresServer:
 
 # --- Docker grading containers
 
+# Warm pools the whole test session shares (tests/conftest.py's warm_sandbox): their containers are not left
+# behind by any one test.
+SHARED_POOLS: list[Any] = []
+
+
 def grading_containers() -> list[str]:
-    """Every grading container the engine knows, running or not."""
+    """Every grading container the engine knows, running or not, but those of the session's shared pools."""
     from sandbox.docker import CONTAINER_LABEL
 
-    out = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={CONTAINER_LABEL}"],
+    out = subprocess.run(["docker", "ps", "-a", "--filter", f"label={CONTAINER_LABEL}", "--format", "{{.Names}}"],
                          capture_output=True, text=True, check=True).stdout
-    return out.split()
+    shared = {name for pool in SHARED_POOLS for name in pool.members()}
+    return [name for name in out.split() if name not in shared]
 
 
 def wait_no_grading_containers(timeout: float = 20) -> list[str]:

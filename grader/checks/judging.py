@@ -19,7 +19,7 @@ hint than exercise.yaml's; `explained_by(check_id, message, line)` fails saying 
 explains this one (reported "skipped"). Plain `assert` works too. `fail(..., event=e)` names the recorded
 event the failure is about: its line is marked, and its row in the verdict's timeline.
 
-Pictures in the verdict (grader/display.py): a test marked `@figure` (no check of its own; if it raises,
+Pictures in the verdict (grader/core/display.py): a test marked `@figure` (no check of its own; if it raises,
 the verdict goes on without its picture) calls `show(trace=timeline(...))` or `show(figure=...)` with a
 `line_figure`, `bar_figure` or `table_figure`. Every figure has a title, axis labels with units, a
 one-line caption saying what to look for and a text alternative.

@@ -118,7 +118,7 @@ class ErrorInfo:
 
 @dataclass
 class RawVerdict:
-    """What one grading process produces (grader/schemas/raw-verdict.json); grader/result.py turns it
+    """What one grading process produces (grader/core/schemas/raw-verdict.json); grader/core/result.py turns it
     into the result a learner sees, adding titles, hints and the sandbox's name."""
     status: Status
     error: ErrorInfo | None = None
@@ -129,7 +129,7 @@ class RawVerdict:
     output_truncated: bool = False
     seed: int | None = None
     problems: list[str] = field(default_factory=list)  # for the exercise's author, never the learner
-    trace: dict[str, Any] | None = None  # grader/display.py: what the learner's code did, call by call
+    trace: dict[str, Any] | None = None  # grader/core/display.py: what the learner's code did, call by call
     figures: list[dict[str, Any]] = field(default_factory=list)
     run: dict[str, Any] | None = None  # a run request's {returned, returned_truncated}
 

@@ -9,8 +9,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
-import jsonschema
-
 from grader.core.course import Exercise
 from grader.core.protocol import RawVerdict
 
@@ -129,6 +127,8 @@ def _schema(name: str) -> dict[str, Any]:
 
 
 def validate_result(result: Result) -> None:
+    import jsonschema  # here, not at the top: the web app's commands import this module and need no schema
+
     jsonschema.validate(result, _schema("result"))
 
 
@@ -202,6 +202,8 @@ def build_result(exercise: Exercise, raw: RawVerdict, sandbox: str, duration_s: 
 def _display(raw: RawVerdict) -> tuple[dict[str, Any] | None, list[dict[str, Any]], list[str]]:
     """The raw verdict's trace and figures, each checked against result.json (one that does not fit is
     left out, said for the author) and together within grader.core.display.DISPLAY_CAP."""
+    import jsonschema
+
     from grader.core.display import capped
 
     defs = _schema("result")["$defs"]

@@ -13,7 +13,7 @@ import socket
 import struct
 
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024  # one event (accumulate-amp's carry a small model's grads and weights)
-MAX_STREAM_BYTES = 64 * 1024 * 1024  # all messages of one run together (as isolation.RESULT_CAP)
+MAX_STREAM_BYTES = 64 * 1024 * 1024  # all messages of one run together (as sandbox/jail/jail.py RESULT_CAP)
 MAX_EVENTS = 50_000  # fix-underflow, the longest run, streams ~2,000
 # Items (containers, keys and values; of a pickle, its instructions) counted from the bytes before decoding;
 # the costliest kinds measured hold at most ~82 bytes an item once decoded (a pickle's empty dicts; JSON's

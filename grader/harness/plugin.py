@@ -21,7 +21,7 @@ class CheckRun:
     outside: dict[str, Any] = field(default_factory=dict)  # measured by the grading side (referee.py)
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
-    trace: dict[str, Any] | None = None  # what the learner's code did, call by call (grader/display.py)
+    trace: dict[str, Any] | None = None  # what the learner's code did, call by call (grader/core/display.py)
     figures: list[dict[str, Any]] = field(default_factory=list)
 
 

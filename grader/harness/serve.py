@@ -4,7 +4,7 @@
 
 1. warms the imports a grading run needs (torch, its lazy optimizer imports, pytest, the harness) and
    prints the protocol's ready line on stdout;
-2. reads ONE request line from stdin (grader/protocol.py), resolves its exercise id under the
+2. reads ONE request line from stdin (grader/core/protocol.py), resolves its exercise id under the
    exercises folder (--exercises, else $DLA_EXERCISES, else the repository's), grades it;
 3. prints the verdict line and exits. Never a second request: a process that ran learner code is gone.
 

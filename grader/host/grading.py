@@ -59,7 +59,7 @@ def resolve_exercise(ref: str | Exercise, course: Course | None = None) -> Exerc
 def run_submission(exercise: str | Exercise, code: str, *, sandbox: str | HarnessSandbox = "auto",
                    seed: int | None = None, course: Course | None = None,
                    hide: list[Path] | None = None) -> Result:
-    """Grade `code` against `exercise` and return the result object (see grader/schemas/result.json).
+    """Grade `code` against `exercise` and return the result object (see grader/core/schemas/result.json).
 
     `sandbox`: a name (a cold sandbox is made for this one submission) or a sandbox the caller keeps,
     with its warm pool (the web app, the worker). `hide`: host paths the learner's code must not see

@@ -2,7 +2,7 @@
 
 The reference solution must pass every check, and each known-wrong submission in `mistakes/` must fail
 exactly the checks its `# expect-fail:` line declares (no more, no fewer). Checks a failure explains are
-"skipped", not failed (grader/result.py); a mistake may declare them with `# expect-skip:`, and then
+"skipped", not failed (grader/core/result.py); a mistake may declare them with `# expect-skip:`, and then
 exactly those must be skipped.
 """
 from __future__ import annotations

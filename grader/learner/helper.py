@@ -6,7 +6,7 @@ same network namespace to join the learner's gloo group. Such a helper runs the 
 only, and what it sends arrives on the helper channel (channel.take_helper), whose other end the
 learner's process closes before its code runs (channel.drop_helper), so its report is grading-side
 evidence. It shares the learner's uid, but the learner's process and everything it forks are
-non-dumpable (isolation.py) and the seccomp filter denies ptrace, process_vm_* and pidfd_getfd: the
+non-dumpable (sandbox/jail/confinement.py) and the seccomp filter denies ptrace, process_vm_* and pidfd_getfd: the
 learner's code cannot read or write its memory, nor take its channel. It can kill or stop it; then no
 report arrives, and a check that needs one fails.
 """

@@ -50,9 +50,10 @@ Denied by argument (`RESTRICTED`):
     libseccomp cannot compare one argument against several values in a single rule, and nothing
     in the Python stack sets a persona. A persona can turn off ASLR for the programs the learner
     runs next (ADDR_NO_RANDOMIZE) or make every readable mapping executable (READ_IMPLIES_EXEC).
-  * prctl(PR_SET_DUMPABLE) fails with EPERM. In the grading container the harness makes the learner's
-    process non-dumpable, so its /proc files are root's and it cannot reset the peak resident set
-    (/proc/self/clear_refs) that the grading side reads as its memory meter.
+  * prctl(PR_SET_DUMPABLE) fails with EPERM. The jail makes every confined process non-dumpable, so its
+    /proc files are root's: no process of its uid may trace it or open its memory (a grading-side helper
+    beside it stays out of reach), and where no cgroup is readable it cannot reset the peak resident set
+    (/proc/self/clear_refs) that the fallback memory meter reads (meter.py).
 
 A syscall made through another architecture's table (int 0x80 or x32 on x86_64, 32-bit compat on
 aarch64) kills the process. A deny list written in native syscall numbers does not cover those
@@ -152,8 +153,8 @@ RESTRICTED: dict[str, str] = {
     "clone3": "always ENOSYS: its flags are in memory a filter cannot read; glibc falls back to clone",
     "ioctl": "EPERM for TIOCSTI and TIOCLINUX (typing into a terminal), compared on the low 32 bits",
     "personality": "EPERM unless it is the query personality(0xffffffff): no ASLR-off or exec-all personas",
-    "prctl": "EPERM for PR_SET_DUMPABLE: a process the harness made non-dumpable stays so (its "
-             "/proc/self/clear_refs, which resets the peak memory the grader reads, stays root's)",
+    "prctl": "EPERM for PR_SET_DUMPABLE: a process the jail made non-dumpable stays so (its /proc files, "
+             "its memory and /proc/self/clear_refs stay root's)",
 }
 
 CLONE_NAMESPACE_FLAGS = {

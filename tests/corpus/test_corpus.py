@@ -125,16 +125,8 @@ def describe(result: dict) -> str:
 
 
 @pytest.fixture(scope="module")
-def corpus_sandbox():
-    from grader.host.sandboxes import get_sandbox
-    from sandbox import SandboxError
-
-    try:
-        made = get_sandbox("local", warm=1)
-    except SandboxError as exc:
-        pytest.skip(f"no local sandbox here: {exc}")
-    yield made
-    made.close()
+def corpus_sandbox(warm_sandbox):
+    return warm_sandbox("local")
 
 
 def test_every_exercise_has_corpus_files():

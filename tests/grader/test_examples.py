@@ -6,25 +6,22 @@ import pytest
 
 from grader.core.course import load_course
 from grader.host.grading import run_example
-from grader.host.sandboxes import get_sandbox
 from tests.helpers import EXERCISES
 
 pytestmark = pytest.mark.slow
 
 
-def test_the_reference_solution_runs_on_every_example() -> None:
+def test_the_reference_solution_runs_on_every_example(warm_sandbox) -> None:
     course = load_course(EXERCISES)
-    sandbox = get_sandbox("local", warm=2)
-    try:
-        for exercise in course.exercises.values():
-            run = run_example(exercise, exercise.solution_code(), sandbox=sandbox)
-            assert run["status"] == "ran" and run["error"] is None, (exercise.id, run)
-            assert run["returned"] is not None and len(run["returned"]) <= 2000
-    finally:
-        sandbox.close()
+    sandbox = warm_sandbox("local")
+    for exercise in course.exercises.values():
+        run = run_example(exercise, exercise.solution_code(), sandbox=sandbox)
+        assert run["status"] == "ran" and run["error"] is None, (exercise.id, run)
+        assert run["returned"] is not None and len(run["returned"]) <= 2000
 
 
 def test_a_run_reports_an_error_with_its_line_and_caps_what_it_returns() -> None:
+    # A cold process (sandbox="local"): what `grader run` does.
     exercise = load_course(EXERCISES).exercises["mixed-precision/amp-step"]
     solution = exercise.solution_code()
     assert "    return loss.detach()\n" in solution

@@ -13,7 +13,7 @@ import pytest
 
 from grader.core.course import load_course
 from grader.host.grading import run_submission
-from tests.helpers import AMP_SOLUTION, EXERCISES, GATED, bait_server
+from tests.helpers import AMP_SOLUTION, EXERCISES, GATED, bait_server, grading_containers
 
 pytestmark = pytest.mark.docker
 
@@ -368,9 +368,7 @@ def test_no_graded_container_is_left_behind(warm_pool):
     waiting ones remain (and the pool fixture checks that closing it removes those too)."""
     deadline = time.monotonic() + 20
     while True:
-        names = subprocess.run(["docker", "ps", "-a", "--filter", "label=dla.sandbox", "--format", "{{.Names}}"],
-                               capture_output=True, text=True, check=True).stdout.split()
-        leftovers = set(names) - set(warm_pool.waiting())
+        leftovers = set(grading_containers()) - set(warm_pool.waiting())
         if not leftovers or time.monotonic() > deadline:
             break
         time.sleep(0.2)

@@ -10,32 +10,18 @@ reference processes (baseline, original step, no_grad forward), which load no le
 On CUDA, which cgroups do not count, the main run measures both steps with the allocator in-process (the
 documented in-process row of docs/threat-model.md) and calls evaluate too.
 """
-import sys
-
 import torch
 
 import scenario
 from grader.checks import probing
-from grader.checks.probing import LearnerError, describe_exception, install_cuda_emulation
+from grader.checks.probes import learner_function, loss_number
+from grader.checks.probing import install_cuda_emulation
+from grader.checks.scenarios import params
 
 
 def prepare():
     install_cuda_emulation()  # .to('cuda') and torch.cuda.synchronize() work on a CPU-only host
     probing.return_freed_memory()  # in every process alike, the learner's and the grader's own
-
-
-def _learner_function(name, api):
-    function = getattr(sys.modules["submission"], name, None)
-    if not callable(function):
-        raise LearnerError("missing", f"Your code must define `{name}`: the grader calls it.")
-
-    def call(*args):
-        try:
-            return function(*args)
-        except Exception as exc:  # noqa: BLE001 - anything the learner's code raises is the learner's error
-            raise describe_exception(exc, api.memory_mb) from None
-
-    return call
 
 
 def _record_step_gradients(model, optimizer, seen):
@@ -79,14 +65,12 @@ def _step(api, seed):
                                                       model.parameters())
     else:
         loss, learner_bytes = api.call(model, optimizer, loss_fn, x, y), None
-    loss_value = float(loss) if isinstance(loss, (int, float)) or (
-        isinstance(loss, torch.Tensor) and loss.numel() == 1) else None
-    return {"learner_bytes": learner_bytes, "loss": loss_value, "loss_type": type(loss).__name__, "step_grads": seen,
-            "params_after": {n: p.detach().float().cpu().clone() for n, p in model.named_parameters()}}
+    return {"learner_bytes": learner_bytes, "loss": loss_number(loss), "loss_type": type(loss).__name__,
+            "step_grads": seen, "params_after": params(model)}
 
 
 def _evaluate(api, seed):
-    evaluate = _learner_function("evaluate", api)
+    evaluate = learner_function(api, "evaluate")
     model, _, _, x, _ = scenario.build(seed, api.device)
     with probing.SavedTensorMeter(exclude=model.parameters()) as meter:
         out = evaluate(model, x)

@@ -7,8 +7,9 @@ another process.
 
 On a CPU, every process that loads the learner's code is a measured one, and every one is checked: the
 main run ("step") calls train_step once, the "evaluate" run calls evaluate once, each on the same batch
-as the checks' reference, and the kernel's peak of that process (isolation.Outcome.memory_peak_bytes:
-the submission cgroup's peak, or the peak resident set from wait4) is its memory. Beside them run the
+as the checks' reference, and the kernel's count of that process's memory is its memory
+(sandbox.jail.Outcome.memory_peak_bytes, sandbox/jail/meter.py: the submission cgroup's peak, in a container
+the container's cgroup sampled while it ran). Beside them run the
 grading side's own processes, which never load learner code (probe.measure): nothing but building the
 model and batch ("baseline"), the original step ("original") and a forward under no_grad ("no-grad").
 No hook, allocator trick or patched counter in the learner's process changes a kernel's peak:

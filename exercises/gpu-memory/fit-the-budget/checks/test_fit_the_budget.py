@@ -152,7 +152,7 @@ def test_evaluate_builds_no_graph(observed, outside, reference, run):
         fail(f"evaluate's outputs differ from the model's by up to {diff:.3g}.")
 
 
-# -- what the verdict shows (grader/display.py) ------------------------------------------------------------
+# -- what the verdict shows (grader/core/display.py) ------------------------------------------------------------
 
 @figure
 def test_show_the_memory(observed, outside, run):

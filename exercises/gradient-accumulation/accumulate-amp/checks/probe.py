@@ -16,10 +16,6 @@ def prepare():
     install_accumulation_spies()
 
 
-def _final(model):
-    return {name: p.detach().float().cpu().clone() for name, p in model.named_parameters()}
-
-
 def _watched(model, optimizer):
     watch_model(model)
     watch_optimizer(optimizer)
@@ -34,10 +30,10 @@ def probe(api):
              scenario.ACCUM_STEPS)
     # The whole run's outcome: the grading side compares it with a correct run of its own. Then a second
     # run whose outcome only a scaled, cleared loop gets right (scenario.build_signature_run).
-    final = _final(model)
+    final = scenario.params(model)
     model, optimizer, loss_fn, micro_batches = scenario.build_signature_run(api.seed, api.device)
     _watched(model, optimizer)
     RECORDER.mark("call")
     _, error = api.try_call(model, optimizer, torch.amp.GradScaler(api.device), watch_loss(loss_fn),
                             micro_batches, scenario.ACCUM_STEPS)
-    return {"final_params": final, "signature_final_params": _final(model), "signature_error": error}
+    return {"final_params": final, "signature_final_params": scenario.params(model), "signature_error": error}

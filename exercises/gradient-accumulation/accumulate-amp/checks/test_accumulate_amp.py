@@ -236,7 +236,7 @@ def reference_signature_run(run):
 
 
 def _correct_run(device, model, optimizer, loss_fn, micro_batches):
-    initial = {n: p.detach().float().cpu().clone() for n, p in model.named_parameters()}
+    initial = scenario.params(model)
     scaler = torch.amp.GradScaler(device)
     optimizer.zero_grad()
     for window in scenario.windows():
@@ -248,7 +248,7 @@ def _correct_run(device, model, optimizer, loss_fn, micro_batches):
         scaler.step(optimizer)
         scaler.update()
         optimizer.zero_grad()
-    return initial, {n: p.detach().float().cpu() for n, p in model.named_parameters()}
+    return initial, scenario.params(model)
 
 
 @check("matches-reference-run")
@@ -289,7 +289,7 @@ def _compare_outcome(got, reference, when, why=None):
                      "its mean gradient and the learning rate you were given.")))
 
 
-# -- what the verdict shows (grader/display.py) ------------------------------------------------------------
+# -- what the verdict shows (grader/core/display.py) ------------------------------------------------------------
 
 @figure
 def test_show_the_windows(events, updates):

@@ -1,4 +1,4 @@
-"""What the verdict shows (grader/display.py): the all-reduces each micro-batch's backward made in your
+"""What the verdict shows (grader/core/display.py): the all-reduces each micro-batch's backward made in your
 process, as its own comm hook counted them, against a correct no_sync loop (one per window's last
 micro-batch), with the total the grader's process counted."""
 import scenario

@@ -1,11 +1,10 @@
-"""What the verdict shows of the learner's train_step (grader/display.py): its calls, in order."""
-from grader.checks.judging import figure, show, timeline
+"""What the verdict shows of the learner's train_step (grader/core/display.py): its calls, in order."""
+from grader.checks.judging import figure, show
+from grader.checks.suites import train_step_timeline
 
 
 @figure
 def test_show_the_calls(observed):
-    show(trace=timeline(
-        observed["events"], group_by="call", group_label="call of train_step", title="What your step did",
-        caption="The calls your train_step made, in order (the call a failing check names, else the first): "
-                "backward() on scaler.scale(loss), then scaler.unscale_(optimizer), the clipping, and only then "
-                "scaler.step(optimizer) and scaler.update()."))
+    show(trace=train_step_timeline(observed["events"], "backward() on scaler.scale(loss), then "
+                                   "scaler.unscale_(optimizer), the clipping, and only then scaler.step(optimizer) "
+                                   "and scaler.update()."))

@@ -1,12 +1,12 @@
 """Checks for mixed-precision/bf16-train, run in the grading process."""
 import math
-import statistics
 
 import pytest
 
 import scenario
 from grader.checks import judging
 from grader.checks.judging import check, fail
+from grader.checks.suites import check_losses_per_step, late_zeros_and_loss_ratio
 
 MAX_ZERO_FRACTION = 0.05  # median over the last 50 steps; fp16 without a scaler: ~0.85 (fix-underflow)
 MAX_LOSS_RATIO = 1.25  # final loss vs the fp32 run; fp16 without a scaler: ~1.8
@@ -14,30 +14,17 @@ MAX_LOSS_RATIO = 1.25  # final loss vs the fp32 run; fp16 without a scaler: ~1.8
 
 @pytest.fixture(scope="module")
 def fp32_reference(run):
-    model, optimizer, loss_fn, x, y = scenario.build(run["seed"], run["device"])
-    for _ in range(scenario.STEPS):
-        optimizer.zero_grad()
-        loss_fn(model(x), y).backward()
-        optimizer.step()
-    return scenario.final_loss(model, x, y)
+    return scenario.TASK.fp32_run(run["seed"], run["device"])[1]
 
 
 @pytest.fixture(scope="module")
 def learner_final_loss(observed, run):
-    model, _, _, x, y = scenario.build(run["seed"], "cpu")
-    model.load_state_dict(observed["final_state"])
-    return scenario.final_loss(model, x, y)
+    return scenario.TASK.final_loss_of(observed["final_state"], run["seed"])
 
 
 @check("runs")
 def test_returns_a_loss_per_step(observed):
-    returned = observed["returned"]
-    if returned is None:
-        fail(f"train returned {observed['returned_type']}; return a list with the loss of each step.")
-    if len(returned) != scenario.STEPS:
-        fail(f"train returned {len(returned)} losses for {scenario.STEPS} steps; return one per step.")
-    if any(v is None for v in returned):
-        fail("Some entries of the returned list are not numbers; append loss.item() each step.")
+    check_losses_per_step(observed, scenario.STEPS)
 
 
 @check("bf16-autocast")
@@ -73,12 +60,7 @@ def test_no_grad_scaler(observed):
 
 @check("learns-like-fp32")
 def test_gradients_alive_and_loss_falls_like_fp32(observed, fp32_reference, learner_final_loss):
-    fractions = [e["zero_grad_fraction"] for e in judging.of_kind(observed["events"], "optimizer.step")
-                 if e.get("zero_grad_fraction") is not None]
-    if not fractions:
-        fail("The optimizer never stepped, so the model did not learn.")
-    late = statistics.median(fractions[-50:])
-    ratio = learner_final_loss / fp32_reference if fp32_reference > 0 else math.inf
+    late, ratio = late_zeros_and_loss_ratio(observed["events"], learner_final_loss, fp32_reference)
     if late > MAX_ZERO_FRACTION:
         fail(f"In the last 50 steps, a median {late:.0%} of the gradient values the optimizer saw were exactly "
              f"zero: they underflowed (final loss {learner_final_loss:.3g}, fp32's {fp32_reference:.3g}). In "

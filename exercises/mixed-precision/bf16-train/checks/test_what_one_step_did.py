@@ -1,4 +1,4 @@
-"""What the verdict shows of the learner's loop (grader/display.py): the calls of one training step."""
+"""What the verdict shows of the learner's loop (grader/core/display.py): the calls of one training step."""
 from grader.checks.judging import figure, show, timeline
 
 

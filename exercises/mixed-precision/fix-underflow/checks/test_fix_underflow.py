@@ -1,6 +1,5 @@
 """Checks for mixed-precision/fix-underflow, run in the grading process."""
 import math
-import statistics
 
 import pytest
 import torch
@@ -8,6 +7,8 @@ import torch
 import scenario
 from grader.checks import judging
 from grader.checks.judging import check, explained_by, fail
+from grader.checks.scenarios import amp_step
+from grader.checks.suites import check_losses_per_step, late_zeros_and_loss_ratio, zero_grad_fractions
 
 MAX_ZERO_FRACTION = 0.05  # median over the last 50 steps; measured without a scaler: ~0.85
 MAX_LOSS_RATIO = 1.25  # final loss vs the fp32 run; measured without a scaler: ~1.8, with one: 1.00
@@ -16,15 +17,7 @@ MAX_LOSS_RATIO = 1.25  # final loss vs the fp32 run; measured without a scaler: 
 @pytest.fixture(scope="module")
 def fp32_run(run):
     """The same training in float32: the loss of each step, and the final loss."""
-    model, optimizer, loss_fn, x, y = scenario.build(run["seed"], run["device"])
-    losses = []
-    for _ in range(scenario.STEPS):
-        optimizer.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        optimizer.step()
-        losses.append(float(loss))
-    return losses, scenario.final_loss(model, x, y)
+    return scenario.TASK.fp32_run(run["seed"], run["device"])
 
 
 @pytest.fixture(scope="module")
@@ -34,20 +27,12 @@ def fp32_reference(fp32_run):
 
 @pytest.fixture(scope="module")
 def learner_final_loss(observed, run):
-    model, _, _, x, y = scenario.build(run["seed"], "cpu")
-    model.load_state_dict(observed["final_state"])
-    return scenario.final_loss(model, x, y)
+    return scenario.TASK.final_loss_of(observed["final_state"], run["seed"])
 
 
 @check("runs")
 def test_returns_a_loss_per_step(observed):
-    returned = observed["returned"]
-    if returned is None:
-        fail(f"train returned {observed['returned_type']}; return a list with the loss of each step.")
-    if len(returned) != scenario.STEPS:
-        fail(f"train returned {len(returned)} losses for {scenario.STEPS} steps; return one per step.")
-    if any(v is None for v in returned):
-        fail("Some entries of the returned list are not numbers; append loss.item() each step.")
+    check_losses_per_step(observed, scenario.STEPS)
 
 
 BF16_DECISION = (
@@ -96,12 +81,7 @@ def test_one_step_then_one_update_per_iteration(observed):
 
 @check("underflow-fixed")
 def test_gradients_alive_and_loss_falls_like_fp32(observed, fp32_reference, learner_final_loss):
-    fractions = [e["zero_grad_fraction"] for e in judging.of_kind(observed["events"], "optimizer.step")
-                 if e.get("zero_grad_fraction") is not None]
-    if not fractions:
-        fail("The optimizer never stepped, so the model did not learn.")
-    late = statistics.median(fractions[-50:])
-    ratio = learner_final_loss / fp32_reference if fp32_reference > 0 else math.inf
+    late, ratio = late_zeros_and_loss_ratio(observed["events"], learner_final_loss, fp32_reference)
     if late > MAX_ZERO_FRACTION:
         fell = "still fell close to" if math.isfinite(ratio) and ratio <= MAX_LOSS_RATIO else "ended far from"
         fail(f"In the last 50 steps, a median {late:.0%} of the gradient values the optimizer saw were exactly "
@@ -116,12 +96,12 @@ def test_gradients_alive_and_loss_falls_like_fp32(observed, fp32_reference, lear
              "step.", hint="")
 
 
-# -- what the verdict shows (grader/display.py) ------------------------------------------------------------
+# -- what the verdict shows (grader/core/display.py) ------------------------------------------------------------
 
 def _correct_scaled_run(run) -> list[float]:
     """The zero fraction of the gradients the optimizer sees in each step of a correct fp16 run with a
     GradScaler (the solution's loop), measured here: what "fixed" looks like."""
-    model, optimizer, loss_fn, x, y = scenario.build(run["seed"], run["device"])
+    model, optimizer, loss_fn, x, y = scenario.TASK.build(run["seed"], run["device"])
     params = [p for group in optimizer.param_groups for p in group["params"]]
     scaler, fractions, step = torch.amp.GradScaler(run["device"]), [], optimizer.step
 
@@ -131,12 +111,7 @@ def _correct_scaled_run(run) -> list[float]:
         return step(*args, **kwargs)
     optimizer.step = measured_step
     for _ in range(scenario.STEPS):
-        optimizer.zero_grad()
-        with torch.autocast(device_type=run["device"], dtype=torch.float16):
-            loss = loss_fn(model(x), y)
-        scaler.scale(loss).backward()
-        scaler.step(optimizer)
-        scaler.update()
+        amp_step(model, optimizer, scaler, loss_fn, x, y, run["device"])
     return fractions
 
 
@@ -154,8 +129,7 @@ def test_show_the_run(observed, run, fp32_run):
         f"Line chart: your loss per step (as your function returned it, {len(returned)} steps) and the "
         f"float32 run's, on a log scale.",
         {"Your run": enumerate(returned, 1), "float32 run": enumerate(fp32_run[0], 1)}, log_y=True))
-    yours = [e["zero_grad_fraction"] for e in judging.of_kind(events, "optimizer.step")
-             if e.get("zero_grad_fraction") is not None]
+    yours = zero_grad_fractions(events)
     correct = _correct_scaled_run(run)
     judging.show(figure=judging.line_figure(
         "zero-gradients", "Gradient values that are exactly zero", "optimizer step", "share of gradient values (0-1)",

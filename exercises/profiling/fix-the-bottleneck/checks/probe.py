@@ -6,7 +6,8 @@ import torch
 
 import scenario
 from grader.checks import probing
-from grader.checks.probing import LearnerError, describe_exception, install_cuda_emulation
+from grader.checks.probes import learner_function, loss_number, submission_function
+from grader.checks.probing import install_cuda_emulation
 
 
 def prepare():
@@ -14,24 +15,10 @@ def prepare():
     probing.install_profiler_spies()
 
 
-def _learner_function(module, name, api):
-    function = getattr(module, name, None)
-    if not callable(function):
-        raise LearnerError("missing", f"Your code must define `{name}`: the grader calls it.")
-
-    def call(*args):
-        try:
-            return function(*args)
-        except Exception as exc:  # noqa: BLE001 - anything the learner's code raises is the learner's error
-            raise describe_exception(exc, api.memory_mb) from None
-
-    return function, call
-
-
 def probe(api):
     module = sys.modules["submission"]
-    learner_preprocess, _ = _learner_function(module, "preprocess", api)
-    _, train_step = _learner_function(module, "train_step", api)
+    learner_preprocess = submission_function("preprocess")
+    train_step = learner_function(api, "train_step")
 
     # 1. The learner's profiling, run twice, in an order the grading side draws and tells only as each run
     #    starts (referee.py): on the original step (the slow preprocess swapped back in, inside the
@@ -52,7 +39,7 @@ def probe(api):
 
     # 2. The fixed step, replayed on data the grading side draws now.
     model, optimizer, loss_fn, batches = scenario.build(probing.ask({"op": "replay"})["seed"], api.device)
-    losses = [_loss_value(train_step(model, optimizer, loss_fn, x, y)) for x, y in batches]
+    losses = [loss_number(train_step(model, optimizer, loss_fn, x, y)) for x, y in batches]
     params_after = scenario.params(model)
 
     # 3. The grader's timing, on its own clock (referee.py): each round's data is chosen by the grading
@@ -61,14 +48,8 @@ def probe(api):
     for index in range(scenario.ROUNDS + 1):
         seed = probing.ask({"op": "start", "index": index})["seed"]
         model, optimizer, loss_fn, batches = scenario.build(seed, api.device)
-        timed = [_loss_value(train_step(model, optimizer, loss_fn, x, y)) for x, y in batches]
+        timed = [loss_number(train_step(model, optimizer, loss_fn, x, y)) for x, y in batches]
         scenario.synchronize(api.device)
         probing.ask({"op": "finish", "index": index, **scenario.report(timed, model)})
     return {"named": [n if isinstance(n, str) else None for n in named],
             "named_type": [type(n).__name__ for n in named], "losses": losses, "params_after": params_after}
-
-
-def _loss_value(loss):
-    if isinstance(loss, torch.Tensor) and loss.numel() == 1:
-        return float(loss)
-    return float(loss) if isinstance(loss, (int, float)) else None

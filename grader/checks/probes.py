@@ -1,0 +1,120 @@
+"""Probe skeletons that several exercises share: what a `checks/probe.py` would otherwise copy. They run
+in the learner's (confined) process, like the probe that calls them, and return observations, never a
+verdict:
+
+    amp_step_probe(api, task)          call train_step on an AmpStepTask (grader.checks.scenarios) once per
+                                       batch with one GradScaler, recording every AMP call (amp-step,
+                                       amp-clip-step); install_amp_spies() first, in prepare()
+    training_probe(api, model, ...)    call a whole training loop, train(model, optimizer, loss_fn, x, y,
+                                       steps), recording the AMP calls and each step's zero gradients
+                                       (fix-underflow, bf16-train); install_amp_spies() first
+    learner_function(api, name)        another function of the submission, its exceptions made the
+                                       learner's (LearnerError), as api.call does for the entry
+    submission_function(name)          that function itself, unwrapped (to swap it in and out)
+    loss_number(value)                 a returned loss as a float, or None when it is not one number
+"""
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any, Callable
+
+import torch
+
+from grader.checks.probing import (
+    RECORDER,
+    LearnerError,
+    ProbeAPI,
+    describe_exception,
+    watch_loss,
+    watch_model,
+    watch_optimizer,
+)
+from grader.checks.scenarios import AmpStepTask, params
+
+__all__ = ["amp_step_probe", "training_probe", "learner_function", "submission_function", "loss_number"]
+
+
+def loss_number(value: Any) -> float | None:
+    """`value` as a float when it is a Python number or a one-element tensor, else None."""
+    if isinstance(value, (int, float)) or (isinstance(value, torch.Tensor) and value.numel() == 1):
+        return float(value)
+    return None
+
+
+def submission_function(name: str) -> Callable[..., Any]:
+    """The submission's function `name`; a LearnerError (one message to the learner) when it has none."""
+    function = getattr(sys.modules["submission"], name, None)
+    if not callable(function):
+        raise LearnerError("missing", f"Your code must define `{name}`: the grader calls it.")
+    return function
+
+
+def learner_function(api: ProbeAPI, name: str) -> Callable[..., Any]:
+    """The submission's function `name`, wrapped so that whatever it raises becomes the learner's error
+    (`describe_exception`, with the line of their code), as `api.call` does for the entry function."""
+    function = submission_function(name)
+
+    def call(*args: Any) -> Any:
+        try:
+            return function(*args)
+        except Exception as exc:  # noqa: BLE001 - anything the learner's code raises is the learner's error
+            raise describe_exception(exc, api.memory_mb) from None
+
+    return call
+
+
+def _amp_step_number(value: Any) -> float | None:
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        return float(value.detach().float())
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def amp_step_probe(api: ProbeAPI, task: AmpStepTask) -> dict[str, list[Any]]:
+    """Call the learner's train_step once per call of `task` (`task.calls_of`), on one model, optimizer and
+    GradScaler, marking each call (`RECORDER.mark("call")`, for `judging.calls`), with the task's stale
+    gradients planted first and `task.max_norm` passed last when the task has one.
+
+    A call that raises (e.g. scaler.step after a raw backward) is itself what the checks judge: it is
+    recorded and the calls go on. Returns, per call, the returned number (`returns`, NaN for inf/NaN,
+    None for anything but one number), its type's name (`returned_types`), the weights after it
+    (`params_after`), the scaler's scale after it (`scale_after`) and its error or None (`errors`)."""
+    model, optimizer, loss_fn, batches, stale = task.build(api.seed, api.device)
+    # Gradients left over from "a previous step": a step that forgets zero_grad adds to them.
+    for p, g in zip(model.parameters(), stale):
+        p.grad = g.clone()
+    watch_model(model)
+    watch_optimizer(optimizer)
+    scaler = torch.amp.GradScaler(api.device)
+    watched_loss = watch_loss(loss_fn)
+    returns, returned_types, params_after, scale_after, errors = [], [], [], [], []
+    extra = () if task.max_norm is None else (task.max_norm,)
+    for i, (x, y, loss) in enumerate(task.calls_of(batches, watched_loss, watch_loss(task.tiny(loss_fn)))):
+        if i == task.underflow_call:
+            task.start_underflow_call(optimizer)
+        RECORDER.mark("call")
+        value, error = api.try_call(model, optimizer, scaler, loss, x, y, *extra)
+        errors.append(error)
+        number = _amp_step_number(value)
+        returns.append(number if number is None or math.isfinite(number) else float("nan"))
+        returned_types.append(type(value).__name__)
+        params_after.append(params(model))
+        scale_after.append(float(scaler.get_scale()))
+    return {"returns": returns, "returned_types": returned_types,
+            "params_after": params_after, "scale_after": scale_after, "errors": errors}
+
+
+def training_probe(api: ProbeAPI, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                   loss_fn: Callable[..., Any], x: torch.Tensor, y: torch.Tensor, steps: int) -> dict[str, Any]:
+    """Call the learner's whole training loop once, `train(model, optimizer, loss_fn, x, y, steps)`, with the
+    model, optimizer (measuring each step's share of exactly-zero gradients) and loss watched. Returns the
+    events, the returned losses as numbers (`returned`: None unless a list or tuple; an entry None where it
+    is not one number), the returned value's type's name and the weights it ended with (`final_state`)."""
+    watch_model(model)
+    watch_optimizer(optimizer, measure_zero_grads=True)
+    losses = api.call(model, optimizer, watch_loss(loss_fn), x, y, steps)
+    returned = [loss_number(v) for v in losses] if isinstance(losses, (list, tuple)) else None
+    return {"events": RECORDER.events, "returned": returned, "returned_type": type(losses).__name__,
+            "final_state": {k: v.detach().float().cpu() for k, v in model.state_dict().items()}}

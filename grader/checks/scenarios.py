@@ -1,0 +1,202 @@
+"""Scenarios that several exercises share: the same model and data from the same seed, on both sides, and
+the grading side's own correct runs on them. An exercise's `checks/scenario.py` takes what it shares from
+here and keeps only what is its own (a constant, a variant's field, a comment on what was measured):
+
+    params(model)                        the weights as float32 CPU copies, by parameter name
+    scaled_loss(loss_fn, factor)         a loss `factor` times loss_fn's (a loss whose fp16 gradients underflow)
+    plain_step(...)                      one float32 training step: zero_grad, forward, backward, step
+    amp_step(...)                        the reference AMP step: autocast float16, a scaled backward,
+                                         optionally unscale_ and clip, scaler.step, scaler.update
+
+    AmpStepTask     mixed-precision/amp-step and amp-clip-step: a classifier called once per batch, a
+                    batch whose fp16 loss overflows, a call whose fp16 gradients underflow unless scaled;
+                    `reference(seed, device)` is a correct AMP step's run on it
+    UnderflowTask   mixed-precision/fix-underflow and bf16-train: a regression whose fp16 gradients
+                    underflow; `fp32_run(seed, device)` is the same training in float32
+
+Everything here runs on both sides (the probe in the learner's process, the checks in the grading
+process): a task's `build(seed, device)` gives the same model and data for the same seed wherever it
+runs. What a check compares against must never be drawn from the seed alone where the learner's code
+could compute it too; secrets belong to the exercise's referee (grader.checks.outside).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+__all__ = ["params", "scaled_loss", "plain_step", "amp_step", "AmpStepTask", "UnderflowTask"]
+
+Batch = tuple[torch.Tensor, torch.Tensor]
+LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def params(model: nn.Module) -> dict[str, torch.Tensor]:
+    """The model's weights as float32 CPU copies, by parameter name (what a probe returns, what a check
+    compares)."""
+    return {name: p.detach().float().cpu().clone() for name, p in model.named_parameters()}
+
+
+def scaled_loss(loss_fn: LossFn, factor: float) -> LossFn:
+    """A loss `factor` times `loss_fn`'s: with a factor of 1e-6 (and the learning rate raised to match) its
+    float16 gradients underflow to zero unless the loss is scaled first."""
+    def tiny_loss(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return factor * loss_fn(output, target)
+
+    return tiny_loss
+
+
+def plain_step(model: nn.Module, optimizer: torch.optim.Optimizer, loss_fn: LossFn, x: torch.Tensor,
+               y: torch.Tensor) -> torch.Tensor:
+    """One float32 training step, as a starter writes it: zero_grad, forward, loss, backward, step. Returns
+    the loss, detached."""
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.detach()
+
+
+def amp_step(model: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler, loss_fn: LossFn,
+             x: torch.Tensor, y: torch.Tensor, device: str, max_norm: float | None = None) -> torch.Tensor:
+    """The reference AMP step: zero_grad, forward and loss under float16 autocast, backward on the scaled
+    loss, then (with `max_norm`) scaler.unscale_ and clip_grad_norm_, then scaler.step and scaler.update.
+    Returns the loss (float16, as autocast computed it)."""
+    optimizer.zero_grad()
+    with torch.autocast(device_type=device, dtype=torch.float16):
+        loss = loss_fn(model(x), y)
+    scaler.scale(loss).backward()
+    if max_norm is not None:
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    scaler.step(optimizer)
+    scaler.update()
+    return loss
+
+
+@dataclass(frozen=True)
+class AmpStepTask:
+    """One AMP training step, `train_step(model, optimizer, scaler, loss_fn, x, y[, max_norm])`, called once
+    per batch on one model, optimizer and GradScaler:
+
+    * `calls` ordinary calls, then one on a batch of 1e6 inputs, whose fp16 loss overflows (a correct
+      step is skipped and the scale backs off);
+    * then one call (index `underflow_call`) that starts the optimizer afresh and uses a loss a millionth
+      of the usual size (`underflow_loss_scale`), with the learning rate raised to match: its float16
+      gradients (~4e-9 at the logits) underflow to zero unless the loss is scaled first, so a raw backward
+      leaves the weights where they were while a correct step moves them by a normal step's amount.
+
+    `build` also returns gradients "left over from a previous step", which the probe plants: a step that
+    forgets zero_grad adds to them. `max_norm`: a clipping threshold passed as the last argument, and used
+    by the reference after unscale_ (amp-clip-step); None, no clipping (amp-step)."""
+
+    calls: int = 3
+    lr: float = 0.05
+    momentum: float = 0.9
+    underflow_loss_scale: float = 1e-6
+    max_norm: float | None = None
+
+    @property
+    def underflow_call(self) -> int:
+        """The index of the call whose float16 gradients underflow unless the loss is scaled."""
+        return self.calls + 1
+
+    def build(self, seed: int, device: str) -> tuple[nn.Module, torch.optim.Optimizer, nn.Module,
+                                                     list[Batch], list[torch.Tensor]]:
+        """(model, optimizer, loss_fn, batches, stale): `calls` batches and the overflowing one, and the
+        stale gradients, one per parameter."""
+        torch.manual_seed(seed)
+        model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)).to(device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=self.lr, momentum=self.momentum)
+        g = torch.Generator().manual_seed(seed + 1)
+        batches = [(torch.randn(64, 16, generator=g).to(device), torch.randint(0, 4, (64,), generator=g).to(device))
+                   for _ in range(self.calls)]
+        # Inputs of 1e6 overflow fp16 (max 65504) in the first Linear: the loss and gradients become inf/NaN.
+        batches.append((torch.full((64, 16), 1e6).to(device), batches[0][1]))
+        stale = [torch.randn(p.shape, generator=g).to(device) for p in model.parameters()]
+        return model, optimizer, nn.CrossEntropyLoss(), batches, stale
+
+    def tiny(self, loss_fn: LossFn) -> LossFn:
+        """The underflowing call's loss."""
+        return scaled_loss(loss_fn, self.underflow_loss_scale)
+
+    def calls_of(self, batches: list[Batch], loss_fn: LossFn, tiny_loss: LossFn) -> list[tuple[Any, Any, LossFn]]:
+        """Every call's (x, y, loss function): each batch with `loss_fn`, then the first batch again with
+        `tiny_loss` (the underflowing call)."""
+        return [(x, y, loss_fn) for x, y in batches] + [(*batches[0], tiny_loss)]
+
+    def start_underflow_call(self, optimizer: torch.optim.Optimizer) -> None:
+        """Fresh momentum (the update is then the gradient alone) and a learning rate to match the loss."""
+        optimizer.state.clear()
+        for group in optimizer.param_groups:
+            group["lr"] = self.lr / self.underflow_loss_scale
+
+    def reference(self, seed: int, device: str) -> dict[str, list[Any]]:
+        """A correct AMP step (`amp_step`, clipping to `max_norm` after unscale_ when set), run on the same
+        model, data and device, in the grading process: the loss, weights and scale after each call."""
+        model, optimizer, loss_fn, batches, _ = self.build(seed, device)
+        scaler = torch.amp.GradScaler(device)
+        losses, params_after, scale_after = [], [], []
+        for i, (x, y, loss_of_call) in enumerate(self.calls_of(batches, loss_fn, self.tiny(loss_fn))):
+            if i == self.underflow_call:
+                self.start_underflow_call(optimizer)
+            loss = amp_step(model, optimizer, scaler, loss_of_call, x, y, device, self.max_norm)
+            losses.append(float(loss))
+            params_after.append(params(model))
+            scale_after.append(float(scaler.get_scale()))
+        return {"losses": losses, "params_after": params_after, "scale_after": scale_after}
+
+
+@dataclass(frozen=True)
+class UnderflowTask:
+    """A regression task whose fp16 gradients underflow (measured: see shared notes), trained by the
+    learner's `train(model, optimizer, loss_fn, x, y, steps)` for `steps` steps.
+
+    Targets are 5e-4 * tanh(X W1) W2 and the head starts 100x smaller than usual, so the MSE gradients
+    are ~1e-8..1e-6: below float16's smallest normal (6e-5) and mostly below its smallest subnormal;
+    bfloat16, with float32's exponent range, keeps them."""
+
+    steps: int = 200
+    samples: int = 256
+    target_scale: float = 5e-4
+
+    def build(self, seed: int, device: str) -> tuple[nn.Module, torch.optim.Optimizer, nn.Module,
+                                                     torch.Tensor, torch.Tensor]:
+        """(model, optimizer, loss_fn, x, y): the data from `seed`, the model's initial weights from
+        `seed + 1`."""
+        g = torch.Generator().manual_seed(seed)
+        x = torch.randn(self.samples, 32, generator=g)
+        w1 = torch.randn(32, 64, generator=g) / math.sqrt(32)
+        w2 = torch.randn(64, 64, generator=g) / math.sqrt(64)
+        y = self.target_scale * torch.tanh(x @ w1) @ w2
+        torch.manual_seed(seed + 1)
+        model = nn.Sequential(nn.Linear(32, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 64))
+        with torch.no_grad():
+            model[4].weight.mul_(1e-2)
+            model[4].bias.zero_()
+        model = model.to(device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        return model, optimizer, nn.MSELoss(), x.to(device), y.to(device)
+
+    @staticmethod
+    def final_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+        """The fp32 loss of a trained model: computed by the checks, not taken from the learner's word."""
+        with torch.no_grad():
+            return float(nn.functional.mse_loss(model.float()(x.float()), y.float()))
+
+    def final_loss_of(self, state: dict[str, torch.Tensor], seed: int) -> float:
+        """The fp32 loss, on the CPU, of the weights the learner's training ended with (`state`, the
+        model's state_dict as the probe returned it)."""
+        model, _, _, x, y = self.build(seed, "cpu")
+        model.load_state_dict(state)
+        return self.final_loss(model, x, y)
+
+    def fp32_run(self, seed: int, device: str) -> tuple[list[float], float]:
+        """The same training in float32 (`plain_step`, `steps` times), in the grading process: the loss of
+        each step, and the final loss."""
+        model, optimizer, loss_fn, x, y = self.build(seed, device)
+        losses = [float(plain_step(model, optimizer, loss_fn, x, y)) for _ in range(self.steps)]
+        return losses, self.final_loss(model, x, y)
