@@ -38,6 +38,11 @@ def interpret(outcome: Outcome, limits: Limits, refused: str | None = None) -> t
         # The run wrote something to the grader's channel that it refused (and was stopped for it).
         return error_verdict(Status.ERROR, "protocol", f"While your code ran, its process sent the grader "
                              f"something it refuses: {refused}."), None
+    if outcome.timed_out and outcome.out_of_memory:
+        # The kernel's OOM killer struck first; a cgroup at its memory limit can then reclaim past the deadline.
+        return error_verdict(Status.TIMEOUT, "memory", f"Your code ran out of memory (its processes together reached "
+                             f"{limits.memory_mb} MB, and the kernel stopped one of them), then ran past its time "
+                             f"limit of {limits.time_s:g} s and was stopped."), None
     if outcome.timed_out:
         return learner_timeout(limits.time_s), None
     message, dropped = None, []

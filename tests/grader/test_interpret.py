@@ -1,0 +1,28 @@
+"""How a confined run's end becomes a verdict (grader/harness/interpret.py)."""
+from __future__ import annotations
+
+from grader.core.protocol import Status
+from grader.harness.interpret import interpret
+from sandbox.jail import Limits, Outcome
+
+
+def ended(**how: object) -> Outcome:
+    return Outcome(**{"payload": None, "exit_code": None, "signal": 9, "timed_out": False, "output": "",
+                      "output_truncated": False, **how})
+
+
+def test_a_run_stopped_at_its_deadline_after_an_oom_kill_says_both() -> None:
+    """A cgroup at its memory limit can reclaim past the deadline (seen in CI): the learner hears of the memory
+    too, not only of the time, for both are what the kernel recorded."""
+    limits = Limits(time_s=20, memory_mb=1024)
+    verdict, observations = interpret(ended(timed_out=True, out_of_memory=True), limits)
+    assert observations is None and verdict.status is Status.TIMEOUT
+    assert verdict.error.kind == "memory"
+    assert "ran out of memory" in verdict.error.message and "1024 MB" in verdict.error.message
+    assert "time limit of 20 s" in verdict.error.message
+
+
+def test_a_plain_timeout_says_time_only() -> None:
+    verdict, _ = interpret(ended(timed_out=True), Limits(time_s=20))
+    assert verdict.status is Status.TIMEOUT and verdict.error.kind == "timeout"
+    assert "memory" not in verdict.error.message
