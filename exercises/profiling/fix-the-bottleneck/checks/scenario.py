@@ -10,7 +10,7 @@ from torch import nn
 
 from grader.checks.scenarios import params, plain_step
 
-FEATURES, CLASSES, BATCH, BATCHES = 64, 10, 512, 4
+FEATURES, CLASSES, BATCH, BATCHES = 64, 10, 128, 4
 LR, MOMENTUM = 0.05, 0.9
 EPS = 1e-5
 
