@@ -97,8 +97,8 @@ def main() -> None:
         for proc in load:
             proc.terminate()
     print(f"{args.gradings} gradings per case, {args.load} busy processes on {os.cpu_count()} cores, "
-          f"{scenario.ROUNDS} rounds of {scenario.BATCHES} steps of {scenario.BATCH} rows, bar {bar:g}x, "
-          f"{time.monotonic() - started:.0f} s")
+          f"up to {scenario.ROUNDS} rounds of {scenario.TIMED_BATCHES} step(s) of {scenario.TIMED_BATCH} rows, "
+          f"bar {bar:g}x, {time.monotonic() - started:.0f} s")
     print(f"{'case':44} {'faster':>6} {'verdict ratio min/median/max':>29} {'rounds':>6} {'wrong rounds':>12} "
           f"{'P(wrong verdict)':>16}")
     for path, should_pass in CASES:

@@ -111,10 +111,13 @@ def training_probe(api: ProbeAPI, model: torch.nn.Module, optimizer: torch.optim
     """Call the learner's whole training loop once, `train(model, optimizer, loss_fn, x, y, steps)`, with the
     model, optimizer (measuring each step's share of exactly-zero gradients) and loss watched. Returns the
     events, the returned losses as numbers (`returned`: None unless a list or tuple; an entry None where it
-    is not one number), the returned value's type's name and the weights it ended with (`final_state`)."""
+    is not one number), the returned value's type's name, the weights it ended with as float32 (`final_state`)
+    and their dtypes as they ended (`final_dtypes`: 'float32', 'bfloat16', ...)."""
     watch_model(model)
     watch_optimizer(optimizer, measure_zero_grads=True)
     losses = api.call(model, optimizer, watch_loss(loss_fn), x, y, steps)
     returned = [loss_number(v) for v in losses] if isinstance(losses, (list, tuple)) else None
+    state = model.state_dict()
     return {"events": RECORDER.events, "returned": returned, "returned_type": type(losses).__name__,
-            "final_state": {k: v.detach().float().cpu() for k, v in model.state_dict().items()}}
+            "final_state": {k: v.detach().float().cpu() for k, v in state.items()},
+            "final_dtypes": {k: str(v.dtype).replace("torch.", "") for k, v in state.items()}}

@@ -139,15 +139,26 @@ class AmpStepTask:
         model, data and device, in the grading process: the loss, weights and scale after each call."""
         model, optimizer, loss_fn, batches, _ = self.build(seed, device)
         scaler = torch.amp.GradScaler(device)
-        losses, params_after, scale_after = [], [], []
+        losses, params_after, scale_after, step_norms = [], [], [], []
+        used: list[float] = []
+        optimizer.register_step_pre_hook(lambda *_: used.append(gradient_norm(model)))
         for i, (x, y, loss_of_call) in enumerate(self.calls_of(batches, loss_fn, self.tiny(loss_fn))):
             if i == self.underflow_call:
                 self.start_underflow_call(optimizer)
+            used.clear()
             loss = amp_step(model, optimizer, scaler, loss_of_call, x, y, device, self.max_norm)
             losses.append(float(loss))
             params_after.append(params(model))
             scale_after.append(float(scaler.get_scale()))
-        return {"losses": losses, "params_after": params_after, "scale_after": scale_after}
+            step_norms.append(used[0] if used else None)  # None: the step was skipped (inf/NaN gradients)
+        return {"losses": losses, "params_after": params_after, "scale_after": scale_after,
+                "step_norms": step_norms}
+
+
+def gradient_norm(model: nn.Module) -> float:
+    """The total 2-norm of the model's gradients, as clip_grad_norm_ computes it."""
+    grads = [p.grad.detach().float() for p in model.parameters() if p.grad is not None]
+    return float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))) if grads else 0.0
 
 
 @dataclass(frozen=True)

@@ -135,6 +135,32 @@ def check_losses_per_step(observed: dict[str, Any], steps: int) -> None:
         fail(f"train returned {len(returned)} losses for {steps} steps; return one per step.")
     if any(v is None for v in returned):
         fail("Some entries of the returned list are not numbers; append loss.item() each step.")
+    _check_returned_are_computed(observed, returned)
+
+
+def _check_returned_are_computed(observed: dict[str, Any], returned: list[float]) -> None:
+    """Each returned number is a loss that loss_fn computed, in order (a loop may compute more, e.g. a
+    logging forward): the losses the spy saw, not a scaled loss or another number of the same length."""
+    computed = [e.get("value") for e in of_kind(observed["events"], "loss")]
+    position = 0
+    for i, got in enumerate(returned):
+        if not math.isfinite(got):
+            continue  # an overflowing step's loss is what the loop saw: judged by the training checks
+        found = next((j for j in range(position, len(computed)) if computed[j] is not None
+                      and math.isclose(got, computed[j], rel_tol=1e-4)), None)
+        if found is not None:
+            position = found + 1
+            continue
+        want = computed[i] if len(computed) == len(returned) else None
+        if want is None:
+            fail(f"train returned {got:.4g} for step {i + 1}, which is none of the losses your loss_fn computed "
+                 "from there on; return loss.item() of each step.")
+        ratio = got / want if want else math.inf
+        scaled = math.isfinite(ratio) and ratio >= 2 and math.isclose(math.log2(ratio), round(math.log2(ratio)),
+                                                                       abs_tol=1e-3)
+        what = f"the scaled loss ({ratio:.0f}x the loss)" if scaled else "not the loss"
+        fail(f"train returned {got:.4g} for step {i + 1}, {what}: the loss your loss_fn computed in that step "
+             f"was {want:.4g}. Return loss.item(), the loss itself.")
 
 
 def zero_grad_fractions(events: list[Event]) -> list[float]:

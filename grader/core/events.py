@@ -59,7 +59,8 @@ EVENTS: dict[str, EventKind] = {
         {**AUTOCAST}, {"output_dtype": "the output's dtype, added when the forward returned a tensor"}),
     "loss": EventKind(
         "watch_loss(loss_fn)", "the loss function you handed the learner was called",
-        {**AUTOCAST}, {"output_dtype": "the loss's dtype, added when it returned a tensor"}),
+        {**AUTOCAST}, {"output_dtype": "the loss's dtype, added when it returned a tensor",
+                       "value": "its value when it returned one finite number (float), else None"}),
     "backward": EventKind(
         "install_amp_spies()", "a top-level tensor.backward() or torch.autograd.backward() call",
         {"on": "what it ran on: 'scaled' (scaler.scale's output), 'raw' (the loss itself), 'twice' (scaled "
@@ -95,7 +96,9 @@ EVENTS: dict[str, EventKind] = {
                                "exactly zero (float or None)"}),
     "optimizer.class_step": EventKind(
         "watch_optimizer(optimizer)", "the optimizer class's step ran (a step pre-hook): every real step, also "
-                                      "type(optimizer).step(optimizer), which the instance attribute never sees"),
+                                      "type(optimizer).step(optimizer), which the instance attribute never sees",
+        {"grad_norm": "the total 2-norm of the gradients that step used (float), None when there were none or "
+                      "it was not finite"}),
     "optimizer.zero_grad": EventKind("watch_optimizer(optimizer)", "optimizer.zero_grad() was called"),
     "optimizer.grads": EventKind(
         "watch_step_gradients(optimizer, model)", "a real optimizer step is about to run",
@@ -126,7 +129,8 @@ EVENTS: dict[str, EventKind] = {
 
 # Fields a spy adds to the most recent event when the call it recorded returns (channel.amend): nothing else
 # of an event can change after it was streamed.
-AMENDABLE: dict[str, frozenset[str]] = {"forward": frozenset({"output_dtype"}), "loss": frozenset({"output_dtype"})}
+AMENDABLE: dict[str, frozenset[str]] = {"forward": frozenset({"output_dtype"}),
+                                        "loss": frozenset({"output_dtype", "value"})}
 
 _NUMBER = (int, float)
 _TENSORS = "tensors"  # {name: tensor}
@@ -138,7 +142,7 @@ FIELD_TYPES: dict[str, Any] = {
     "function": str, "after_unscale": bool, "enabled": bool, "internal": bool, "scale_before": (*_NUMBER, None),
     "scale_after": (*_NUMBER, None), "via_scaler": bool, "zero_grad_fraction": (*_NUMBER, None),
     "grads": _TENSORS_OR_NONE, "params": _TENSORS, "activities": list, "schedule": bool, "rows": list,
-    "depth": int, "name": str, "labels": list, "seconds": _NUMBER,
+    "depth": int, "name": str, "labels": list, "seconds": _NUMBER, "grad_norm": (*_NUMBER, None),
 }
 
 

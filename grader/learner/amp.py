@@ -211,8 +211,19 @@ def watch_optimizer(optimizer: torch.optim.Optimizer, measure_zero_grads: bool =
     return optimizer
 
 
-def _record_class_step(*_: object) -> None:  # a pre-hook that returns something would change step's args
-    RECORDER.add("optimizer.class_step")
+def _record_class_step(optimizer: torch.optim.Optimizer, *_: object) -> None:
+    # Returns None: a pre-hook that returns something would change step's args.
+    RECORDER.add("optimizer.class_step", grad_norm=_grad_norm(optimizer))
+
+
+def _grad_norm(optimizer: torch.optim.Optimizer) -> float | None:
+    """The total 2-norm of the gradients this step is about to use (as clip_grad_norm_ computes it), or
+    None when there are none or it is not finite: what clipping did, however it was written."""
+    grads = [p.grad.detach() for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+    if not grads:
+        return None
+    norm = float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grads])))
+    return norm if math.isfinite(norm) else None
 
 
 def watch_loss(loss_fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
@@ -221,9 +232,11 @@ def watch_loss(loss_fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tens
         event = RECORDER.add("loss", autocast=enabled, autocast_dtype=dtype)
         out = loss_fn(*args, **kwargs)
         if isinstance(out, torch.Tensor):
+            value = float(out.detach().float()) if out.numel() == 1 else None
             RECORDER.losses.append(out)
-            RECORDER.loss_values.append(float(out.detach().float()) if out.numel() == 1 else None)
-            RECORDER.amend(event, output_dtype=str(out.dtype).replace("torch.", ""))
+            RECORDER.loss_values.append(value)
+            RECORDER.amend(event, output_dtype=str(out.dtype).replace("torch.", ""),
+                           value=value if value is not None and math.isfinite(value) else None)
         return out
 
     return recorded_loss

@@ -39,15 +39,17 @@ def _make_profile(base: type) -> type:
             super().__init__(*args, **kwargs)
             self._uses_schedule = kwargs.get("schedule") is not None
 
-        def __enter__(self):
+        # `with profile(...)` calls start() and stop(); the documented non-context-manager form
+        # (`prof.start(); ...; prof.stop()`) calls them directly: either way a session is seen.
+        def start(self) -> None:
             RECORDER.add("profile.enter", activities=sorted(str(a).split(".")[-1] for a in (self.activities or [])),
-                    schedule=self._uses_schedule)
+                         schedule=self._uses_schedule)
             RECORDER.active_profilers += 1
-            return super().__enter__()
+            super().start()
 
-        def __exit__(self, *exc: Any):
+        def stop(self) -> None:
             try:
-                return super().__exit__(*exc)
+                super().stop()
             finally:
                 RECORDER.active_profilers -= 1
                 RECORDER.add("profile.exit")

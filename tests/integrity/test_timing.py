@@ -98,7 +98,7 @@ def _learn_every_rounds_losses():
     api = next(o for o in _gc.get_objects() if type(o).__name__ == "ProbeAPI")
     scenario, rng = _sys.modules["scenario"], _random.Random(api.seed)
     for _ in range(12):
-        model, optimizer, loss_fn, batches = scenario.build(rng.randrange(1, 2**31), api.device)
+        model, optimizer, loss_fn, batches = scenario.build_timed(rng.randrange(1, 2**31), api.device)
         for x, y in batches:
             _known[float(x[0, 0])] = scenario.slow_train_step(model, optimizer, loss_fn, x, y)
 
@@ -113,12 +113,15 @@ def train_step(model, optimizer, loss_fn, x, y):
 
 # The fixed step, minus the last update of every timed round: no loss shows it, the weights do.
 SKIPS_THE_LAST_UPDATE = '''
+import sys as _sys
+
 _fixed_step, _calls = train_step, [0]
 
 
 def train_step(model, optimizer, loss_fn, x, y):
     _calls[0] += 1
-    if _calls[0] > 12 and _calls[0] % 4 == 0:  # past the profiling and the replay: a round's last step
+    per_round = _sys.modules["scenario"].TIMED_BATCHES
+    if _calls[0] > 12 and (_calls[0] - 12) % per_round == 0:  # a timed round's last step (past 12 calls)
         step, optimizer.step = optimizer.step, lambda *args, **kwargs: None
         try:
             return _fixed_step(model, optimizer, loss_fn, x, y)
@@ -172,7 +175,7 @@ def _framed(request):
 
 # Every finish question is framed alike (the same weights' shapes, the same number of losses): its size is
 # known before the round's step has run.
-_SIZE = len(_framed({"op": "finish", "index": 0, "losses": [0.5] * _scenario.BATCHES,
+_SIZE = len(_framed({"op": "finish", "index": 0, "losses": [0.5] * _scenario.TIMED_BATCHES,
                      "params": _scenario.params(_scenario.build(1, "cpu")[0])}))
 
 

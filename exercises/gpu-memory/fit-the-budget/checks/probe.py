@@ -16,7 +16,6 @@ import scenario
 from grader.checks import probing
 from grader.checks.probes import learner_function, loss_number
 from grader.checks.probing import install_cuda_emulation
-from grader.checks.scenarios import params
 
 
 def prepare():
@@ -24,11 +23,11 @@ def prepare():
     probing.return_freed_memory()  # in every process alike, the learner's and the grader's own
 
 
-def _record_step_gradients(model, optimizer, seen):
+def _record_step_gradients(named, optimizer, seen):
     inner = optimizer.step
 
     def step(*args, **kwargs):
-        seen.append(scenario.grads(model))
+        seen.append(scenario.grads(named))
         return inner(*args, **kwargs)
 
     optimizer.step = step
@@ -58,15 +57,17 @@ def _original_on_cuda(seed):
 
 def _step(api, seed):
     model, optimizer, loss_fn, x, y = scenario.build(seed, api.device)
+    named = scenario.named_parameters(model)  # before the learner's code can wrap (and rename) anything
     seen = []
-    _record_step_gradients(model, optimizer, seen)
+    _record_step_gradients(named, optimizer, seen)
     if api.device == "cuda":
         loss, learner_bytes, _ = probing.measure_step(lambda: api.call(model, optimizer, loss_fn, x, y), "cuda",
                                                       model.parameters())
     else:
         loss, learner_bytes = api.call(model, optimizer, loss_fn, x, y), None
     return {"learner_bytes": learner_bytes, "loss": loss_number(loss), "loss_type": type(loss).__name__,
-            "step_grads": seen, "params_after": params(model)}
+            "step_grads": seen,
+            "params_after": {n: p.detach().float().cpu().clone() for n, p in named}}
 
 
 def _evaluate(api, seed):

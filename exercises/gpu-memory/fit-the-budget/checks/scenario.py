@@ -66,6 +66,14 @@ def build(seed: int, device: str, batch: int | None = None):
 original_train_step = plain_step
 
 
-def grads(model):
-    return {n: None if p.grad is None else p.grad.detach().float().cpu().clone()
-            for n, p in model.named_parameters()}
+def named_parameters(model):
+    """The model's parameters by the names they had when it was built. A learner's code may wrap blocks
+    (torch.distributed's checkpoint_wrapper, torchtune's apply_activation_checkpointing rename them
+    `blocks.0._checkpoint_wrapped_module.0.weight`): the tensors stay the same objects, so the checks
+    follow the tensors, under the built names."""
+    return list(model.named_parameters())
+
+
+def grads(named):
+    """Each parameter's gradient (None where it has none), by its built name (`named_parameters`)."""
+    return {n: None if p.grad is None else p.grad.detach().float().cpu().clone() for n, p in named}

@@ -25,7 +25,7 @@ def reference(run, outside):
     optimizer.zero_grad()
     loss = loss_fn(model(x), y)
     loss.backward()
-    grads = scenario.grads(model)
+    grads = scenario.grads(scenario.named_parameters(model))
     optimizer.step()
     params_after = {n: p.detach().float().cpu().clone() for n, p in model.named_parameters()}
     eval_model, _, _, x, _ = scenario.build(outside["seed"], run["device"])

@@ -7,6 +7,10 @@ import scenario
 from grader.checks.judging import at, calls, check, fail, of_kind
 from grader.checks.suites import AmpStepChecks
 
+MAX_NORM = scenario.MAX_NORM
+# clip_grad_norm_ scales by max_norm / (norm + 1e-6): the clipped norm is max_norm to ~1e-5 here.
+NORM_TOLERANCE = 1e-3
+
 CLIP_HINT = ("After `scaler.scale(loss).backward()`: `scaler.unscale_(optimizer)`, then "
              "`torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)`, then `scaler.step(optimizer)` and "
              "`scaler.update()`.")
@@ -20,27 +24,49 @@ class TestAmpClipStep(AmpStepChecks):
                     "the argument you were given), then steps and updates through the scaler.")
 
     @check("unscale-then-clip")
-    def test_clips_unscaled_gradients_once_before_the_step(self, observed):
+    def test_clips_unscaled_gradients_once_before_the_step(self, observed, reference):
+        """Judged by what the optimizer step used: its gradients' total norm must be the correct step's, max_norm
+        where their norm is above it, however the clipping was written (clip_grad_norm_, get_total_norm with
+        clip_grads_with_norm_, a hand-written coefficient as in fairseq)."""
         for i, span in enumerate(calls(observed["events"])):
             if i == scenario.TASK.calls:  # the overflowing call: its step is skipped whatever the clipping did
                 continue
-            clips = of_kind(span, "clip")
-            if not clips:
-                fail(f"Call {i + 1} of train_step never clipped the gradients. Their norm is above max_norm "
-                     f"({scenario.MAX_NORM}) here, so a correct step scales them down before the update.")
-            steps = of_kind(span, "scaler.step") + [e for e in of_kind(span, "optimizer.step") if not e.get("via_scaler")]
-            for clip in clips:
-                if clip["function"] != "clip_grad_norm_":
-                    fail(f"Call {i + 1} clipped with {clip['function']}(){at(clip)}; clip the gradients' total norm "
-                         "with clip_grad_norm_(model.parameters(), max_norm).", clip.get("line"))
-                if steps and clip["index"] > steps[0]["index"]:
-                    fail(f"In call {i + 1}, {clip['function']}(){at(clip)} ran after the optimizer step{at(steps[0])}: "
-                         "the update had already used the unclipped gradients.", clip.get("line"))
-                if not clip["after_unscale"]:
-                    fail(f"In call {i + 1}, {clip['function']}(){at(clip)} clipped the gradients before "
-                         "scaler.unscale_(optimizer): they were still multiplied by the loss scale (65536 at "
-                         "first), so the threshold cut them far too hard and the update was tiny.", clip.get("line"))
             unscales = [e for e in of_kind(span, "scaler.unscale_") if not e.get("internal")]
             if len(unscales) > 1:
                 fail(f"Call {i + 1} called scaler.unscale_(optimizer) {len(unscales)} times{at(unscales[1])}; call it "
                      "once per step, after backward and before clipping.", unscales[1].get("line"))
+            used = of_kind(span, "optimizer.class_step")
+            if not used or used[0].get("grad_norm") is None:
+                continue  # no update, or one on non-finite gradients: the step's own checks say what went wrong
+            step, norm = used[0], used[0]["grad_norm"]
+            want = reference["step_norms"][i]
+            if want is None or want < MAX_NORM * (1 - NORM_TOLERANCE):
+                continue  # skipped, or below max_norm unclipped (the underflowing call): matches-reference judges it
+            clips = of_kind(span, "clip")
+            late = [c for c in clips if c["index"] > step["index"]]
+            by_value = [c for c in clips if c["function"] == "clip_grad_value_"]
+            if norm > MAX_NORM * (1 + NORM_TOLERANCE):
+                if late and not [c for c in clips if c["index"] < step["index"]]:
+                    fail(f"In call {i + 1}, {late[0]['function']}(){at(late[0])} ran after the optimizer step: the "
+                         f"update had already used the unclipped gradients (total norm {norm:.3g}).",
+                         late[0].get("line"))
+                if by_value:
+                    fail(f"Call {i + 1} clipped with clip_grad_value_(){at(by_value[0])}: it caps each value, and the "
+                         f"gradients the step used still had a total norm of {norm:.3g}, above max_norm "
+                         f"({MAX_NORM:g}). Clip their total norm: clip_grad_norm_(model.parameters(), max_norm).",
+                         by_value[0].get("line"))
+                what = "were never clipped" if not clips else "were not clipped to max_norm"
+                fail(f"In call {i + 1} the gradients the optimizer step used {what}: their total norm was {norm:.3g}, "
+                     f"above max_norm ({MAX_NORM:g}, the argument you were given).", (clips or [step])[0].get("line"))
+            if norm < MAX_NORM * (1 - NORM_TOLERANCE):
+                scaled = [c for c in clips if not c["after_unscale"]]
+                if scaled:
+                    fail(f"In call {i + 1}, {scaled[0]['function']}(){at(scaled[0])} clipped the gradients before "
+                         "scaler.unscale_(optimizer), while they were still multiplied by the loss scale (65536 at "
+                         f"first): the step then used gradients of total norm {norm:.3g}, far below max_norm "
+                         f"({MAX_NORM:g}), so the update was tiny.", scaled[0].get("line"))
+                where = by_value[0] if by_value else (clips or [step])[0]
+                fail(f"In call {i + 1} the gradients the optimizer step used had a total norm of {norm:.3g}, below "
+                     f"max_norm ({MAX_NORM:g}): they were cut harder than clipping to max_norm does (their norm here "
+                     f"is {want:.3g} unclipped, so a correct step scales them to exactly max_norm).",
+                     where.get("line"))

@@ -30,6 +30,14 @@ def test_returns_a_loss_per_step(observed):
 @check("bf16-autocast")
 def test_forward_and_loss_under_bf16_autocast(observed):
     events = observed["events"]
+    converted = sorted(name for name, dtype in observed["final_dtypes"].items() if dtype != "float32")
+    if converted:
+        dtype = observed["final_dtypes"][converted[0]]
+        fail(f"Your model's weights ended in {dtype} ({len(converted)} of {len(observed['final_dtypes'])} tensors, "
+             f"'{converted[0]}' first): the model itself was converted (for example model.to(torch.{dtype})). "
+             "Autocast runs the forward in bfloat16 while the weights stay float32, so an update smaller than "
+             "bfloat16's precision (about 3 significant digits) is not rounded away. Leave the model in float32 "
+             "and let autocast pick each operation's dtype.")
     judging.check_autocast_scope(events)  # forward and loss under autocast, backward outside
     for event in judging.of_kind(events, "forward") + judging.of_kind(events, "loss"):
         dtype = event.get("autocast_dtype")

@@ -45,11 +45,14 @@ def probe(api):
     # 3. The grader's timing, on its own clock (referee.py): each round's data is chosen by the grading
     #    side when the round starts, and the losses and weights after the timed steps go back to it to be
     #    checked.
-    for index in range(scenario.ROUNDS + 1):
+    #    The grading side says when it has timed enough rounds to decide (scenario.decided).
+    index, done = 0, False
+    while not done:
         seed = probing.ask({"op": "start", "index": index})["seed"]
-        model, optimizer, loss_fn, batches = scenario.build(seed, api.device)
+        model, optimizer, loss_fn, batches = scenario.build_timed(seed, api.device)
         timed = [loss_number(train_step(model, optimizer, loss_fn, x, y)) for x, y in batches]
         scenario.synchronize(api.device)
-        probing.ask({"op": "finish", "index": index, **scenario.report(timed, model)})
+        done = probing.ask({"op": "finish", "index": index, **scenario.report(timed, model)}).get("done") is True
+        index += 1
     return {"named": [n if isinstance(n, str) else None for n in named],
             "named_type": [type(n).__name__ for n in named], "losses": losses, "params_after": params_after}

@@ -28,7 +28,7 @@ import torch
 import scenario
 from grader.checks import outside
 
-from scenario import ROUNDS, report, synchronize
+from scenario import MIN_SPEEDUP, ROUNDS, decided, report, synchronize
 
 
 def secret_seed() -> int:
@@ -55,7 +55,7 @@ class Referee(outside.Referee):
         try:
             synchronize(self.device)
             started = time.perf_counter()
-            model, optimizer, loss_fn, batches = scenario.build(self.seeds[index], self.device)
+            model, optimizer, loss_fn, batches = scenario.build_timed(self.seeds[index], self.device)
             losses = [float(scenario.slow_train_step(model, optimizer, loss_fn, x, y)) for x, y in batches]
             synchronize(self.device)
             done = report(losses, model)
@@ -78,7 +78,7 @@ class Referee(outside.Referee):
             self.replay_seed = secret_seed()
             return {"seed": self.replay_seed}
         expected = len(self.learner_s) if self.open is None else self.open
-        if not isinstance(index, int) or index != expected or index > ROUNDS:
+        if not isinstance(index, int) or index != expected or index > ROUNDS or (op == "start" and self.decided):
             raise outside.ChannelError(f"timing round {index!r} asked out of turn (expected {expected})")
         if op == "start" and self.open is None:
             if index % 2 == 0:  # alternate which side goes first: a burst of load hits both alike
@@ -92,24 +92,35 @@ class Referee(outside.Referee):
             self.open = None
             if index % 2 == 1:
                 self._time_original(index, learner)
-            return {}
+            return {"done": self.decided}
         raise outside.ChannelError(f"timing: {op!r} for round {index} out of turn")
 
+    def _timed(self) -> list[int]:
+        return [i for i in range(1, ROUNDS + 1) if i in self.learner_s and i in self.original_s]
+
+    @property
+    def decided(self) -> bool:
+        """Whether enough rounds were timed for the verdict (scenario.decided); the learner's process is told
+        so in the finish answer and stops asking."""
+        ratios = [self.original_s[i] / self.learner_s[i] for i in self._timed()]
+        return decided(ratios, MIN_SPEEDUP[self.device])
+
     def outside(self) -> dict[str, Any]:
-        rounds = [i for i in range(1, ROUNDS + 1) if i in self.learner_s and i in self.original_s]
+        rounds = self._timed()
         return {"rounds": [{"index": i, "original_s": self.original_s[i], "learner_s": self.learner_s[i],
                             "original_losses": self.original[i]["losses"],
                             "learner_losses": self.learner[i]["losses"],
                             "original_params": self.original[i]["params"],
                             "learner_params": self.learner[i]["params"]} for i in rounds],
-                "rounds_wanted": ROUNDS, "profiled_runs": list(self.profiled_told), "replay_seed": self.replay_seed}
+                "decided": self.decided, "rounds_most": ROUNDS, "profiled_runs": list(self.profiled_told),
+                "replay_seed": self.replay_seed}
 
 
 def _losses(value: Any) -> list[float | None]:
     """The timed steps' losses as sent: numbers kept, anything else None (the check says which)."""
     losses = value if isinstance(value, list) else []
     return [float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
-            for x in losses[:scenario.BATCHES]]
+            for x in losses[:scenario.TIMED_BATCHES]]
 
 
 def _params(value: Any) -> dict[str, torch.Tensor]:
