@@ -214,6 +214,13 @@ def check_overflowing_step_skipped(observed: dict[str, Any], reference: dict[str
              f"{diff:.3g} in '{name}'). Under autocast that step's gradients are inf and scaler.step skips it.")
     want_scale = reference["scale_after"][last]
     if observed["scale_after"][last] != want_scale:
+        spans = calls(observed.get("events") or [])
+        updated = of_kind(spans[last], "scaler.update") if last < len(spans) else []
+        if updated:
+            fail(f"After an overflowing step the scale should drop to {want_scale:g}; the scaler you were given "
+                 f"is at {observed['scale_after'][last]:g}, although scaler.update(){at(updated[0])} ran. "
+                 "Something set the scale itself (scaler.update(new_scale=...), or the scaler's own state): let "
+                 "update() back off on its own after a skipped step.", event=updated[0])
         fail(f"After an overflowing step the scale should drop to {want_scale:g}; the scaler you were "
              f"given is at {observed['scale_after'][last]:g}. Call scaler.update() on it every step.")
 

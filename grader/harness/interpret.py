@@ -43,6 +43,11 @@ def interpret(outcome: Outcome, limits: Limits, refused: str | None = None) -> t
         return error_verdict(Status.TIMEOUT, "memory", f"Your code ran out of memory (its processes together reached "
                              f"{limits.memory_mb} MB, and the kernel stopped one of them), then ran past its time "
                              f"limit of {limits.time_s:g} s and was stopped."), None
+    if outcome.timed_out and outcome.memory_limit_reached:
+        # No kill yet: without swap, a cgroup at its limit can keep reclaiming its own file pages past the deadline.
+        return error_verdict(Status.TIMEOUT, "memory", f"Your code reached its memory limit (its processes together, "
+                             f"{limits.memory_mb} MB) and ran past its time limit of {limits.time_s:g} s while the "
+                             "kernel reclaimed memory for it; it was stopped."), None
     if outcome.timed_out:
         return learner_timeout(limits.time_s), None
     message, dropped = None, []

@@ -33,7 +33,7 @@ import torch
 
 from grader.core.protocol import ErrorInfo
 from grader.learner.emulation import amp_device
-from grader.learner.recorder import SUBMISSION_FILENAME
+from grader.learner.recorder import SUBMISSION_FILENAME, submission_line
 
 
 class LearnerError(Exception):
@@ -188,6 +188,7 @@ class ProbeJob:
         channel.connect(fds.get("channel"), fds.get("helper"))
         probe = self._probe
         stage = "load"  # until the learner's module has run and its function was found
+        attribute_warnings_to_submission()
         try:
             if hasattr(probe, "prepare"):
                 probe.prepare()
@@ -205,6 +206,25 @@ class ProbeJob:
         buffer = io.BytesIO()
         torch.save(message, buffer)
         return buffer.getvalue()
+
+
+def attribute_warnings_to_submission() -> None:
+    """Show a warning that names a file of the grader (a spy between the learner's call and PyTorch: its
+    `stacklevel` counts one frame too few) at the learner's innermost line instead, as it would read
+    without the spy (`submission.py:12: UserWarning: ...`)."""
+    import warnings
+
+    grader_dir = str(Path(__file__).resolve().parents[1])
+    shown = warnings.showwarning
+
+    def showwarning(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001, ANN202
+        if str(filename).startswith(grader_dir):
+            learner_line = submission_line()
+            if learner_line is not None:
+                filename, lineno, line = SUBMISSION_FILENAME, learner_line, None
+        shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = showwarning
 
 
 RETURNED_CAP = 2000  # characters of the repr of what a Run's call returned
@@ -242,6 +262,7 @@ class ExampleJob:
         from grader.learner.emulation import install_cuda_emulation
 
         stage = "load"
+        attribute_warnings_to_submission()
         try:
             install_cuda_emulation()  # the lesson's CUDA code runs on a CPU-only host, as when graded
             function = load_submission(self.code, self.entry, list(self.params), self.memory_mb)

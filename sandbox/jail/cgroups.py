@@ -306,6 +306,15 @@ class SubmissionCgroup:
             return control["oom_kill"] > 0
         return control.get("under_oom", 0) == 1 or int(_read(mem / "memory.failcnt") or 0) > 0
 
+    def memory_limit_reached(self) -> bool:
+        """Whether the cgroup's memory use ever reached its limit (v1 memory.failcnt, v2 memory.events max):
+        without swap a cgroup there can reclaim its own file pages for longer than a deadline before the OOM
+        killer strikes, so a run stopped at its deadline may have been stuck on memory all along."""
+        mem = self.paths["memory"]
+        if self.root.version == 2:
+            return _keys(_read(mem / "memory.events")).get("max", 0) > 0
+        return int((_read(mem / "memory.failcnt") or "0").strip() or 0) > 0
+
     def pids(self) -> list[int]:
         """Every process in the cgroup, including those that moved into a child cgroup of it."""
         found: set[int] = set()

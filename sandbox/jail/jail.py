@@ -49,7 +49,8 @@ class Outcome:
     output_truncated: bool
     refused: str | None = None  # why the confinement could not be applied (the job did not run)
     setup_failed: str | None = None  # the job's prepare() failed, before any confinement
-    out_of_memory: bool = False  # its cgroup hit its memory limit
+    out_of_memory: bool = False  # the kernel's OOM killer killed one of its processes for the cgroup's limit
+    memory_limit_reached: bool = False  # its cgroup's memory use reached the limit at least once
     # Its peak memory, read where the confined code cannot write (meter.py): bytes, and which meter.
     memory_peak_bytes: int | None = None
     memory_meter: str | None = None
@@ -127,6 +128,7 @@ class Jail:
             outcome = self._run(job, limits, dict(sockets or {}), cgroup, on_start, stop_when, meter_memory)
             if cgroup is not None:
                 outcome.out_of_memory = cgroup.oom_killed()
+                outcome.memory_limit_reached = cgroup.memory_limit_reached()
                 outcome.memory_peak_bytes, outcome.memory_meter = cgroup.memory_peak_bytes(), "cgroup"
             return outcome
         finally:

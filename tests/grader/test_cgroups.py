@@ -71,10 +71,12 @@ def test_v2_limits_and_readings(tmp_path):
     cg.add(1234)
     assert (sub / "cgroup.procs").read_text() == "1234" and cg.pids() == [1234]
     assert cg.memory_peak_bytes() is None and cg.cpu_seconds() is None and not cg.oom_killed()
+    assert not cg.memory_limit_reached()
     (sub / "memory.peak").write_text("5000000\n")
     (sub / "cpu.stat").write_text("usage_usec 1500000\nuser_usec 1000000\n")
     (sub / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
     assert cg.memory_peak_bytes() == 5_000_000 and cg.cpu_seconds() == 1.5 and cg.oom_killed()
+    assert cg.memory_limit_reached()
 
     (sub / "cgroup.events").write_text("populated 1\nfrozen 0\n")
     with pytest.raises(TimeoutError):

@@ -26,3 +26,13 @@ def test_a_plain_timeout_says_time_only() -> None:
     verdict, _ = interpret(ended(timed_out=True), Limits(time_s=20))
     assert verdict.status is Status.TIMEOUT and verdict.error.kind == "timeout"
     assert "memory" not in verdict.error.message
+
+
+def test_a_run_stopped_at_its_deadline_at_its_memory_limit_says_both() -> None:
+    """No kill recorded, but the cgroup's use reached its limit (seen in CI: three forks of 1.2 GB under 2048 MB
+    reclaimed past the 20 s deadline): the message says the memory limit was reached, not that a process was
+    killed, since no kill was recorded."""
+    verdict, _ = interpret(ended(timed_out=True, memory_limit_reached=True), Limits(time_s=20, memory_mb=2048))
+    assert verdict.status is Status.TIMEOUT and verdict.error.kind == "memory"
+    assert "reached its memory limit" in verdict.error.message and "2048 MB" in verdict.error.message
+    assert "killed" not in verdict.error.message and "time limit of 20 s" in verdict.error.message

@@ -49,13 +49,26 @@ def test_one_all_reduce_per_window(observed, outside):
              "(DDP decides at forward time whether backward syncs, so wrapping only backward() is not enough)."
              + _where(observed))
     if count < windows:
-        fail(f"Your process all-reduced the gradients {count} time{'s' if count != 1 else ''} for {windows} windows, "
-             "counted by the grader's own process (the other rank): a window's last backward must all-reduce, or "
-             "each process steps on its own gradients and their weights drift apart. Run the window's last "
-             "micro-batch outside `model.no_sync()`, and through `model`, not `model.module`.")
+        together = _ranks_agree(observed, outside)
+        why = ("your processes still ended on the same weights (their gradients were averaged some other way, "
+               "e.g. a dist.all_reduce of your own), but the exercise is DDP's own sync, which overlaps the "
+               "communication with backward" if together else
+               "each process steps on its own gradients and their weights drift apart (they ended apart here)")
+        fail(f"Your process all-reduced the gradients {count} time{'s' if count != 1 else ''} for {windows} windows "
+             f"through DDP, counted by the grader's own process (the other rank): a window's last backward must "
+             f"all-reduce, or {why}. Run the window's last micro-batch outside `model.no_sync()`, and through "
+             "`model`, not `model.module`.")
     if report["error"]:
         fail(f"The grader's own process (the other rank) could not follow your process's collectives: "
              f"{report['error']}.", hint="")
+
+
+def _ranks_agree(observed, outside):
+    """Whether both processes ended on the same weights (what "drift apart" would deny)."""
+    mine, theirs = observed["rank0"].get("params_after"), (outside["rank1"] or {}).get("params_after")
+    if not mine or not theirs or set(mine) != set(theirs):
+        return False
+    return all(mine[n].shape == theirs[n].shape and float((mine[n] - theirs[n]).abs().max()) <= 1e-5 for n in mine)
 
 
 @check("matches-reference")
