@@ -157,8 +157,8 @@ class AmpStepTask:
 
 def gradient_norm(model: nn.Module) -> float:
     """The total 2-norm of the model's gradients, as clip_grad_norm_ computes it."""
-    grads = [p.grad.detach().float() for p in model.parameters() if p.grad is not None]
-    return float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))) if grads else 0.0
+    return float(torch.nn.utils.get_total_norm([p.grad.detach().float() for p in model.parameters()
+                                                  if p.grad is not None]))
 
 
 @dataclass(frozen=True)

@@ -219,10 +219,10 @@ def _record_class_step(optimizer: torch.optim.Optimizer, *_: object) -> None:
 def _grad_norm(optimizer: torch.optim.Optimizer) -> float | None:
     """The total 2-norm of the gradients this step is about to use (as clip_grad_norm_ computes it), or
     None when there are none or it is not finite: what clipping did, however it was written."""
-    grads = [p.grad.detach() for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+    grads = [p.grad.detach().float() for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
     if not grads:
         return None
-    norm = float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grads])))
+    norm = float(torch.nn.utils.get_total_norm(grads))
     return norm if math.isfinite(norm) else None
 
 
