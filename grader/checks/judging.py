@@ -30,6 +30,7 @@ from grader.checks.events import EVENTS, EventKind
 from grader.checks.verdicts import (
     Event,
     at,
+    autocast_dtype,
     calls,
     check_autocast_scope,
     check_grads_cleared,
@@ -54,7 +55,7 @@ from grader.harness.checking import CheckFailed, check, explained_by, fail, figu
 
 __all__ = [
     "check", "fail", "explained_by", "CheckFailed",
-    "EVENTS", "EventKind", "Event", "of_kind", "calls", "iterations", "at",
+    "EVENTS", "EventKind", "Event", "of_kind", "calls", "iterations", "at", "autocast_dtype",
     "check_autocast_scope", "check_scaled_backward", "check_step_then_update", "check_grads_cleared",
     "check_returned_losses", "check_overflowing_step_skipped", "check_small_gradients_survive",
     "largest_difference", "weight_tolerance", "weights_went_wrong",

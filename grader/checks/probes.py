@@ -88,10 +88,9 @@ def amp_step_probe(api: ProbeAPI, task: AmpStepTask) -> dict[str, list[Any]]:
     watch_model(model)
     watch_optimizer(optimizer)
     scaler = torch.amp.GradScaler(api.device)
-    watched_loss = watch_loss(loss_fn)
     returns, returned_types, params_after, scale_after, errors = [], [], [], [], []
     extra = () if task.max_norm is None else (task.max_norm,)
-    for i, (x, y, loss) in enumerate(task.calls_of(batches, watched_loss, watch_loss(task.tiny(loss_fn)))):
+    for i, (x, y, loss) in enumerate(task.calls_of(batches, loss_fn, watch_loss)):
         if i == task.underflow_call:
             task.start_underflow_call(optimizer)
         RECORDER.mark("call")

@@ -9,7 +9,7 @@ here and keeps only what is its own (a constant, a variant's field, a comment on
                                          optionally unscale_ and clip, scaler.step, scaler.update
 
     AmpStepTask     mixed-precision/amp-step and amp-clip-step: a classifier called once per batch, a
-                    batch whose fp16 loss overflows, a call whose fp16 gradients underflow unless scaled;
+                    call whose scaled fp16 gradients overflow, one whose fp16 gradients underflow unless scaled;
                     `reference(seed, device)` is a correct AMP step's run on it
     UnderflowTask   mixed-precision/fix-underflow and bf16-train: a regression whose fp16 gradients
                     underflow; `fp32_run(seed, device)` is the same training in float32
@@ -82,8 +82,10 @@ class AmpStepTask:
     """One AMP training step, `train_step(model, optimizer, scaler, loss_fn, x, y[, max_norm])`, called once
     per batch on one model, optimizer and GradScaler:
 
-    * `calls` ordinary calls, then one on a batch of 1e6 inputs, whose fp16 loss overflows (a correct
-      step is skipped and the scale backs off);
+    * `calls` ordinary calls, then one whose loss is `overflow_loss_scale` (1e8) times the usual: the loss
+      stays finite, as in real fp16 training, but its scaled float16 gradients overflow at any scale (a
+      correct step is skipped and the scale backs off; code that skips a batch on a non-finite loss, as
+      fairseq does, has no reason to);
     * then one call (index `underflow_call`) that starts the optimizer afresh and uses a loss a millionth
       of the usual size (`underflow_loss_scale`), with the learning rate raised to match: its float16
       gradients (~4e-9 at the logits) underflow to zero unless the loss is scaled first, so a raw backward
@@ -97,6 +99,7 @@ class AmpStepTask:
     lr: float = 0.05
     momentum: float = 0.9
     underflow_loss_scale: float = 1e-6
+    overflow_loss_scale: float = 1e8
     max_norm: float | None = None
 
     @property
@@ -106,16 +109,16 @@ class AmpStepTask:
 
     def build(self, seed: int, device: str) -> tuple[nn.Module, torch.optim.Optimizer, nn.Module,
                                                      list[Batch], list[torch.Tensor]]:
-        """(model, optimizer, loss_fn, batches, stale): `calls` batches and the overflowing one, and the
+        """(model, optimizer, loss_fn, batches, stale): `calls` batches and the overflowing call's, and the
         stale gradients, one per parameter."""
         torch.manual_seed(seed)
         model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)).to(device)
         optimizer = torch.optim.SGD(model.parameters(), lr=self.lr, momentum=self.momentum)
         g = torch.Generator().manual_seed(seed + 1)
+        # `calls` ordinary batches, then the overflowing call's: an ordinary batch too, whose loss function makes
+        # its gradients overflow (calls_of).
         batches = [(torch.randn(64, 16, generator=g).to(device), torch.randint(0, 4, (64,), generator=g).to(device))
-                   for _ in range(self.calls)]
-        # Inputs of 1e6 overflow fp16 (max 65504) in the first Linear: the loss and gradients become inf/NaN.
-        batches.append((torch.full((64, 16), 1e6).to(device), batches[0][1]))
+                   for _ in range(self.calls + 1)]
         stale = [torch.randn(p.shape, generator=g).to(device) for p in model.parameters()]
         return model, optimizer, nn.CrossEntropyLoss(), batches, stale
 
@@ -123,10 +126,19 @@ class AmpStepTask:
         """The underflowing call's loss."""
         return scaled_loss(loss_fn, self.underflow_loss_scale)
 
-    def calls_of(self, batches: list[Batch], loss_fn: LossFn, tiny_loss: LossFn) -> list[tuple[Any, Any, LossFn]]:
-        """Every call's (x, y, loss function): each batch with `loss_fn`, then the first batch again with
-        `tiny_loss` (the underflowing call)."""
-        return [(x, y, loss_fn) for x, y in batches] + [(*batches[0], tiny_loss)]
+    def huge(self, loss_fn: LossFn) -> LossFn:
+        """The overflowing call's loss."""
+        return scaled_loss(loss_fn, self.overflow_loss_scale)
+
+    def calls_of(self, batches: list[Batch], loss_fn: LossFn,
+                 watch: Callable[[LossFn], LossFn] = lambda f: f) -> list[tuple[Any, Any, LossFn]]:
+        """Every call's (x, y, loss function): the ordinary batches with `watch(loss_fn)`, the overflowing
+        call's batch with a loss `overflow_loss_scale` times larger, then the first batch again with a loss
+        `underflow_loss_scale` times smaller (the underflowing call). `watch` wraps each loss function the
+        learner is handed (the probe's watch_loss)."""
+        ordinary = watch(loss_fn)
+        return ([(x, y, ordinary) for x, y in batches[:self.calls]]
+                + [(*batches[self.calls], watch(self.huge(loss_fn))), (*batches[0], watch(self.tiny(loss_fn)))])
 
     def start_underflow_call(self, optimizer: torch.optim.Optimizer) -> None:
         """Fresh momentum (the update is then the gradient alone) and a learning rate to match the loss."""
@@ -142,7 +154,7 @@ class AmpStepTask:
         losses, params_after, scale_after, step_norms = [], [], [], []
         used: list[float] = []
         optimizer.register_step_pre_hook(lambda *_: used.append(gradient_norm(model)))
-        for i, (x, y, loss_of_call) in enumerate(self.calls_of(batches, loss_fn, self.tiny(loss_fn))):
+        for i, (x, y, loss_of_call) in enumerate(self.calls_of(batches, loss_fn)):
             if i == self.underflow_call:
                 self.start_underflow_call(optimizer)
             used.clear()

@@ -108,7 +108,7 @@ class AmpStepChecks:
 
     @check("matches-reference")
     def test_overflowing_step_is_skipped(self, observed: dict[str, Any], reference: dict[str, Any]) -> None:
-        # Call `calls` (0-based) is the one whose fp16 loss overflows.
+        # Call `calls` (0-based) is the one whose scaled fp16 gradients overflow.
         verdicts.check_overflowing_step_skipped(observed, reference, self.task.calls)
 
     @check("matches-reference")

@@ -49,17 +49,27 @@ def iterations(events: list[Event]) -> list[list[Event]]:
     return spans
 
 
+def autocast_dtype(event: Event) -> str | None:
+    """The autocast dtype an event's computation ran under, None without autocast. For a forward, autocast
+    entered inside model.forward itself (a patched forward, accelerate's prepare) counts: its layers ran
+    under it."""
+    if event["autocast"]:
+        return event["autocast_dtype"]
+    return event.get("inner_autocast") if event["event"] == "forward" else None
+
+
 def check_autocast_scope(events: list[Event]) -> None:
     forwards = of_kind(events, "forward")
     if not forwards:
         fail("The model's forward pass never ran: call model(x) inside the autocast block.")
     for event in forwards:
-        if not event["autocast"]:
-            fail(f"The forward pass{at(event)} ran without autocast, in float32. Wrap model(x) in "
+        dtype = autocast_dtype(event)
+        if dtype is None:
+            fail(f"The forward pass{at(event)} ran without autocast, {_forward_precision(event)}. Wrap model(x) in "
                  "torch.autocast(device_type='cuda').", event=event)
-        if event["autocast_dtype"] not in SIXTEEN_BIT:
-            fail(f"The forward pass{at(event)} ran under autocast with dtype {event['autocast_dtype']}, "
-                 "not a 16-bit type.", event=event)
+        if dtype not in SIXTEEN_BIT:
+            fail(f"The forward pass{at(event)} ran under autocast with dtype {dtype}, not a 16-bit type.",
+                 event=event)
     losses = of_kind(events, "loss")
     if not losses:
         fail("The loss function you were given was never called: compute loss = loss_fn(out, y) "
@@ -75,6 +85,15 @@ def check_autocast_scope(events: list[Event]) -> None:
         if event["autocast"]:
             fail(f"backward(){at(event)} was called inside the autocast block. Dedent it: only the "
                  "forward pass and the loss belong under autocast.", event=event)
+
+
+def _forward_precision(event: Event) -> str:
+    """What a forward without autocast computed in: its weights' dtype, as far as the spy saw them."""
+    weights = event.get("weights_dtype")
+    if weights in SIXTEEN_BIT:
+        return (f"on weights cast to {weights} (the model itself was converted; AMP keeps the weights in float32 "
+                "and lets autocast cast per operation)")
+    return "in float32" if weights in (None, "float32") else f"on {weights} weights"
 
 
 def check_scaled_backward(events: list[Event]) -> None:
@@ -203,15 +222,16 @@ def weights_went_wrong(observed: dict[str, Any], reference: dict[str, Any], i: i
 
 
 def check_overflowing_step_skipped(observed: dict[str, Any], reference: dict[str, Any], last: int) -> None:
-    """Call `last` fed a batch whose fp16 loss overflows: scaler.step must skip it and the scale drop."""
+    """Call `last` had a loss whose scaled fp16 gradients overflow: scaler.step must skip it and the scale drop."""
     before, after = observed["params_after"][last - 1], observed["params_after"][last]
     if any(not torch.isfinite(t).all() for t in after.values()):
-        fail("On a batch that overflows float16, your step wrote inf/NaN into the weights. "
+        fail("On a call whose gradients overflow float16, your step wrote inf/NaN into the weights. "
              "scaler.step(optimizer) skips such steps; calling optimizer.step() yourself does not.")
     name, diff = largest_difference(after, before)
     if diff > 0:
-        fail(f"On a batch that overflows float16 (inputs of 1e6), the weights still changed (by up to "
-             f"{diff:.3g} in '{name}'). Under autocast that step's gradients are inf and scaler.step skips it.")
+        fail(f"On a call whose gradients overflow float16 (a finite loss 1e8 times the usual), the weights still "
+             f"changed (by up to {diff:.3g} in '{name}'). Under autocast that step's scaled gradients are inf and "
+             "scaler.step skips it.")
     want_scale = reference["scale_after"][last]
     if observed["scale_after"][last] != want_scale:
         spans = calls(observed.get("events") or [])

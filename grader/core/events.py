@@ -56,7 +56,12 @@ EVENTS: dict[str, EventKind] = {
         {"label": "the probe's label (str)"}, {"...": "any keyword data the probe passed to mark()"}),
     "forward": EventKind(
         "watch_model(model)", "model(x) started (a forward pre-hook)",
-        {**AUTOCAST}, {"output_dtype": "the output's dtype, added when the forward returned a tensor"}),
+        {**AUTOCAST, "weights_dtype": "the dtype of the model's first floating-point parameter then ('float32', "
+                                      "'float16', ...), None without one"},
+        {"output_dtype": "the output's dtype, added when the forward returned a tensor",
+         "inner_autocast": "autocast's dtype when the model's first layer started, None when it was off there: "
+                           "added when autocast was off at model(x), to tell a forward that enters autocast itself "
+                           "(a patched forward, as accelerate's prepare makes) from one that never does"}),
     "loss": EventKind(
         "watch_loss(loss_fn)", "the loss function you handed the learner was called",
         {**AUTOCAST}, {"output_dtype": "the loss's dtype, added when it returned a tensor",
@@ -129,7 +134,7 @@ EVENTS: dict[str, EventKind] = {
 
 # Fields a spy adds to the most recent event when the call it recorded returns (channel.amend): nothing else
 # of an event can change after it was streamed.
-AMENDABLE: dict[str, frozenset[str]] = {"forward": frozenset({"output_dtype"}),
+AMENDABLE: dict[str, frozenset[str]] = {"forward": frozenset({"output_dtype", "inner_autocast"}),
                                         "loss": frozenset({"output_dtype", "value"})}
 
 _NUMBER = (int, float)
@@ -143,6 +148,7 @@ FIELD_TYPES: dict[str, Any] = {
     "scale_after": (*_NUMBER, None), "via_scaler": bool, "zero_grad_fraction": (*_NUMBER, None),
     "grads": _TENSORS_OR_NONE, "params": _TENSORS, "activities": list, "schedule": bool, "rows": list,
     "depth": int, "name": str, "labels": list, "seconds": _NUMBER, "grad_norm": (*_NUMBER, None),
+    "weights_dtype": (str, None), "inner_autocast": (str, None),
 }
 
 

@@ -36,6 +36,10 @@ class CheckSpec:
     # Checks whose failure explains this one's: when this check fails after one of them failed, the
     # result reports it "skipped" because of that one (one mistake, one message).
     after: tuple[str, ...] = ()
+    # Whether this (outside) check judges the training's outcome: the weights or loss against the grading
+    # side's correct run. When every such check passed, no other message may claim a wrong outcome
+    # (grader/host/claims.py).
+    outcome: bool = False
 
     @property
     def hint(self) -> str:
@@ -162,8 +166,12 @@ def load_exercise(path: Path, exercise_id: str, *, authoring_files: bool = True)
         if not isinstance(after, list) or any(a not in {c.id for c in checks} for a in after):
             raise CourseError(f"{meta_path}: check '{check_id}': 'after' must list ids of checks declared "
                               f"before it (got {after!r})")
+        outcome = raw.get("outcome", False)
+        if not isinstance(outcome, bool) or (outcome and evidence != "outside"):
+            raise CourseError(f"{meta_path}: check '{check_id}': 'outcome' must be true or false, and true only "
+                              "with evidence: outside (an outcome is what the grading side recomputes)")
         checks.append(CheckSpec(check_id, _require(raw, "title", meta_path), _hints(raw, check_id, meta_path),
-                                evidence, why, tuple(after)))
+                                evidence, why, tuple(after), outcome))
     if len({c.id for c in checks}) != len(checks):
         raise CourseError(f"{meta_path}: check ids must be unique")
     limits = meta.get("limits", {}) or {}

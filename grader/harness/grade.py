@@ -38,6 +38,13 @@ def warm_up() -> None:
     import torch._dynamo  # noqa: F401 - optimizers import it lazily on first construction (~0.9 s)
     import torch.optim  # noqa: F401
 
+    # record_function's first __enter__ imports this module (torch.autograd.profiler._maybe_cupti_monitor):
+    # in a learner's `profile(with_stack=True)` its module and class bodies would run under the Python
+    # tracer, which keeps bare pointers to each traced code object's name and file name, and are freed when
+    # the import ends; key_averages(group_by_stack_n=...) then decoded freed memory (UnicodeDecodeError).
+    with contextlib.suppress(ImportError):  # a torch without it imports nothing there
+        import torch.profiler._cupti_monitor  # noqa: F401
+
     from grader.harness import plugin  # noqa: F401
     from grader.learner import amp, entry  # noqa: F401
     from sandbox.jail import seccomp

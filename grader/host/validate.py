@@ -3,7 +3,8 @@
 The reference solution must pass every check, and each known-wrong submission in `mistakes/` must fail
 exactly the checks its `# expect-fail:` line declares (no more, no fewer). Checks a failure explains are
 "skipped", not failed (grader/core/result.py); a mistake may declare them with `# expect-skip:`, and then
-exactly those must be skipped.
+exactly those must be skipped. No failing message may claim an outcome the outside checks disprove
+(grader.host.claims).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from grader.core.course import CheckSpec, Exercise
+from grader.host.claims import contradictions
 from grader.host.grading import run_submission
 
 if TYPE_CHECKING:
@@ -51,8 +53,13 @@ class Case:
         return bool((self.failed | explained) & outside)
 
     @property
+    def contradictions(self) -> list[str]:
+        """Failing messages that the outside checks' own evidence disproves (grader.host.claims)."""
+        return contradictions(self.result, self.checks)
+
+    @property
     def ok(self) -> bool:
-        if self.result["status"] == "infra-error" or self.result.get("problems"):
+        if self.result["status"] == "infra-error" or self.result.get("problems") or self.contradictions:
             return False
         if self.expected_skip is not None and self.skipped != self.expected_skip:
             return False
@@ -79,6 +86,8 @@ class Case:
             return f"grader failed: {self.result['error']['message']}"
         if self.result.get("problems"):
             return "check problems: " + "; ".join(self.result["problems"])
+        if self.contradictions:
+            return "messages contradict the evidence: " + "; ".join(self.contradictions)
         if self.result.get("error") and self.expected_fail != self.failed:
             return f"{self.result['status']}: {self.result['error']['message']}"
         parts = []

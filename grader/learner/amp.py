@@ -14,7 +14,7 @@ from typing import Any, Callable
 import torch
 
 from grader.learner.emulation import amp_device, install_cuda_emulation
-from grader.learner.recorder import RECORDER
+from grader.learner.recorder import RECORDER, submission_line
 
 
 def autocast_state() -> tuple[bool, str | None]:
@@ -155,29 +155,65 @@ def _last_backward_index() -> int:
     return -1
 
 
+def _patch_weight_casts() -> None:
+    """Remember the submission line that cast a model's weights to 16 bits (model.half(), .to(torch.float16)):
+    the error PyTorch raises for it comes later, from scaler.step, and names neither the cast nor its line."""
+    def watched(original: Callable[..., Any]) -> Callable[..., Any]:
+        def cast(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+            result = original(self, *args, **kwargs)
+            line = submission_line()
+            if line is not None and _weights_dtype(self) in ("float16", "bfloat16"):
+                RECORDER.weights_cast = (line, f"{original.__name__}()", _weights_dtype(self))
+            return result
+
+        cast.__name__ = cast.__qualname__ = original.__name__
+        return cast
+
+    for name in ("half", "bfloat16", "to", "type"):
+        setattr(torch.nn.Module, name, watched(getattr(torch.nn.Module, name)))
+
+
 def install() -> type:
     """Patch torch in this (learner) process; returns the recording GradScaler class."""
     scaler_class = _make_recording_scaler()
     install_cuda_emulation(scaler_class)
     _patch_backward()
     _patch_clipping()
+    _patch_weight_casts()
     return torch.amp.GradScaler
 
 
 def watch_model(model: torch.nn.Module) -> torch.nn.Module:
     RECORDER.params.extend(p for p in model.parameters())
 
+    opened: list[dict] = []  # the forward event of a model(x) call in progress, while no layer has started
+
     def before(_module, _inputs):  # noqa: ANN001 - a torch forward hook's arguments
         enabled, dtype = autocast_state()
-        RECORDER.add("forward", autocast=enabled, autocast_dtype=dtype)
+        event = RECORDER.add("forward", autocast=enabled, autocast_dtype=dtype, weights_dtype=_weights_dtype(model))
+        opened[:] = [] if enabled else [event]
+
+    def layer_started(_module, _inputs):  # noqa: ANN001 - a torch forward hook's arguments
+        # Autocast entered inside model.forward (a patched forward, accelerate's prepare) is on here.
+        if opened and RECORDER.events and RECORDER.events[-1] is opened[0]:
+            RECORDER.amend(opened.pop(), inner_autocast=autocast_state()[1])
 
     def after(_module, _inputs, output):  # noqa: ANN001 - a torch forward hook's arguments
+        opened.clear()
         if isinstance(output, torch.Tensor) and RECORDER.events and RECORDER.events[-1]["event"] == "forward":
             RECORDER.amend(RECORDER.events[-1], output_dtype=str(output.dtype).replace("torch.", ""))
 
     model.register_forward_pre_hook(before)
+    for layer in list(model.modules())[1:]:
+        layer.register_forward_pre_hook(layer_started)
     model.register_forward_hook(after)
     return model
+
+
+def _weights_dtype(model: torch.nn.Module) -> str | None:
+    floating = (p for p in model.parameters() if p.is_floating_point())
+    first = next(floating, None)
+    return None if first is None else str(first.dtype).replace("torch.", "")
 
 
 def zero_grad_fraction(params: list[torch.Tensor]) -> float | None:

@@ -33,7 +33,7 @@ import torch
 
 from grader.core.protocol import ErrorInfo
 from grader.learner.emulation import amp_device
-from grader.learner.recorder import SUBMISSION_FILENAME, submission_line
+from grader.learner.recorder import RECORDER, SUBMISSION_FILENAME, submission_line
 
 
 class LearnerError(Exception):
@@ -74,6 +74,10 @@ KNOWN_ERRORS: tuple[tuple[str, str, str], ...] = (
      "torch.inference_mode(), or detached."),
     ("Trying to backward through the graph a second time", "backward-twice",
      "backward() ran a second time through the same graph: compute the loss again for each backward."),
+    ("Attempting to unscale FP16 gradients", "fp16-weights",
+     "scaler.step(optimizer) refused float16 gradients: the model's weights were cast to float16{cast}, so their "
+     "gradients are float16 too, and tiny updates round to zero. Keep the weights in float32: autocast casts "
+     "16-bit copies per operation, and the GradScaler unscales float32 gradients."),
 )
 
 
@@ -85,8 +89,12 @@ def describe_exception(exc: BaseException, memory_mb: int, during: str = "") -> 
         return LearnerError("memory", f"Your code ran out of memory{where} (limit {memory_mb} MB).", line)
     for known, kind, meaning in KNOWN_ERRORS:
         if known in str(exc):
-            return LearnerError(kind, f"{meaning} (PyTorch raised {type(exc).__name__}{where}{during}: "
-                                      f"\"{known}\".)", line)
+            cast = ""
+            if kind == "fp16-weights" and RECORDER.weights_cast is not None:
+                line, call, _dtype = RECORDER.weights_cast  # mark the cause, not scaler.step that noticed it
+                cast = f" on line {line} (.{call})"
+            raised = f"PyTorch raised {type(exc).__name__}{where}{during}"
+            return LearnerError(kind, f"{meaning.format(cast=cast)} ({raised}: \"{known}\".)", line)
     detail = f": {text}" if text else ""
     return LearnerError("exception", f"Your code raised {type(exc).__name__}{where}{during}{detail}", line)
 

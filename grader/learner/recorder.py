@@ -48,6 +48,9 @@ class Recorder:
         # More fields for each backward event, computed from its target before it runs (accumulation.py
         # adds the target's value, the last loss and the scale): an event is complete when it is streamed.
         self.backward_details: Callable[[Any], dict[str, Any]] | None = None
+        # (line, call, dtype) of the learner's last cast of a model's weights to 16 bits (amp.py): PyTorch's
+        # "Attempting to unscale FP16 gradients" is raised later, at scaler.step, and names neither.
+        self.weights_cast: tuple[int, str, str] | None = None
         # Profiler spies (profiling.py)
         self.active_profilers = 0
         self.profiled_run: int | None = None  # which of the probe's profiled runs events belong to

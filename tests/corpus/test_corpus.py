@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from grader.core.course import load_course
+from grader.host.claims import contradictions
 
 CORPUS = Path(__file__).resolve().parent
 FIELDS = ("pattern", "class", "expect", "expect-fail", "why")
@@ -183,6 +184,8 @@ def test_corpus_file(path, corpus_sandbox):
     seed = None if os.environ.get("DLA_CORPUS_SEED") == "random" else zlib.crc32(corpus_id(path).encode()) % 2**31 + 1
     result = run_submission(entry.exercise, entry.code, sandbox=corpus_sandbox, seed=seed)
     assert result["status"] != "infra-error", f"the grader failed: {result.get('error')}"
+    false_claims = contradictions(result, load_course().exercises[entry.exercise].checks)
+    assert not false_claims, f"{entry.klass}: messages contradict the evidence: {false_claims}\n{describe(result)}"
     failed = failed_ids(result)
     if entry.expect == "pass":
         assert result["passed"] is True and not failed, (

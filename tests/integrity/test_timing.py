@@ -220,6 +220,33 @@ def test_a_timed_round_that_skips_its_last_update_is_caught_by_its_weights(sandb
     assert "weights" in result["same-result"]["message"] and "timing round" in result["same-result"]["message"]
 
 
+# The learner's process forges the referee's "done" after its first timed round, so the probe stops asking
+# for rounds before the verdict is decided: the referee, not the learner's process, knows how many it timed.
+FORGES_DONE = '''
+import sys as _sys
+
+_learner = _sys.modules["grader.learner.channel"]._learner
+_plain_ask = _learner.ask
+
+
+def _ask(request):
+    reply = _plain_ask(request)
+    if request.get("op") == "finish":
+        reply = {**reply, "done": True}
+    return reply
+
+
+_learner.ask = _ask
+'''
+
+
+def test_rounds_stopped_early_by_a_forged_done_are_too_few_to_pass(sandbox):
+    result = checks(sandbox, SOLUTION + FORGES_DONE)
+    assert result["same-result"]["passed"], result["same-result"]  # a correct, fast step: only the count is short
+    assert not result["faster"]["passed"], result["faster"]
+    assert "too few to decide" in result["faster"]["message"], result["faster"]["message"]
+
+
 def test_a_number_too_large_for_a_float_is_the_learners_error(sandbox):
     result = run_submission(EXERCISE, SOLUTION + HUGE_NUMBER, sandbox=sandbox)
     assert result["status"] == "error", result

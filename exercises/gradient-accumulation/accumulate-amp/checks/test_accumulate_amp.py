@@ -16,6 +16,7 @@ from grader.checks.judging import (
     check,
     check_autocast_scope,
     check_step_then_update,
+    explained_by,
     fail,
     fail_if_clipped_scaled_gradients,
     of_kind,
@@ -127,17 +128,41 @@ def test_loss_divided_by_window_size(backwards, events, updates):
 
 
 @check("grads-cleared-per-window")
-def test_gradients_cleared_once_per_window(backwards):
+def test_gradients_cleared_once_per_window(events, backwards):
+    before = _events_before_each(events, backwards)
+    stepped = [i == 0 or any(e["event"] == "scaler.step" for e in before[i]) for i in range(len(backwards))]
+    # Cleared exactly after each of the learner's own steps, at the wrong micro-batches: one misplaced window
+    # boundary, which step-at-boundaries names; saying it twice would be two messages for one mistake.
+    follows_own_steps = all(event["grads_clear"] == stepped[i] for i, event in enumerate(backwards))
     for i, event in enumerate(backwards):
         first = i == _window_of(i)[0]
         if first and not event["grads_clear"]:
-            fail(f"Micro-batch {i + 1} starts a new window, but when its backward(){at(event)} ran the "
-                 "gradients still held the previous window's values. Call optimizer.zero_grad() after each "
-                 "optimizer step.", event.get("line"))
+            message = (f"Micro-batch {i + 1} starts a new window, but when its backward(){at(event)} ran the "
+                       "gradients still held the previous window's values. Call optimizer.zero_grad() after each "
+                       "optimizer step.")
+            if follows_own_steps:
+                explained_by("step-at-boundaries", message, event.get("line"))
+            fail(message, event.get("line"))
         if not first and event["grads_clear"]:
-            fail(f"Micro-batch {i + 1} is in the middle of a window, but the gradients were cleared before "
-                 f"its backward(){at(event)}: the window's earlier micro-batches were thrown away. Clear "
-                 "them only once per window.", event.get("line"))
+            # Mark the call that cleared them, not the backward where it shows.
+            cleared = next((e for e in reversed(before[i]) if e["event"] == "optimizer.zero_grad"), None)
+            by = f" by optimizer.zero_grad(){at(cleared)}" if cleared else ""
+            message = (f"Micro-batch {i + 1} is in the middle of a window, but the gradients were cleared{by} before "
+                       f"its backward(){at(event)}: the window's earlier micro-batches were thrown away. Clear "
+                       "them only once per window, after its step.")
+            line = (cleared or event).get("line")
+            if follows_own_steps:
+                explained_by("step-at-boundaries", message, line)
+            fail(message, line)
+
+
+def _events_before_each(events, backwards):
+    """For each backward, the events since the previous backward (since the call's start for the first)."""
+    spans, start = [], 0
+    for backward in backwards:
+        spans.append([e for e in events if start <= e["index"] < backward["index"]])
+        start = backward["index"] + 1
+    return spans
 
 
 def _between_backwards(events):
@@ -259,7 +284,7 @@ def test_training_ends_where_a_correct_run_ends(observed, reference_run):
 @check("matches-reference-run")
 def test_tiny_gradients_and_an_overflow_end_where_a_correct_run_ends(observed, reference_signature_run):
     run = ("In a second run, with a loss a millionth of the usual size (its float16 gradients underflow unless "
-           "scaled) and a first micro-batch that overflows float16, ")
+           "scaled) and a first micro-batch whose scaled float16 gradients overflow, ")
     if observed["signature_error"]:
         fail(run + f"your train raised. {observed['signature_error']['message']}",
              observed["signature_error"]["line"])

@@ -8,7 +8,7 @@ loopback. This rank wraps the scenario's model in DistributedDataParallel, calls
 its micro-batches, then tells rank 1 it is done (other_rank.DONE) and waits for it to report.
 
 The all-reduces during each micro-batch are also counted here, by a DDP comm hook, for the verdict's
-figure only: the check reads rank 1's count.
+figure and to say where they fell: how many there were is rank 1's count.
 """
 import os
 import tempfile
@@ -69,7 +69,9 @@ def _train(api):
         return allreduce_hook(state, bucket)
 
     ddp.register_comm_hook(None, counting_hook)
+    steps = [0]  # real optimizer steps, for the message (the outcome is judged by the weights)
+    optimizer.register_step_post_hook(lambda *_: steps.__setitem__(0, steps[0] + 1))
     _, error = api.try_call(ddp, optimizer, loss_fn, scenario.micro_batches(api.seed), scenario.ACCUM_STEPS)
-    report = {"rank": 0, "error": error, "allreduces": allreduces, "forwards": forwards[0],
+    report = {"rank": 0, "error": error, "allreduces": allreduces, "forwards": forwards[0], "steps": steps[0],
               "params_after": scenario.params(model)}
     return report, ddp

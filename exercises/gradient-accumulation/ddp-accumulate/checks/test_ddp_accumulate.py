@@ -27,12 +27,21 @@ def test_your_process_completes(observed):
         fail(f"train failed. {report['error']['message']}", report["error"]["line"])
 
 
-def _where(observed):
-    """Where your process's own comm hook saw all-reduces, for the message (the count itself is rank 1's)."""
+def _early(observed):
+    """The micro-batches (1-based) that do not end a window but after which your process's own comm hook saw
+    an all-reduce (the count itself is rank 1's)."""
     counts = observed["rank0"].get("allreduces") or []
-    early = [i + 1 for i, count in enumerate(counts) if count and not scenario.ends_window(i)]
+    return [i + 1 for i, count in enumerate(counts) if count and not scenario.ends_window(i)]
+
+
+def _where(observed):
+    early = _early(observed)
     return f" Your process's own count put them after micro-batch{'es' if len(early) > 1 else ''} " \
            f"{', '.join(map(str, early))}, inside a window." if early else ""
+
+
+def _windows_text():
+    return ", ".join(f"{w[0] + 1}-{w[-1] + 1}" if len(w) > 1 else f"{w[0] + 1}" for w in scenario.windows())
 
 
 @check("syncs-once-per-window")
@@ -50,9 +59,14 @@ def test_one_all_reduce_per_window(observed, outside):
              + _where(observed))
     if count < windows:
         together = _ranks_agree(observed, outside)
+        steps = observed["rank0"].get("steps")
+        unapplied = isinstance(steps, int) and steps < windows
         why = ("your processes still ended on the same weights (their gradients were averaged some other way, "
                "e.g. a dist.all_reduce of your own), but the exercise is DDP's own sync, which overlaps the "
                "communication with backward" if together else
+               f"the processes' weights part ways (they ended apart here: your process stepped {steps} "
+               f"time{'s' if steps != 1 else ''} for {windows} windows, so a window was neither synced nor applied)"
+               if unapplied else
                "each process steps on its own gradients and their weights drift apart (they ended apart here)")
         fail(f"Your process all-reduced the gradients {count} time{'s' if count != 1 else ''} for {windows} windows "
              f"through DDP, counted by the grader's own process (the other rank): a window's last backward must "
@@ -61,6 +75,14 @@ def test_one_all_reduce_per_window(observed, outside):
     if report["error"]:
         fail(f"The grader's own process (the other rank) could not follow your process's collectives: "
              f"{report['error']}.", hint="")
+    early = _early(observed)
+    if early:
+        fail(f"Your process all-reduced once per window, but after micro-batch{'es' if len(early) > 1 else ''} "
+             f"{', '.join(map(str, early))}, which do{'es' if len(early) == 1 else ''} not end a window (windows: "
+             f"micro-batches {_windows_text()}; counted by your process's own DDP comm hook): DDP all-reduces what "
+             "has accumulated when that backward runs, so the micro-batches after it in the window were never "
+             "averaged across the processes. Run every micro-batch but the window's last inside "
+             "`with model.no_sync():`, and the last one outside it.")
 
 
 def _ranks_agree(observed, outside):

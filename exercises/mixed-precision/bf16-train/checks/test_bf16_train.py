@@ -30,17 +30,25 @@ def test_returns_a_loss_per_step(observed):
 @check("bf16-autocast")
 def test_forward_and_loss_under_bf16_autocast(observed):
     events = observed["events"]
+    keep_float32 = ("Autocast runs the forward in bfloat16 while the weights stay float32, so an update smaller than "
+                    "bfloat16's precision (about 3 significant digits) is not rounded away. Leave the model in "
+                    "float32 and let autocast pick each operation's dtype.")
     converted = sorted(name for name, dtype in observed["final_dtypes"].items() if dtype != "float32")
     if converted:
         dtype = observed["final_dtypes"][converted[0]]
         fail(f"Your model's weights ended in {dtype} ({len(converted)} of {len(observed['final_dtypes'])} tensors, "
              f"'{converted[0]}' first): the model itself was converted (for example model.to(torch.{dtype})). "
-             "Autocast runs the forward in bfloat16 while the weights stay float32, so an update smaller than "
-             "bfloat16's precision (about 3 significant digits) is not rounded away. Leave the model in float32 "
-             "and let autocast pick each operation's dtype.")
+             + keep_float32)
+    # Converted for training and back to float32 before returning: the forward passes saw the 16-bit weights.
+    cast = next((e for e in judging.of_kind(events, "forward") if e.get("weights_dtype") not in (None, "float32")),
+                None)
+    if cast is not None:
+        fail(f"The forward pass{judging.at(cast)} ran on {cast['weights_dtype']} weights: the model itself was "
+             f"converted during training (for example model.to(torch.{cast['weights_dtype']})), even if its weights "
+             "end in float32. " + keep_float32, cast.get("line"))
     judging.check_autocast_scope(events)  # forward and loss under autocast, backward outside
     for event in judging.of_kind(events, "forward") + judging.of_kind(events, "loss"):
-        dtype = event.get("autocast_dtype")
+        dtype = judging.autocast_dtype(event)
         if dtype != "bfloat16":
             what = "forward pass" if event["event"] == "forward" else "loss"
             scaled = " A GradScaler rescues float16 too, but here the point is the other fix." if dtype == "float16" \

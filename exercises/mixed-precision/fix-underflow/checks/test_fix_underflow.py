@@ -43,7 +43,7 @@ BF16_DECISION = (
 
 
 def _bf16_forward(events):
-    return next((e for e in judging.of_kind(events, "forward") if e.get("autocast_dtype") == "bfloat16"), None)
+    return next((e for e in judging.of_kind(events, "forward") if judging.autocast_dtype(e) == "bfloat16"), None)
 
 
 @check("autocast-scope")
