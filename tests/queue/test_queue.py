@@ -27,7 +27,10 @@ def test_submission_graded_by_a_worker_process(make_stack) -> None:  # noqa: ANN
 
 
 def test_worker_killed_mid_job_is_retried_once_then_finished_as_error(make_stack) -> None:  # noqa: ANN001
-    stack: QueueStack = make_stack()
+    # No try may finish here, so the job's timeout only sets when its dead worker's job counts as abandoned
+    # (timeout + DLA_HEARTBEAT_GRACE_S after it started): 6 s, not the suite's 20, halves the test's wait. Each
+    # try is killed as soon as it is seen running, well inside 6 s.
+    stack: QueueStack = make_stack(DLA_JOB_TIMEOUT="6")
     submission_id = stack.submit()
     first = stack.start_worker()
     started = stack.wait(submission_id, until=("running",))["started_at"]
