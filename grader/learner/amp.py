@@ -187,10 +187,13 @@ def watch_model(model: torch.nn.Module) -> torch.nn.Module:
     RECORDER.params.extend(p for p in model.parameters())
 
     opened: list[dict] = []  # the forward event of a model(x) call in progress, while no layer has started
+    # model.half() and .to(dtype) convert a parameter in place (the same object): its dtype is read per call.
+    first = next((p for p in model.parameters() if p.is_floating_point()), None)
 
     def before(_module, _inputs):  # noqa: ANN001 - a torch forward hook's arguments
         enabled, dtype = autocast_state()
-        event = RECORDER.add("forward", autocast=enabled, autocast_dtype=dtype, weights_dtype=_weights_dtype(model))
+        weights = None if first is None else str(first.dtype).replace("torch.", "")
+        event = RECORDER.add("forward", autocast=enabled, autocast_dtype=dtype, weights_dtype=weights)
         opened[:] = [] if enabled else [event]
 
     def layer_started(_module, _inputs):  # noqa: ANN001 - a torch forward hook's arguments
