@@ -14,6 +14,8 @@ CALL = {"scheduler.step": "scheduler.step()", "ema.update": "ema.update_paramete
 EARLY = {"scheduler.step": "the learning rate moved on before knowing whether the step would be skipped",
          "ema.update": "it averaged in the weights from before this batch's update, before knowing whether the "
                        "step would be skipped"}
+SKIPPED = {"scheduler.step": "the learning rate moved on although the weights did not",
+           "ema.update": "it averaged the unchanged weights in once more, pulling the EMA back toward them"}
 
 
 def batches(observed: dict[str, Any]) -> list[dict[str, Any]]:
@@ -80,7 +82,7 @@ def wrong_advance(observed: dict[str, Any], what: str) -> tuple[str, int | None]
                         advance["line"])
             if not span["real"]:
                 return (f"{call}{where} ran in batch {number}, whose step scaler.step(optimizer) skipped{_fall(span)}: "
-                        "it moved on although the weights did not.", advance["line"])
+                        f"{SKIPPED[what]}.", advance["line"])
             if k == 1:
                 return f"{call}{where} ran twice in batch {number}; once per real step.", advance["line"]
         if number is not None and span["real"] and not mine:

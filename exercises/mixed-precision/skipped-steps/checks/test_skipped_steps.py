@@ -95,9 +95,14 @@ def test_returns_the_number_of_real_steps(observed, reference):
     if got == scenario.BATCHES:
         why = " It counted every batch, the skipped ones too: count a step only when scaler.update() kept or raised the scale."
     elif got < want:
-        why = " It left out real steps: a growing scale is no skip, only a falling one is."
+        grew = any(span["real"] and span["update"] and span["update"].get("scale_before") is not None
+                   and span["update"].get("scale_after") is not None
+                   and span["update"]["scale_after"] > span["update"]["scale_before"] for span in steps.batches(observed))
+        why = " It left out real steps" + (": a growing scale is no skip, only a falling one is." if grew else ".")
+    yours = (f"as in a correct loop ({_real(reference)})" if stepped == want else
+             f"and a correct loop on these batches steps {want} times ({_real(reference)})")
     fail(f"train returned {got}, but the optimizer really stepped {stepped} times in your loop (its step hook "
-         f"counted them), and a correct loop on these batches steps {want} times ({_real(reference)}).{why}")
+         f"counted them), {yours}.{why}")
 
 
 @check("matches-reference")
