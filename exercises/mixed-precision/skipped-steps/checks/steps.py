@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from grader.checks.judging import at, of_kind
+from grader.checks.judging import of_kind
 
 ADVANCES = ("scheduler.step", "ema.update")
 CALL = {"scheduler.step": "scheduler.step()", "ema.update": "ema.update_parameters(model)"}
@@ -64,10 +64,18 @@ def _fall(span: dict[str, Any]) -> str:
     return ""
 
 
+COUNTED = {"scheduler.step": "scheduler_steps", "ema.update": "ema_updates"}
+
+
 def wrong_advance(observed: dict[str, Any], what: str) -> tuple[str, int | None] | None:
     """The first place the loop advanced `what` ('scheduler.step' or 'ema.update') where a correct loop does
-    not, or did not where it does, in words and with the learner's line; None when every batch is right."""
+    not, or did not where it does, in words and with the learner's line; None when every batch is right, or
+    when the marks do not account for every advance (the learner's code reached the scheduler's or the
+    EMA's class past the probe's instance wrapper): then they cannot say where it went wrong."""
     call = CALL[what]
+    marks = sum(a["what"] == what for a in observed["advances"])
+    if marks != observed[COUNTED[what]]:
+        return None
     for number, span in _numbered(batches(observed)):
         mine = [a for a in span["advances"] if a["what"] == what]
         for k, advance in enumerate(mine):
@@ -105,6 +113,8 @@ def real_step_count(observed: dict[str, Any]) -> int:
 def table_rows(observed: dict[str, Any]) -> tuple[list[list[Any]], list[int]]:
     """The figure's rows, one per batch, and the rows where an advance is wrong (marked)."""
     rows, marked = [], []
+    seen = {what: sum(a["what"] == what for a in observed["advances"]) == observed[COUNTED[what]]
+            for what in ADVANCES}  # every advance marked (see wrong_advance)
     for number, span in _numbered(batches(observed)):
         update = span["update"]
         scale = (f"{scale_words(update['scale_before'])} → {scale_words(update['scale_after'])}"
@@ -113,6 +123,9 @@ def table_rows(observed: dict[str, Any]) -> tuple[list[list[Any]], list[int]]:
         cells = []
         wrong = False
         for what in ADVANCES:
+            if not seen[what]:
+                cells.append("not seen")
+                continue
             mine = [a for a in span["advances"] if a["what"] == what]
             early = [a for a in mine if span["step_index"] is not None and a["index"] < span["step_index"]]
             lines = ", ".join(f"line {a['line']}" for a in mine if a["line"])
@@ -125,4 +138,4 @@ def table_rows(observed: dict[str, Any]) -> tuple[list[list[Any]], list[int]]:
     return rows, marked
 
 
-__all__ = ["batches", "wrong_advance", "real_step_count", "table_rows", "at"]
+__all__ = ["batches", "wrong_advance", "real_step_count", "table_rows", "scale_words"]
