@@ -1,0 +1,25 @@
+# mistake: unscales and calls optimizer.step() itself, so overflowing gradients are applied instead of skipped
+# expect-fail: through-the-scaler
+# expect-skip: scheduler-on-real-steps, ema-on-real-steps, counts-real-steps, matches-reference
+import torch
+
+
+def train(model, optimizer, scheduler, ema, scaler, loss_fn, batches):
+    """Train on every batch with AMP; advance the scheduler and the EMA on real steps only. Return the
+    number of real steps."""
+    steps = 0
+    for x, y in batches:
+        optimizer.zero_grad()
+        with torch.autocast(device_type='cuda', dtype=torch.float16):
+            loss = loss_fn(model(x), y)
+        scaler.scale(loss).backward()
+        scale_before = scaler.get_scale()
+        scaler.unscale_(optimizer)
+        optimizer.step()
+        scaler.update()
+        if scaler.get_scale() < scale_before:
+            continue
+        scheduler.step()
+        ema.update_parameters(model)
+        steps += 1
+    return steps
