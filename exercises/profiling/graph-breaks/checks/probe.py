@@ -4,10 +4,12 @@ every graph it captured (its operators), every graph break (dynamo's reason and 
 every recompilation (the guard that failed)."""
 import re
 import sys
+import traceback
 
 import torch
 import torch._dynamo
 from torch._dynamo import symbolic_convert
+from torch._dynamo.exc import InternalTorchDynamoError
 from torch._dynamo.utils import guard_failures
 
 import scenario
@@ -19,7 +21,7 @@ CONFIG = torch._dynamo.config
 DEFAULTS: dict = {}
 GRAPHS: list[dict] = []
 BREAKS: list[dict] = []
-STATE = {"call": 0, "seq": 0}  # the call of compute_loss being compiled; the order of graphs and breaks
+STATE: dict = {"call": 0, "seq": 0, "dynamo_error": None}  # the call of compute_loss being compiled; the order of graphs and breaks
 
 
 def _submission_file() -> str:
@@ -117,6 +119,14 @@ def probe(api):
         STATE["call"] += 1
         try:
             return compiled(model, x, y)
+        except InternalTorchDynamoError as exc:
+            # Dynamo itself failed (torch 2.13: an f-string of `loss.item() * k` on a second call, after its
+            # breaks): the run stops there and the checks say so, next to the breaks that led to it.
+            lines = re.findall(rf'File "{re.escape(_submission_file())}", line (\d+)', str(exc)) or \
+                _learner_lines(traceback.extract_tb(exc.__traceback__))  # dynamo's "from user code" first
+            STATE["dynamo_error"] = {"call": STATE["call"], "line": int(lines[-1]) if lines else None,
+                                     "message": " ".join(str(exc).split("from user code")[0].split())[:300]}
+            return None
         except Exception as exc:  # noqa: BLE001 - anything the learner's code raises is the learner's error
             raise describe_exception(exc, api.memory_mb) from None
 
@@ -124,4 +134,5 @@ def probe(api):
     weights: list = []
     losses = scenario.train(call, model, optimizer, batches, weights)
     return {"losses": losses, "weights": weights, "graphs": GRAPHS, "breaks": BREAKS,
-            "recompiles": _recompiles(), "config_changed": changed[:MOST], "calls": STATE["call"]}
+            "recompiles": _recompiles(), "config_changed": changed[:MOST], "calls": STATE["call"],
+            "dynamo_error": STATE["dynamo_error"]}

@@ -4,7 +4,7 @@ import math
 import pytest
 
 import scenario
-from grader.checks.judging import check, fail, figure, show, table_figure
+from grader.checks.judging import check, explained_by, fail, figure, show, table_figure
 
 # What each kind of break means, in the learner's words (dynamo's gb_type and reason, matched in order).
 MEANINGS = (
@@ -58,6 +58,11 @@ def test_dynamo_compiles_without_a_graph_break(observed):
             "with dynamo's defaults.)" if changed else "")
     # A break with none of the learner's lines on its stack is in a frame dynamo compiled on its own, library
     # code that ran in Python after an earlier break (logging's internals after a logger call): said, not listed.
+    crash = observed["dynamo_error"]
+    if crash:
+        at = f" on line {crash['line']}" if crash.get("line") else ""
+        note += (f" Dynamo itself then failed{at} on call {crash['call']} ({crash['message']}), so the grader's "
+                 "training stopped there.")
     yours = [b for b in found if b.get("line")]
     others = len(found) - len(yours)
     if yours:
@@ -76,6 +81,10 @@ def test_dynamo_compiles_without_a_graph_break(observed):
 @check("one-graph")
 def test_one_graph_compiled_once(observed):
     graphs, calls = observed["graphs"], observed["calls"]
+    breaks = distinct_breaks(observed)
+    if breaks or observed["dynamo_error"]:  # reported skipped: no-graph-breaks failed and says why
+        fail(f"Dynamo captured {len(graphs)} graph(s) of compute_loss in its {calls} calls, and what lay between "
+             f"its {len(breaks)} graph break(s) ran in plain Python: the loss was not one graph.")
     if not graphs:
         fail(f"Dynamo captured no graph of compute_loss in its {calls} calls: nothing of it was compiled, so it "
              "ran as plain Python (a function under `torch.compiler.disable` runs that way).")
@@ -108,11 +117,17 @@ def test_same_losses_and_weights_as_the_original(observed, reference):
         side = (f"its z-loss {z:.3g} is over Z_MAX = {scenario.Z_MAX:g}, so the original adds "
                 f"{scenario.Z_WEIGHT:g} x z-loss" if z > scenario.Z_MAX else
                 f"its z-loss {z:.3g} is under Z_MAX = {scenario.Z_MAX:g}, so the original adds nothing")
+        crash = observed["dynamo_error"]
+        if got is None and crash and crash["call"] == i + 1:
+            at = f" on line {crash['line']}" if crash.get("line") else ""
+            explained_by("no-graph-breaks", f"On step {i + 1} dynamo itself failed{at} while running your compiled "
+                         f"compute_loss ({crash['message']}), so the step did not run.", crash.get("line"))
         if got is None:
             fail(f"On step {i + 1} your compiled compute_loss returned something other than a one-number loss "
                  "tensor with a gradient; return the loss tensor.")
         start = ("from the same starting weights" if i == 0 else
-                 f"after {i} earlier step{'s' if i > 1 else ''} whose losses and weights matched the original's")
+                 f"after {i} earlier step{'s whose losses' if i > 1 else ' whose loss'} and weights matched the "
+                 "original's")
         if not math.isclose(got, expected, rel_tol=1e-5, abs_tol=1e-6):
             fail(f"On step {i + 1} ({side}), your compiled compute_loss returned {got:.6g}; the original returns "
                  f"{expected:.6g} on the same batch, {start}. Remove the breaks without changing the loss.")
