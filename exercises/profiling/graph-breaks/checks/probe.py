@@ -2,6 +2,7 @@
 runs each captured graph as it is (no C++ compiler), train a few steps with it, and record what dynamo did:
 every graph it captured (its operators), every graph break (dynamo's reason and the learner's line), and
 every recompilation (the guard that failed)."""
+import logging
 import re
 import sys
 import traceback
@@ -72,7 +73,10 @@ def _backend(gm, example_inputs):
 
 
 def prepare():
-    """Before the learner's code loads: dynamo's settings as they are by default, and the break spy."""
+    """Before the learner's code loads: dynamo's settings as they are by default, and the break spy. Dynamo's own
+    warnings are silenced: the verdict lists every break with its line, and the warning for `.item()` advises
+    the config change this exercise undoes."""
+    torch._logging.set_logs(dynamo=logging.ERROR)
     DEFAULTS.update(CONFIG.get_config_copy())
     original = symbolic_convert.InstructionTranslatorBase.log_graph_break
 
