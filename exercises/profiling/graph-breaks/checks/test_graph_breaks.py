@@ -1,0 +1,170 @@
+"""Checks for profiling/graph-breaks, run in the grading process."""
+import math
+
+import pytest
+
+import scenario
+from grader.checks.judging import check, explained_by, fail, figure, show, table_figure
+
+# What each kind of break means, in the learner's words (dynamo's gb_type and reason, matched in order).
+MEANINGS = (
+    ("Tensor.item()", "`.item()` turns a tensor into a Python number, which dynamo cannot keep in a graph"),
+    ("BUILD_STRING", "formatting a Python number into an f-string is string work dynamo does not trace"),
+    ("logging.Logger", "a logging call is a Python side effect dynamo cannot put in a graph"),
+    ("`print`", "`print` is a Python side effect dynamo cannot put in a graph"),
+    ("Data-dependent branching", "an `if` on a tensor needs its value in Python, and which way it goes depends "
+                                 "on the data"),
+    ("disable()", "it calls a function under `torch.compiler.disable`, which dynamo runs in plain Python, outside any graph"),
+    ("setattr() on unsupported type", "dynamo cannot record setting an attribute on that object (a function, "
+                                      "a module of Python code)"),
+    ("graph_break()", "`torch._dynamo.graph_break()` breaks the graph on purpose"),
+)
+
+
+def meaning(brk: dict) -> str:
+    text = f"{brk['kind']} {brk['reason']}"
+    for key, words in MEANINGS:
+        if key in text:
+            return words
+    return f"dynamo: \"{brk['kind']}\""
+
+
+def distinct_breaks(observed) -> list[dict]:
+    """One per line and kind (a recompiled function logs its breaks again), in the order dynamo met them."""
+    seen, kept = set(), []
+    for brk in sorted(observed["breaks"], key=lambda b: b["seq"]):
+        key = (brk["line"], brk["kind"])
+        if key not in seen:
+            seen.add(key)
+            kept.append(brk)
+    return kept
+
+
+def _where(brk: dict) -> str:
+    return f"line {brk['line']}" if brk.get("line") else "outside your file"
+
+
+@pytest.fixture(scope="module")
+def reference(run):
+    """The original compute_loss's run on the same data, in the grading process."""
+    return scenario.reference(run["seed"], run["device"])
+
+
+@check("no-graph-breaks")
+def test_dynamo_compiles_without_a_graph_break(observed):
+    found = distinct_breaks(observed)
+    changed = observed["config_changed"]
+    note = (f" (Your code changed torch._dynamo.config: {', '.join(changed)}; the grader undid that and compiled "
+            "with dynamo's defaults.)" if changed else "")
+    # A break with none of the learner's lines on its stack is in a frame dynamo compiled on its own, library
+    # code that ran in Python after an earlier break (logging's internals after a logger call): said, not listed.
+    crash = observed["dynamo_error"]
+    if crash:
+        at = f" on line {crash['line']}" if crash.get("line") else ""
+        note += (f" Dynamo itself then failed{at} on call {crash['call']} ({crash['message']}), so the grader's "
+                 "training stopped there.")
+    yours = [b for b in found if b.get("line")]
+    others = len(found) - len(yours)
+    if yours:
+        listing = "; ".join(f"line {b['line']}: {meaning(b)}" for b in yours)
+        times = "once" if len(yours) == 1 else f"{len(yours)} times"
+        more = (f" (and {others} more time{'s' if others > 1 else ''} in library code run after a break)"
+                if others else "")
+        fail(f"Dynamo broke compute_loss's graph {times} while compiling it ({listing}){more}. At a break dynamo "
+             "stops tracing, runs that line in plain Python and starts a new trace after it: the function is split "
+             f"into separate graphs with Python in between.{note}", line=yours[0]["line"])
+    if found:
+        fail(f"Dynamo broke a graph {len(found)} time(s) in code compute_loss ran, outside your file "
+             f"({'; '.join(meaning(b) for b in found)}).{note}")
+
+
+@check("one-graph")
+def test_one_graph_compiled_once(observed):
+    graphs, calls = observed["graphs"], observed["calls"]
+    breaks = distinct_breaks(observed)
+    if breaks or observed["dynamo_error"]:  # reported skipped: no-graph-breaks failed and says why
+        fail(f"Dynamo captured {len(graphs)} graph(s) of compute_loss in its {calls} calls, and what lay between "
+             f"its {len(breaks)} graph break(s) ran in plain Python: the loss was not one graph.")
+    if not graphs:
+        fail(f"Dynamo captured no graph of compute_loss in its {calls} calls: nothing of it was compiled, so it "
+             "ran as plain Python (a function under `torch.compiler.disable` runs that way).")
+    foreign = sorted({name for g in graphs for name in g["foreign"]})
+    if foreign:
+        fail(f"The captured graph calls {', '.join(foreign)} as one opaque operation: dynamo put the call in the "
+             "graph without tracing what it does (torch._dynamo.allow_in_graph). Let dynamo trace it.")
+    if len(graphs) > 1:
+        new = sorted({g["call"] for g in graphs[1:]})
+        guards = observed["recompiles"]
+        because = ""
+        if guards:
+            at = f" (line {guards[0]['line']})" if guards[0].get("line") else ""
+            because = (f" because a guard dynamo put on the first graph failed: `{guards[0]['guard']}`{at}: "
+                       "something the function reads from Python changed between calls, so the graph compiled "
+                       "for one value could not be reused")
+        fail(f"Dynamo compiled {len(graphs)} graphs for compute_loss in its {calls} calls, with no graph break: "
+             f"it compiled again on call{'s' if len(new) > 1 else ''} {', '.join(map(str, new))}{because}. "
+             "Compute from tensors only, so one graph serves every step.",
+             line=guards[0].get("line") if guards else None)
+
+
+@check("same-result")
+def test_same_losses_and_weights_as_the_original(observed, reference):
+    """Step by step: the loss, then the weights after the step, against the original's run on the same data."""
+    losses, weights = observed["losses"], observed["weights"]
+    for i, expected in enumerate(reference["losses"]):
+        got = losses[i] if i < len(losses) else None
+        z = reference["z_losses"][i]
+        side = (f"its z-loss {z:.3g} is over Z_MAX = {scenario.Z_MAX:g}, so the original adds "
+                f"{scenario.Z_WEIGHT:g} x z-loss" if z > scenario.Z_MAX else
+                f"its z-loss {z:.3g} is under Z_MAX = {scenario.Z_MAX:g}, so the original adds nothing")
+        crash = observed["dynamo_error"]
+        if got is None and crash and crash["call"] == i + 1:
+            at = f" on line {crash['line']}" if crash.get("line") else ""
+            explained_by("no-graph-breaks", f"On step {i + 1} dynamo itself failed{at} while running your compiled "
+                         f"compute_loss ({crash['message']}), so the step did not run.", crash.get("line"))
+        if got is None:
+            fail(f"On step {i + 1} your compiled compute_loss returned something other than a one-number loss "
+                 "tensor with a gradient; return the loss tensor.")
+        start = ("from the same starting weights" if i == 0 else
+                 f"after {i} earlier step{'s whose losses' if i > 1 else ' whose loss'} and weights matched the "
+                 "original's")
+        if not math.isclose(got, expected, rel_tol=1e-5, abs_tol=1e-6):
+            fail(f"On step {i + 1} ({side}), your compiled compute_loss returned {got:.6g}; the original returns "
+                 f"{expected:.6g} on the same batch, {start}. Remove the breaks without changing the loss.")
+        for name, w in reference["weights"][i].items():
+            g = weights[i].get(name) if i < len(weights) else None
+            if g is None or g.shape != w.shape:
+                fail(f"After step {i + 1} the parameter '{name}' was missing or had another shape.")
+            diff = float((g - w).abs().max())
+            if not diff <= 1e-5 * max(1.0, float(w.abs().max())):
+                fail(f"On step {i + 1} ({side}) your loss had the original's value, {got:.6g}, but the weights "
+                     f"after the step are up to {diff:.3g} away from the original's (in '{name}'): its gradients "
+                     "are not the original's. Every term must reach the weights as it does in the original.")
+
+
+# -- what the verdict shows (grader/core/display.py) ------------------------------------------------------------
+
+@figure
+def test_show_what_dynamo_did(observed):
+    """Every graph dynamo captured and every break, in the order dynamo met them."""
+    rows, marked, number = [], [], 0
+    items = sorted([("graph", g) for g in observed["graphs"]] + [("break", b) for b in observed["breaks"]],
+                   key=lambda item: item[1]["seq"])
+    for kind, item in items:
+        if kind == "graph":
+            ops = ", ".join(item["ops"][:6]) + (", ..." if item["op_count"] > 6 else "")
+            number += 1
+            rows.append([f"graph {number}", item["call"], "",
+                         f"{item['op_count']} operators: {ops}"])
+        else:
+            marked.append(len(rows))
+            rows.append(["graph break", item["call"], item.get("line") or "", meaning(item)])
+    graphs = len(observed["graphs"])
+    show(figure=table_figure(
+        "dynamo", "What dynamo did with your compute_loss", ["what", "call", "your line", "detail"], rows,
+        f"{graphs} graph{'s' if graphs != 1 else ''} and {len(distinct_breaks(observed))} graph break(s) over "
+        f"{observed['calls']} calls. A correct fix shows one graph, captured on call 1 and reused for every "
+        "other, and no break.",
+        f"Table of {len(rows)} rows, in the order dynamo met them: each captured graph with the call that compiled "
+        "it and its operators, and each graph break (marked) with your line and its reason.",
+        marked_rows=marked))

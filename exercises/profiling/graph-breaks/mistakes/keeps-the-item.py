@@ -1,0 +1,17 @@
+# mistake: drops the print and fixes the branch, but still keeps the loss as a Python number for a log
+# expect-fail: no-graph-breaks
+# expect-skip: one-graph
+import torch
+import torch.nn.functional as F
+
+Z_WEIGHT, Z_MAX = 0.01, 4.0
+
+LOG = []
+
+
+def compute_loss(model, x, y):
+    logits = model(x)
+    loss = F.cross_entropy(logits, y)
+    LOG.append(loss.item())
+    z_loss = torch.logsumexp(logits, dim=-1).pow(2).mean()
+    return loss + torch.where(z_loss > Z_MAX, Z_WEIGHT * z_loss, torch.zeros_like(z_loss))
