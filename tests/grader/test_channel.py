@@ -57,7 +57,8 @@ def serve(referee, *frames: bytes) -> channel.Referee:
 
 
 def forward(**more):
-    return {"event": "forward", "line": 3, "autocast": True, "autocast_dtype": "float16", "weights_dtype": "float32", **more}
+    return {"event": "forward", "line": 3, "autocast": True, "autocast_dtype": "float16", "weights_dtype": "float32",
+            **more}
 
 
 def mark(label: str) -> dict:
@@ -99,7 +100,8 @@ def test_a_question_gets_the_referees_answer():
     (frame({"op": "event", "event": {"event": "kept"}}), "unknown kind 'kept'"),
     (frame({"op": "event", "event": forward(verdict="passed")}), "a field 'verdict' it does not have"),
     (frame({"op": "event", "event": forward(autocast="yes")}), "whose 'autocast' is a str"),
-    (frame({"op": "event", "event": {"event": "forward", "line": 1}}), "without autocast, autocast_dtype, weights_dtype"),
+    (frame({"op": "event", "event": {"event": "forward", "line": 1}}),
+     "without autocast, autocast_dtype, weights_dtype"),
     # the past: a recorded field changed, a field no spy adds after the call, an event no longer the latest
     (frame({"op": "amend", "index": 0, "fields": {"autocast": False}}), "'autocast' of event 0"),
     (frame({"op": "amend", "index": 0, "fields": {"event": "scaler.step"}}), "'event' of event 0"),
