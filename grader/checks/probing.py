@@ -30,13 +30,14 @@ from grader.learner.helper import start as start_helper
 from grader.learner.helper import wait as wait_helper
 from grader.learner.memory import SavedTensorMeter, cuda_peak, measure_step, return_freed_memory
 from grader.learner.profiling import slow_forward, swap_in, watch_calls
+from grader.learner.recorder import SUBMISSION_FILENAME, submission_line
 
 __all__ = [
     "ProbeAPI", "LearnerError", "describe_exception",
     "install_amp_spies", "install_accumulation_spies", "install_profiler_spies", "install_cuda_emulation",
     "RECORDER", "watch_model", "watch_optimizer", "watch_loss", "watch_step_gradients", "watch_calls",
     "swap_in", "slow_forward",
-    "ask", "start_helper", "wait_helper",
+    "ask", "start_helper", "wait_helper", "submission_line", "SUBMISSION_FILENAME",
     "SavedTensorMeter", "measure_step", "cuda_peak", "return_freed_memory", "memory_measure",
 ]
 

@@ -4,27 +4,23 @@ Besides the AMP spies' events, the probe marks each call of scheduler.step() and
 in the event stream (`RECORDER.mark`), so the checks see where each came among the scaler's calls, and
 keeps the learner's line of each (`advances`, in the marks' order). After the loop it reads out what
 the run ended with (scenario.outcome), which the checks compare with their own correct run."""
-import sys
 import warnings
 
 import scenario
 from grader.checks.probes import loss_number
-from grader.checks.probing import RECORDER, install_amp_spies, watch_loss, watch_model, watch_optimizer
-
-SUBMISSION_FILENAME = "submission.py"
+from grader.checks.probing import (
+    RECORDER,
+    SUBMISSION_FILENAME,
+    install_amp_spies,
+    submission_line,
+    watch_loss,
+    watch_model,
+    watch_optimizer,
+)
 
 
 def prepare():
     install_amp_spies()
-
-
-def _submission_line():
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_filename == SUBMISSION_FILENAME:
-            return frame.f_lineno
-        frame = frame.f_back
-    return None
 
 
 def probe(api):
@@ -39,7 +35,7 @@ def probe(api):
 
     def marked(label, function):
         def call(*args, **kwargs):
-            line = _submission_line()
+            line = submission_line()
             advances.append({"what": label, "line": line})
             RECORDER.mark(label)
             # What PyTorch warns about here (scheduler.step() before optimizer.step()) is shown at the
