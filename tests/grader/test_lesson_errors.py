@@ -55,3 +55,16 @@ def test_autocast_entered_inside_the_forward_counts():
 
 def test_autocast_entered_inside_in_float32_is_refused():
     assert "dtype float32, not a 16-bit type" in scope_message(forward(inner_autocast="float32"))
+
+
+ZERO_GRAD_MID_WINDOW = (Path(__file__).resolve().parents[2] / "exercises" / "gradient-accumulation" / "accumulate-amp"
+                        / "mistakes" / "zero-grad-every-micro-batch.py").read_text()
+
+
+def test_gradients_cleared_mid_window_mark_the_zero_grad_that_did_it(warm_sandbox):
+    result = run_submission("gradient-accumulation/accumulate-amp", ZERO_GRAD_MID_WINDOW, sandbox=warm_sandbox("local"))
+    check = next(c for c in result["checks"] if c["id"] == "grads-cleared-per-window")
+    zero_grad = next(n for n, line in enumerate(ZERO_GRAD_MID_WINDOW.splitlines(), 1)
+                     if line.strip() == "optimizer.zero_grad()")
+    assert check["status"] == "failed" and check["line"] == zero_grad, check
+    assert f"cleared by optimizer.zero_grad() (line {zero_grad})" in check["message"], check["message"]
