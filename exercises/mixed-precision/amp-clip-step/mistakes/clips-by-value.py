@@ -1,6 +1,5 @@
 # mistake: clips each gradient value to max_norm with clip_grad_value_ instead of clipping their total norm
 # expect-fail: unscale-then-clip
-# expect-skip: matches-reference
 import torch
 
 

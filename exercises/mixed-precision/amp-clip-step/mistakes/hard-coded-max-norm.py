@@ -1,6 +1,5 @@
 # mistake: clips in the right order, but to a hard-coded 1.0 instead of the max_norm it was given
 # expect-fail: unscale-then-clip
-# expect-skip: matches-reference
 import torch
 
 

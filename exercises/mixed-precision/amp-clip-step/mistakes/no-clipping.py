@@ -1,6 +1,5 @@
 # mistake: the plain AMP step: max_norm is ignored and the gradients are never clipped
 # expect-fail: unscale-then-clip
-# expect-skip: matches-reference
 import torch
 
 
