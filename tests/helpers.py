@@ -267,8 +267,9 @@ class QueueStack:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=10)
 
-    def logs(self) -> str:
-        return "\n".join(f"--- {path.name}\n{path.read_text(errors='replace')[-8000:]}"
+    def logs(self, tail: int | None = 8000) -> str:
+        """The workers' logs, each cut to its last `tail` characters (for a failure message); None: whole."""
+        return "\n".join(f"--- {path.name}\n{path.read_text(errors='replace')[-tail if tail else 0:]}"
                          for path in sorted(self.tmp_path.glob("worker-*.log")))
 
     def close(self) -> None:

@@ -99,4 +99,5 @@ def test_job_past_its_timeout_is_retried_then_ends_as_error(make_stack) -> None:
     state = stack.wait(submission_id, timeout=60)
     assert state["status"] == "error", (state, stack.logs())
     assert state["error"] == "Grading took longer than 2 s and was stopped. Your code is saved: submit it again."
-    assert "Job submission-1: enqueued for retry, 0 remaining" in stack.logs()  # RQ ran it twice
+    # RQ ran it twice. The whole log: two tracebacks can push the retry line out of the tail (CI, 1 of 816).
+    assert "Job submission-1: enqueued for retry, 0 remaining" in stack.logs(tail=None)
