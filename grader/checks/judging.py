@@ -33,6 +33,7 @@ from grader.checks.verdicts import (
     autocast_dtype,
     calls,
     check_autocast_scope,
+    check_faster,
     check_grads_cleared,
     check_overflowing_step_skipped,
     check_returned_losses,
@@ -59,6 +60,6 @@ __all__ = [
     "check_autocast_scope", "check_scaled_backward", "check_step_then_update", "check_grads_cleared",
     "check_returned_losses", "check_overflowing_step_skipped", "check_small_gradients_survive",
     "largest_difference", "weight_tolerance", "weights_went_wrong",
-    "fail_if_clipped_scaled_gradients", "backward_divisor", "speedup",
+    "fail_if_clipped_scaled_gradients", "backward_divisor", "speedup", "check_faster",
     "figure", "show", "timeline", "line_figure", "bar_figure", "table_figure",
 ]

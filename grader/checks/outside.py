@@ -20,6 +20,8 @@ must define a class named `Referee`):
         def answer_helper(self, request):     # learner's code loads (probing.start_helper); what it
             ...                               # asks or reports is answered here
 
+`TimedRounds` (grader.checks.timing) answers a probe's timing rounds: the original and the learner's code
+timed alternately on this process's clock, on data drawn per round (a `faster` check's evidence).
 `Stopwatch` times on this process's clock (`stop(at=self.arrived)`: when the question being answered
 arrived); `ChannelError` refuses a question asked out of turn or malformed (the channel closes and the
 verdict is the learner's error, saying why; any other exception in `answer` is refused the same way, and
@@ -32,6 +34,7 @@ the learner's process only when its code needs it.
 """
 from __future__ import annotations
 
+from grader.checks.timing import TimedRounds
 from grader.harness.channel import ChannelError, Learner, Referee, Stopwatch
 
-__all__ = ["Referee", "Learner", "ChannelError", "Stopwatch"]
+__all__ = ["Referee", "Learner", "ChannelError", "Stopwatch", "TimedRounds"]

@@ -12,6 +12,8 @@ verdict:
                                        learner's (LearnerError), as api.call does for the entry
     submission_function(name)          that function itself, unwrapped (to swap it in and out)
     loss_number(value)                 a returned loss as a float, or None when it is not one number
+    timed_rounds(run_round)            the learner's side of grader.checks.timing.TimedRounds: ask for each
+                                       timing round, run it, report, until the referee has decided
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from grader.checks.probing import (
     RECORDER,
     LearnerError,
     ProbeAPI,
+    ask,
     describe_exception,
     watch_loss,
     watch_model,
@@ -32,7 +35,8 @@ from grader.checks.probing import (
 )
 from grader.checks.scenarios import AmpStepTask, params
 
-__all__ = ["amp_step_probe", "training_probe", "learner_function", "submission_function", "loss_number"]
+__all__ = ["amp_step_probe", "training_probe", "learner_function", "submission_function", "loss_number",
+           "timed_rounds"]
 
 
 def loss_number(value: Any) -> float | None:
@@ -120,3 +124,18 @@ def training_probe(api: ProbeAPI, model: torch.nn.Module, optimizer: torch.optim
     return {"events": RECORDER.events, "returned": returned, "returned_type": type(losses).__name__,
             "final_state": {k: v.detach().float().cpu() for k, v in state.items()},
             "final_dtypes": {k: str(v.dtype).replace("torch.", "") for k, v in state.items()}}
+
+
+def timed_rounds(run_round: Callable[[int], dict[str, Any]]) -> int:
+    """Run the timing rounds the referee asks for (grader.checks.timing.TimedRounds, on the grading side's
+    clock): ask to start round i, get its data's seed, `run_round(seed)` (build the round's task from the
+    seed, run the learner's code, synchronize the device; return the report the finish question carries:
+    what the run computed, for the checks to compare with the original's), ask to finish it, until the
+    referee answers that it has timed enough rounds to decide. Returns the number of rounds run."""
+    index, done = 0, False
+    while not done:
+        seed = ask({"op": "start", "index": index})["seed"]
+        report = run_round(seed)
+        done = ask({"op": "finish", "index": index, **report}).get("done") is True
+        index += 1
+    return index

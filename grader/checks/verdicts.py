@@ -297,3 +297,20 @@ def speedup(slow: list[float], fast: list[float]) -> float:
     showed 0.69x by medians, 1.00x paired).
     """
     return statistics.median(s / f for s, f in zip(slow, fast))
+
+
+def check_faster(outside: dict[str, Any], bar: float, what: str, why: str) -> float:
+    """The `faster` verdict on timing rounds (grader.checks.timing.TimedRounds, `outside` as its `outside()`):
+    enough rounds to decide, and the median of the per-round ratios (original over the learner's, `speedup`)
+    at least `bar`. `what` names the timed run ("step", "epoch"); `why` ends a failure's message (where the
+    time goes). Returns the ratio."""
+    rounds = outside["rounds"]
+    if not outside["decided"]:
+        fail(f"The grader timed {len(rounds)} rounds of your {what}, too few to decide (it needs "
+             f"{outside['deciding']} on one side of the bar, or {outside['rounds_most']}): the run ended before the "
+             "rest (see the other checks' messages).")
+    ratio = speedup([r["original_s"] for r in rounds], [r["learner_s"] for r in rounds])
+    if not ratio >= bar:
+        fail(f"In the grader's own timing (median of {len(rounds)} alternating rounds, each on fresh data), the "
+             f"original {what} took {ratio:.2f}x as long as yours; yours needs to be at least {bar:g}x faster. {why}")
+    return ratio

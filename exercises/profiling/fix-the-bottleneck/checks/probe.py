@@ -6,7 +6,7 @@ import torch
 
 import scenario
 from grader.checks import probing
-from grader.checks.probes import learner_function, loss_number, submission_function
+from grader.checks.probes import learner_function, loss_number, submission_function, timed_rounds
 from grader.checks.probing import install_cuda_emulation
 
 
@@ -42,17 +42,15 @@ def probe(api):
     losses = [loss_number(train_step(model, optimizer, loss_fn, x, y)) for x, y in batches]
     params_after = scenario.params(model)
 
-    # 3. The grader's timing, on its own clock (referee.py): each round's data is chosen by the grading
-    #    side when the round starts, and the losses and weights after the timed steps go back to it to be
-    #    checked.
-    #    The grading side says when it has timed enough rounds to decide (scenario.decided).
-    index, done = 0, False
-    while not done:
-        seed = probing.ask({"op": "start", "index": index})["seed"]
+    # 3. The grader's timing, on its own clock (referee.py, grader.checks.timing): each round's data is chosen
+    #    by the grading side when the round starts, and the losses and weights after the timed steps go back
+    #    to it to be checked. The grading side says when it has timed enough rounds to decide.
+    def timed_round(seed):
         model, optimizer, loss_fn, batches = scenario.build_timed(seed, api.device)
         timed = [loss_number(train_step(model, optimizer, loss_fn, x, y)) for x, y in batches]
         scenario.synchronize(api.device)
-        done = probing.ask({"op": "finish", "index": index, **scenario.report(timed, model)}).get("done") is True
-        index += 1
+        return scenario.report(timed, model)
+
+    timed_rounds(timed_round)
     return {"named": [n if isinstance(n, str) else None for n in named],
             "named_type": [type(n).__name__ for n in named], "losses": losses, "params_after": params_after}

@@ -6,21 +6,17 @@ never from the run's seed, which the learner's process can read, and is told to 
 only when it needs it: the order of find_bottleneck's two profiled runs (which one slows preprocess and
 which one the model's forward), the data of the replayed steps, and each timing round's data.
 
-Each round the learner's process asks to start; this side picks the round's data (a seed the learner
-learns only then, so nothing can be computed ahead), times the original step itself with the learner's
-processes paused (so they cannot slow it), and times the learner's step from its start answer until its
-finish question has been received whole (`arrived`, which the channel sets from the question's last
-byte, once it is checked: a header or part of the question sent ahead stops nothing). The finish
+The timing rounds are grader.checks.timing's (`outside.TimedRounds`): each round's data is a seed drawn
+here and told when the round starts; the original step is timed here with the learner's processes paused,
+the learner's from its start answer until its finish question has been received whole. The finish
 question carries the losses of the timed steps and the weights after them, which the checks compare with
 the original's on the same data: the timed work is the checked work, its last update included. Both
 sides' times include reporting those weights.
 """
 from __future__ import annotations
 
-import io
 import math
 import secrets
-import time
 from typing import Any
 
 import torch
@@ -28,7 +24,7 @@ import torch
 import scenario
 from grader.checks import outside
 
-from scenario import MIN_SPEEDUP, ROUNDS, decided, report, synchronize
+from scenario import MIN_SPEEDUP, ROUNDS, report
 
 
 def secret_seed() -> int:
@@ -43,27 +39,14 @@ class Referee(outside.Referee):
         self.profiled_told: list[str] = []
         self.replay_seed: int | None = None
         self.seeds = [secret_seed() for _ in range(ROUNDS + 1)]
-        self.original_s: dict[int, float] = {}
-        self.learner_s: dict[int, float] = {}
-        self.original: dict[int, dict[str, Any]] = {}
-        self.learner: dict[int, dict[str, Any]] = {}
-        self.clock = outside.Stopwatch()
-        self.open: int | None = None
+        self.timing = outside.TimedRounds(self.seeds, device, MIN_SPEEDUP[device], self._original, _received)
 
-    def _time_original(self, index: int, learner: outside.Learner) -> None:
-        learner.pause()
-        try:
-            synchronize(self.device)
-            started = time.perf_counter()
-            model, optimizer, loss_fn, batches = scenario.build_timed(self.seeds[index], self.device)
-            losses = [float(scenario.slow_train_step(model, optimizer, loss_fn, x, y)) for x, y in batches]
-            synchronize(self.device)
-            done = report(losses, model)
-            torch.save(done, io.BytesIO())  # as the learner's finish question is framed: both sides pay for it
-            self.original_s[index] = time.perf_counter() - started
-            self.original[index] = done
-        finally:
-            learner.resume()
+    def _original(self, seed: int) -> dict[str, Any]:
+        """The original step on a timing round's data, as the learner's round runs it."""
+        model, optimizer, loss_fn, batches = scenario.build_timed(seed, self.device)
+        losses = [float(scenario.slow_train_step(model, optimizer, loss_fn, x, y)) for x, y in batches]
+        scenario.synchronize(self.device)
+        return report(losses, model)
 
     def answer(self, request: dict[str, Any], learner: outside.Learner) -> dict[str, Any]:
         op, index = request.get("op"), request.get("index")
@@ -77,43 +60,16 @@ class Referee(outside.Referee):
                 raise outside.ChannelError("the replay's data asked twice")
             self.replay_seed = secret_seed()
             return {"seed": self.replay_seed}
-        expected = len(self.learner_s) if self.open is None else self.open
-        if not isinstance(index, int) or index != expected or index > ROUNDS or (op == "start" and self.decided):
-            raise outside.ChannelError(f"timing round {index!r} asked out of turn (expected {expected})")
-        if op == "start" and self.open is None:
-            if index % 2 == 0:  # alternate which side goes first: a burst of load hits both alike
-                self._time_original(index, learner)
-            self.open = index
-            self.clock.start()
-            return {"seed": self.seeds[index]}
-        if op == "finish" and self.open == index:
-            self.learner_s[index] = self.clock.stop(at=self.arrived)  # its last byte received, not its reading
-            self.learner[index] = {"losses": _losses(request.get("losses")), "params": _params(request.get("params"))}
-            self.open = None
-            if index % 2 == 1:
-                self._time_original(index, learner)
-            return {"done": self.decided}
-        raise outside.ChannelError(f"timing: {op!r} for round {index} out of turn")
-
-    def _timed(self) -> list[int]:
-        return [i for i in range(1, ROUNDS + 1) if i in self.learner_s and i in self.original_s]
-
-    @property
-    def decided(self) -> bool:
-        """Whether enough rounds were timed for the verdict (scenario.decided); the learner's process is told
-        so in the finish answer and stops asking."""
-        ratios = [self.original_s[i] / self.learner_s[i] for i in self._timed()]
-        return decided(ratios, MIN_SPEEDUP[self.device])
+        return self.timing.answer(request, learner, self.arrived)
 
     def outside(self) -> dict[str, Any]:
-        rounds = self._timed()
-        return {"rounds": [{"index": i, "original_s": self.original_s[i], "learner_s": self.learner_s[i],
-                            "original_losses": self.original[i]["losses"],
-                            "learner_losses": self.learner[i]["losses"],
-                            "original_params": self.original[i]["params"],
-                            "learner_params": self.learner[i]["params"]} for i in rounds],
-                "decided": self.decided, "rounds_most": ROUNDS, "profiled_runs": list(self.profiled_told),
+        return {**self.timing.outside(), "profiled_runs": list(self.profiled_told),
                 "replay_seed": self.replay_seed}
+
+
+def _received(request: dict[str, Any]) -> dict[str, Any]:
+    """A timing round's finish question: the timed steps' losses and the weights after them."""
+    return {"losses": _losses(request.get("losses")), "params": _params(request.get("params"))}
 
 
 def _losses(value: Any) -> list[float | None]:

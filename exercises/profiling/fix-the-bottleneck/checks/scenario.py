@@ -58,13 +58,12 @@ def slow_train_step(model, optimizer, loss_fn, x, y):
     return plain_step(model, optimizer, loss_fn, slow_preprocess(x), y)
 
 
-# The timing rounds, as both sides run them (referee.py times them; the probe runs the learner's side,
-# which never imports the referee). Round 0 is a warm-up for both and is not counted. The verdict is the
-# median of up to ROUNDS rounds' ratios against MIN_SPEEDUP, and the rounds stop as soon as DECIDING of
-# them fall on one side of the bar: the median of ROUNDS could then no longer change side, so the verdict
-# is the one all ROUNDS would give, in about half the time for a clear case.
+# The timing rounds (grader.checks.timing: the referee times them, the probe runs the learner's side, which
+# never imports the referee). Round 0 is a warm-up for both and is not counted. The verdict is the median of
+# up to ROUNDS rounds' ratios against MIN_SPEEDUP, and the rounds stop as soon as 6 of them fall on one side
+# of the bar: the median of ROUNDS could then no longer change side, so the verdict is the one all ROUNDS
+# would give, in about half the time for a clear case.
 ROUNDS = 11
-DECIDING = ROUNDS // 2 + 1
 # Original step over the learner's, the median of per-round ratios (grader.checks.verdicts.speedup).
 MIN_SPEEDUP = {"cpu": 2.0, "cuda": 2.0}
 # A round's step, on a bigger batch than the profiled runs': the per-row loop grows with the rows while
@@ -77,12 +76,6 @@ TIMED_BATCH, TIMED_BATCHES = 1024, 1
 def build_timed(seed: int, device: str):
     """One timing round's model, optimizer, loss and data."""
     return build(seed, device, TIMED_BATCH, TIMED_BATCHES)
-
-
-def decided(ratios: list[float], bar: float) -> bool:
-    """Whether the median of ROUNDS rounds is already known from these (DECIDING on one side of the bar)."""
-    above = sum(r >= bar for r in ratios)
-    return len(ratios) >= ROUNDS or above >= DECIDING or len(ratios) - above >= DECIDING
 
 
 def synchronize(device: str) -> None:

@@ -4,7 +4,7 @@ import math
 import pytest
 
 import scenario
-from grader.checks.judging import check, fail, figure, show, speedup, table_figure
+from grader.checks.judging import check, check_faster, fail, figure, show, table_figure
 
 # The bar and the number of rounds: scenario.py (the referee stops the rounds once the verdict is known).
 MIN_SPEEDUP = scenario.MIN_SPEEDUP
@@ -144,17 +144,7 @@ def test_fixed_step_computes_the_same(observed, reference):
 
 @check("faster")
 def test_fixed_step_is_faster(outside, run):
-    rounds = outside["rounds"]
-    if not outside["decided"]:
-        fail(f"The grader timed {len(rounds)} rounds of your step, too few to decide (it needs "
-             f"{scenario.DECIDING} on one side of the bar, or {outside['rounds_most']}): the run ended before the "
-             "rest (see the other checks' messages).")
-    ratio = speedup([r["original_s"] for r in rounds], [r["learner_s"] for r in rounds])
-    need = MIN_SPEEDUP[run["device"]]
-    if not ratio >= need:
-        fail(f"In the grader's own timing (median of {len(rounds)} alternating rounds, each on fresh data), the "
-             f"original step took {ratio:.2f}x as long as yours; yours needs to be at least {need:g}x faster. "
-             "The time goes into the Python loop over samples.")
+    check_faster(outside, MIN_SPEEDUP[run["device"]], "step", "The time goes into the Python loop over samples.")
 
 
 # -- what the verdict shows (grader/core/display.py) ------------------------------------------------------------

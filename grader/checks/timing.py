@@ -1,0 +1,128 @@
+"""Timing rounds on the grading process's clock, alternating with the learner's: the machinery of a `faster`
+check (profiling/fix-the-bottleneck's step, profiling/feed-the-model's epoch). Its three parts:
+
+    TimedRounds(seeds, device, bar, original, received)   in checks/referee.py (the grading process):
+                                        answers the probe's `start` and `finish` questions and times both
+                                        sides; `outside()` is what the checks read
+    grader.checks.probes.timed_rounds(run_round)           in checks/probe.py (the learner's process):
+                                        asks for each round, runs it, reports, until told the verdict is known
+    grader.checks.verdicts.check_faster(outside, ...)      in checks/test_*.py: the median of the per-round
+                                        ratios against the bar (re-exported by grader.checks.judging)
+
+Each round, the learner's process asks to start; the referee picks the round's data (a seed it drew from
+`secrets`, which the learner learns only then, so nothing can be computed ahead), times the grading side's
+own run of the original with the learner's processes paused (so they cannot slow it), and times the
+learner's run from its start answer until its finish question has been received whole (`arrived`, which
+the channel sets from the question's last byte, once it is checked: a header or part of the question sent
+ahead stops nothing). The finish question carries what the learner's run computed (its losses, the weights
+after it), which the checks compare with the original's on the same data: the timed work is the checked
+work. Both sides pay for framing their report. Which side goes first alternates, so a burst of load hits
+both alike. Round 0 is a warm-up for both and is not counted.
+
+The rounds stop as soon as the verdict is known: the median of `rounds` rounds against the bar is fixed once
+`rounds // 2 + 1` of them fall on one side (`decided`), so a clear case takes about half the rounds. The
+learner's process is told so in the finish answer; knowing which round is the last gains it nothing, since
+every round it is told to run is timed and checked, and a process that stops asking before the decision
+fails the check (`check_faster`: too few rounds to decide).
+"""
+from __future__ import annotations
+
+import io
+import time
+from typing import Any, Callable
+
+import torch
+
+from grader.harness.channel import ChannelError, Learner, Stopwatch
+
+__all__ = ["TimedRounds", "decided"]
+
+
+def decided(ratios: list[float], bar: float, rounds: int) -> bool:
+    """Whether the median of `rounds` rounds is already known from these: `rounds // 2 + 1` on one side of
+    the bar (or all of them timed)."""
+    deciding = rounds // 2 + 1
+    above = sum(r >= bar for r in ratios)
+    return len(ratios) >= rounds or above >= deciding or len(ratios) - above >= deciding
+
+
+class TimedRounds:
+    """The referee's side of the rounds. `seeds`: one per round, round 0 the warm-up (drawn by the referee
+    from `secrets`, never from the run's seed); `bar`: the speed-up the check demands (the rounds stop once
+    its verdict is known); `original(seed)`: the grading side's own run of the original on that round's data,
+    returning its report (a dict: what the learner's finish question carries, from the original); timed here,
+    the learner's processes paused; `received(request)`: the learner's finish question read into the same
+    fields, each one checked (anything malformed left out or None, for the checks to say so).
+
+    `answer(request, learner, arrived)` answers `{"op": "start" | "finish", "index": i, ...}`, in turn, and
+    raises ChannelError for anything else; `outside()` gives the timed rounds, each with `original_s`,
+    `learner_s` and every report field prefixed `original_` and `learner_`."""
+
+    def __init__(self, seeds: list[int], device: str, bar: float, original: Callable[[int], dict[str, Any]],
+                 received: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        self.seeds, self.device, self.bar = list(seeds), device, bar
+        self.rounds = len(self.seeds) - 1
+        self._original, self._received = original, received
+        self.original_s: dict[int, float] = {}
+        self.learner_s: dict[int, float] = {}
+        self.original: dict[int, dict[str, Any]] = {}
+        self.learner: dict[int, dict[str, Any]] = {}
+        self.clock = Stopwatch()
+        self.open: int | None = None
+
+    def _synchronize(self) -> None:
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+
+    def _time_original(self, index: int, learner: Learner) -> None:
+        learner.pause()
+        try:
+            self._synchronize()
+            started = time.perf_counter()
+            done = self._original(self.seeds[index])
+            self._synchronize()
+            torch.save(done, io.BytesIO())  # as the learner's finish question is framed: both sides pay for it
+            self.original_s[index] = time.perf_counter() - started
+            self.original[index] = done
+        finally:
+            learner.resume()
+
+    def answer(self, request: dict[str, Any], learner: Learner, arrived: float | None) -> dict[str, Any]:
+        op, index = request.get("op"), request.get("index")
+        expected = len(self.learner_s) if self.open is None else self.open
+        if not isinstance(index, int) or index != expected or index > self.rounds or (
+                op == "start" and self.decided):
+            raise ChannelError(f"timing round {index!r} asked out of turn (expected {expected})")
+        if op == "start" and self.open is None:
+            if index % 2 == 0:  # alternate which side goes first: a burst of load hits both alike
+                self._time_original(index, learner)
+            self.open = index
+            self.clock.start()
+            return {"seed": self.seeds[index]}
+        if op == "finish" and self.open == index:
+            self.learner_s[index] = self.clock.stop(at=arrived)  # its last byte received, not its reading
+            self.learner[index] = self._received(request)
+            self.open = None
+            if index % 2 == 1:
+                self._time_original(index, learner)
+            return {"done": self.decided}
+        raise ChannelError(f"timing: {op!r} for round {index} out of turn")
+
+    def timed(self) -> list[int]:
+        """The rounds timed on both sides, warm-up left out."""
+        return [i for i in range(1, self.rounds + 1) if i in self.learner_s and i in self.original_s]
+
+    @property
+    def decided(self) -> bool:
+        ratios = [self.original_s[i] / self.learner_s[i] for i in self.timed()]
+        return decided(ratios, self.bar, self.rounds)
+
+    def outside(self) -> dict[str, Any]:
+        rounds = []
+        for i in self.timed():
+            row: dict[str, Any] = {"index": i, "original_s": self.original_s[i], "learner_s": self.learner_s[i]}
+            row.update({f"original_{key}": value for key, value in self.original[i].items()})
+            row.update({f"learner_{key}": value for key, value in self.learner[i].items()})
+            rounds.append(row)
+        return {"rounds": rounds, "decided": self.decided, "rounds_most": self.rounds,
+                "deciding": self.rounds // 2 + 1}
