@@ -1,6 +1,7 @@
-"""How often fix-the-bottleneck's `faster` check judges by chance (issue: judge the effect).
+"""How often a timed exercise's `faster` check judges by chance (issue: judge the effect): fix-the-bottleneck's
+step, or feed-the-model's epoch (`--exercise profiling/feed-the-model`).
 
-    .venv/bin/python benchmarks/bottleneck_timing.py [--gradings 10] [--load 4]
+    .venv/bin/python benchmarks/bottleneck_timing.py [--gradings 10] [--load 4] [--exercise ID]
 
 Grades each case `--gradings` times in a fresh fork of one warm grading process (as the warm pool
 does; local sandbox, namespaces), while `--load` busy processes (default: twice the cores) compete for
@@ -19,7 +20,6 @@ import multiprocessing
 import os
 import pickle
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -28,20 +28,26 @@ from grader.harness import grade
 from sandbox.jail import Confinement
 
 REPO = Path(__file__).resolve().parent.parent
-EXERCISE = "profiling/fix-the-bottleneck"
-FOLDER = REPO / "exercises" / EXERCISE
-CORPUS = REPO / "tests" / "corpus" / EXERCISE
-# (file, should it pass `faster`)
-CASES = [(FOLDER / "solution.py", True), (CORPUS / "perf_counter_regions.py", True),
-         (CORPUS / "profiler_schedule_step.py", True), (FOLDER / "mistakes" / "not-fixed.py", False)]
+ROUNDS = 11  # at most, in both exercises (grader.checks.timing.TimedRounds)
+# Per exercise, (file, should it pass `faster`), relative to the exercise's folder or its corpus folder.
+CASES = {"profiling/fix-the-bottleneck": [("solution.py", True), ("perf_counter_regions.py", True),
+                                          ("profiler_schedule_step.py", True), ("mistakes/not-fixed.py", False)],
+         "profiling/feed-the-model": [("solution.py", True), ("pytorch_forum_batch_sampler.py", True),
+                                      ("hf_getitems_batched.py", True), ("starter.py", False),
+                                      ("mistakes/workers-fetch-one-at-a-time.py", False)]}
 
 
-def graded_in_fork(path: Path) -> tuple[list[tuple[float, float]], dict[str, str]]:
-    """Every timing round's (original_s, learner_s) and each check's status, from one grading."""
+def case_path(exercise: str, name: str) -> Path:
+    folder = REPO / "exercises" / exercise
+    return folder / name if (folder / name).exists() else REPO / "tests" / "corpus" / exercise / name
+
+
+def graded_in_fork(exercise_id: str, path: Path) -> tuple[list[tuple[float, float]], dict[str, str], float]:
+    """Every timing round's (original_s, learner_s), each check's status and the bar, from one grading."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
-        exercise = load_exercise(FOLDER, EXERCISE)
+        exercise = load_exercise(REPO / "exercises" / exercise_id, exercise_id)
         seen: list = []
         real = grade.load_referee
 
@@ -54,7 +60,7 @@ def graded_in_fork(path: Path) -> tuple[list[tuple[float, float]], dict[str, str
         verdict = grade.verdict_for(exercise, path.read_text(), Confinement.NAMESPACES)
         rounds = [(r["original_s"], r["learner_s"]) for r in seen[0].outside()["rounds"]] if seen else []
         checks = {name: ("passed" if c.get("passed") else "failed") for name, c in verdict.checks.items()}
-        os.write(write, pickle.dumps((rounds, checks)))
+        os.write(write, pickle.dumps((rounds, checks, seen[0].timing.bar if seen else math.nan)))
         os._exit(0)
     os.close(write)
     data = b""
@@ -77,41 +83,38 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--gradings", type=int, default=10)
     parser.add_argument("--load", type=int, default=2 * os.cpu_count())
+    parser.add_argument("--exercise", default="profiling/fix-the-bottleneck", choices=sorted(CASES))
     args = parser.parse_args()
-    sys.path.insert(0, str(FOLDER / "checks"))
-    import scenario
-    from test_fix_the_bottleneck import MIN_SPEEDUP
-
-    bar = MIN_SPEEDUP["cpu"]
+    cases = [(case_path(args.exercise, name), should_pass) for name, should_pass in CASES[args.exercise]]
     grade.warm_up()
     load = [multiprocessing.Process(target=busy, daemon=True) for _ in range(args.load)]
     for proc in load:
         proc.start()
     started = time.monotonic()
-    results: dict[Path, list] = {path: [] for path, _ in CASES}
+    results: dict[Path, list] = {path: [] for path, _ in cases}
     try:
         for _ in range(args.gradings):  # interleaved, so a noisy moment hits every case alike
-            for path, _ in CASES:
-                results[path].append(graded_in_fork(path))
+            for path, _ in cases:
+                results[path].append(graded_in_fork(args.exercise, path))
     finally:
         for proc in load:
             proc.terminate()
-    print(f"{args.gradings} gradings per case, {args.load} busy processes on {os.cpu_count()} cores, "
-          f"up to {scenario.ROUNDS} rounds of {scenario.TIMED_BATCHES} step(s) of {scenario.TIMED_BATCH} rows, "
-          f"bar {bar:g}x, {time.monotonic() - started:.0f} s")
+    bar = next(b for gradings in results.values() for _, _, b in gradings if not math.isnan(b))
+    print(f"{args.exercise}: {args.gradings} gradings per case, {args.load} busy processes on {os.cpu_count()} "
+          f"cores, up to {ROUNDS} rounds, bar {bar:g}x, {time.monotonic() - started:.0f} s")
     print(f"{'case':44} {'faster':>6} {'verdict ratio min/median/max':>29} {'rounds':>6} {'wrong rounds':>12} "
           f"{'P(wrong verdict)':>16}")
-    for path, should_pass in CASES:
+    for path, should_pass in cases:
         gradings = results[path]
-        verdicts = [statistics.median(o / f for o, f in rounds) for rounds, _ in gradings if rounds]
-        ratios = [o / f for rounds, _ in gradings for o, f in rounds]
+        verdicts = [statistics.median(o / f for o, f in rounds) for rounds, _, _ in gradings if rounds]
+        ratios = [o / f for rounds, _, _ in gradings for o, f in rounds]
         wrong = sum((r < bar) if should_pass else (r >= bar) for r in ratios)
         p = wrong / len(ratios) if ratios else 1.0
-        faster = [checks.get("faster") for _, checks in gradings]
+        faster = [checks.get("faster") for _, checks, _ in gradings]
         passed = sum(s == "passed" for s in faster)
         label = f"{path.parent.name}/{path.name}"
         print(f"{label:44} {passed:>3}/{len(faster):<2} {min(verdicts):9.2f} {statistics.median(verdicts):9.2f} "
-              f"{max(verdicts):9.2f} {len(ratios):6} {wrong:12} {wrong_median_probability(p, scenario.ROUNDS):16.2g}")
+              f"{max(verdicts):9.2f} {len(ratios):6} {wrong:12} {wrong_median_probability(p, ROUNDS):16.2g}")
 
 
 if __name__ == "__main__":

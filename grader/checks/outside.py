@@ -21,7 +21,8 @@ must define a class named `Referee`):
             ...                               # asks or reports is answered here
 
 `TimedRounds` (grader.checks.timing) answers a probe's timing rounds: the original and the learner's code
-timed alternately on this process's clock, on data drawn per round (a `faster` check's evidence).
+timed alternately on this process's clock, on data drawn per round (a `faster` check's evidence);
+`tensors_by_name` reads the weights a finish question carries.
 `Stopwatch` times on this process's clock (`stop(at=self.arrived)`: when the question being answered
 arrived); `ChannelError` refuses a question asked out of turn or malformed (the channel closes and the
 verdict is the learner's error, saying why; any other exception in `answer` is refused the same way, and
@@ -34,7 +35,7 @@ the learner's process only when its code needs it.
 """
 from __future__ import annotations
 
-from grader.checks.timing import TimedRounds
+from grader.checks.timing import TimedRounds, tensors_by_name
 from grader.harness.channel import ChannelError, Learner, Referee, Stopwatch
 
-__all__ = ["Referee", "Learner", "ChannelError", "Stopwatch", "TimedRounds"]
+__all__ = ["Referee", "Learner", "ChannelError", "Stopwatch", "TimedRounds", "tensors_by_name"]

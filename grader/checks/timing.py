@@ -35,7 +35,7 @@ import torch
 
 from grader.harness.channel import ChannelError, Learner, Stopwatch
 
-__all__ = ["TimedRounds", "decided"]
+__all__ = ["TimedRounds", "decided", "tensors_by_name"]
 
 
 def decided(ratios: list[float], bar: float, rounds: int) -> bool:
@@ -126,3 +126,12 @@ class TimedRounds:
             rounds.append(row)
         return {"rounds": rounds, "decided": self.decided, "rounds_most": self.rounds,
                 "deciding": self.rounds // 2 + 1}
+
+
+def tensors_by_name(value: Any) -> dict[str, torch.Tensor]:
+    """Weights as a finish question sent them: float32 tensors by parameter name, anything else left out
+    (the check then says which parameter is missing)."""
+    if not isinstance(value, dict):
+        return {}
+    return {name: tensor.detach().float() for name, tensor in value.items()
+            if isinstance(name, str) and isinstance(tensor, torch.Tensor)}

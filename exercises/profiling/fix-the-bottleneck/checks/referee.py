@@ -19,8 +19,6 @@ import math
 import secrets
 from typing import Any
 
-import torch
-
 import scenario
 from grader.checks import outside
 
@@ -69,7 +67,7 @@ class Referee(outside.Referee):
 
 def _received(request: dict[str, Any]) -> dict[str, Any]:
     """A timing round's finish question: the timed steps' losses and the weights after them."""
-    return {"losses": _losses(request.get("losses")), "params": _params(request.get("params"))}
+    return {"losses": _losses(request.get("losses")), "params": outside.tensors_by_name(request.get("params"))}
 
 
 def _losses(value: Any) -> list[float | None]:
@@ -77,11 +75,3 @@ def _losses(value: Any) -> list[float | None]:
     losses = value if isinstance(value, list) else []
     return [float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
             for x in losses[:scenario.TIMED_BATCHES]]
-
-
-def _params(value: Any) -> dict[str, torch.Tensor]:
-    """The weights as sent: float32 tensors by parameter name, anything else left out (the check says so)."""
-    if not isinstance(value, dict):
-        return {}
-    return {name: tensor.detach().float() for name, tensor in value.items()
-            if isinstance(name, str) and isinstance(tensor, torch.Tensor)}
