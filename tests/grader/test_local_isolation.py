@@ -1,6 +1,7 @@
 """Hostile submissions against the local sandbox. Each attack would make the submission pass if it
 worked (it falls back to, or smuggles in, the reference solution); none may pass, every verdict
 arrives within the time limit plus a few seconds, and nothing is left running."""
+import shutil
 import subprocess
 import time
 
@@ -17,18 +18,38 @@ GRACE = 10  # seconds over the time limit: torch import in the grading process p
 
 
 SANDBOX = None  # the sandbox of the running parameter: a cold local process, or the warm pool's
+# The attacks that run until they are stopped grade amp-step in a copy of the course whose time limit is
+# QUICK_LIMIT: the same sandbox and limits otherwise, without waiting out the exercise's own 10 s each time.
+QUICK_LIMIT = 3
+QUICK = None  # (the sandbox for that copy, its amp-step), of the running parameter
+
+
+@pytest.fixture(scope="module")
+def quick_course(tmp_path_factory):
+    root = tmp_path_factory.mktemp("quick") / "exercises"
+    shutil.copytree(EXERCISES, root, ignore=shutil.ignore_patterns("__pycache__"))
+    spec = root / "mixed-precision" / "amp-step" / "exercise.yaml"
+    text = spec.read_text()
+    assert f"time_s: {LIMIT:g}\n" in text
+    spec.write_text(text.replace(f"time_s: {LIMIT:g}\n", f"time_s: {QUICK_LIMIT}\n"))
+    return load_course(root)
 
 
 @pytest.fixture(scope="module", params=["cold", "warm"], autouse=True)
-def local_sandbox(request):
+def local_sandbox(request, quick_course):
     """Every attack, through a fresh interpreter (`grader check`) and through a fork-server child of
     the warm pool (the web app and the worker)."""
-    global SANDBOX
+    global SANDBOX, QUICK
     from grader.host.sandboxes import get_sandbox
 
-    SANDBOX = get_sandbox("local", warm=2 if request.param == "warm" else 0)
+    warm = request.param == "warm"
+    SANDBOX = get_sandbox("local", warm=2 if warm else 0)
+    quick = get_sandbox("local", course_root=quick_course.root, warm=1 if warm else 0)
+    QUICK = (quick, quick_course.exercises["mixed-precision/amp-step"])
+    assert QUICK[1].time_limit_s == QUICK_LIMIT
     yield SANDBOX
     SANDBOX.close()
+    quick.close()
 
 
 def grade(code: str) -> dict:
@@ -38,10 +59,19 @@ def grade(code: str) -> dict:
     return result
 
 
+def grade_until_stopped(code: str) -> dict:
+    """`code` graded on amp-step with its time limit cut to QUICK_LIMIT (an attack that runs until stopped)."""
+    sandbox, exercise = QUICK
+    started = time.monotonic()
+    result = run_submission(exercise, code, sandbox=sandbox)
+    assert time.monotonic() - started < QUICK_LIMIT + GRACE
+    return result
+
+
 def test_endless_loop_is_stopped_at_the_time_limit():
-    result = grade("import torch\n\ndef train_step(*args):\n    while True:\n        pass\n")
+    result = grade_until_stopped("import torch\n\ndef train_step(*args):\n    while True:\n        pass\n")
     assert result["status"] == "timeout" and not result["passed"]
-    assert result["error"]["message"] == f"Time limit of {LIMIT:g} s exceeded: your code was stopped."
+    assert result["error"]["message"] == f"Time limit of {QUICK_LIMIT:g} s exceeded: your code was stopped."
 
 
 def test_output_flood_fails_and_is_capped():
@@ -143,7 +173,7 @@ def test_fork_storm_is_contained():
             "def train_step(*args):\n"
             "    while True:\n"
             "        try:\n            os.fork()\n        except OSError:\n            pass\n")
-    result = grade(code)
+    result = grade_until_stopped(code)
     assert not result["passed"]
 
 
