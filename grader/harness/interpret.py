@@ -6,12 +6,14 @@ it holds is the learner's error, said plainly.
 """
 from __future__ import annotations
 
+import re
 import signal as signals
 from typing import Any
 
 from grader.core.protocol import RawVerdict, Status, error_verdict, infra_error, learner_timeout
 from grader.harness.frame import FrameError, check_frame
 from grader.harness.frame import load as load_frame
+from grader.learner.recorder import SUBMISSION_FILENAME
 from sandbox.jail import OUTPUT_CAP, Confinement, Limits, Outcome
 from sandbox.jail.tree import EXIT_OUT_OF_MEMORY
 
@@ -22,6 +24,36 @@ UNCONFINED_NOTE = ("graded UNCONFINED (--sandbox unconfined): your code ran as y
 CONTAINER_NOTE = "graded in a single-use container: no network, read-only file system, learner code under its own uid"
 CONFINEMENT_NOTES = {Confinement.CONTAINER: (CONTAINER_NOTE,), Confinement.NONE: (UNCONFINED_NOTE,),
                      Confinement.NAMESPACES: ()}
+
+
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+)', re.MULTILINE)
+
+
+def stuck_line(stack: str | None) -> int | None:
+    """The line of the learner's file the code was running when it was stopped: the innermost frame in
+    submission.py of the first thread that has one, in the stack faulthandler wrote (most recent call first;
+    the thread that took the signal, usually the main one, comes first). The confined process wrote it, so it
+    only ever names a line to show, and a line that is no line of theirs names none."""
+    blocks = re.split(r"\n(?=\S)", stack or "")
+    for block in sorted(blocks, key=lambda block: not block.startswith("Current thread")):
+        for frame in _FRAME.finditer(block):
+            if frame["file"] == SUBMISSION_FILENAME:
+                line = int(frame["line"])
+                return line if 0 < line < 1_000_000 else None
+    return None
+
+
+def _timeout(limits: Limits, line: int | None) -> RawVerdict:
+    if line is None:
+        return learner_timeout(limits.time_s)
+    return error_verdict(Status.TIMEOUT, "timeout", f"Time limit of {limits.time_s:g} s exceeded: your code was "
+                         f"stopped while it ran line {line}.", line)
+
+
+def _flood() -> RawVerdict:
+    # Flooding the output is how a submission would hide a forged verdict or stall the grader.
+    return error_verdict(Status.KILLED, "output", f"Your code printed more than {OUTPUT_CAP // 1024} KB of output "
+                         f"and was stopped; keep prints short.")
 
 
 def interpret(outcome: Outcome, limits: Limits, refused: str | None = None) -> tuple[RawVerdict, dict[str, Any] | None]:
@@ -38,6 +70,9 @@ def interpret(outcome: Outcome, limits: Limits, refused: str | None = None) -> t
         # The run wrote something to the grader's channel that it refused (and was stopped for it).
         return error_verdict(Status.ERROR, "protocol", f"While your code ran, its process sent the grader "
                              f"something it refuses: {refused}."), None
+    if outcome.output_truncated and (outcome.timed_out or outcome.output_flooded):
+        # Stopped for the flood (or it ran out of time printing): the flood is what happened.
+        return _flood(), None
     if outcome.timed_out and outcome.out_of_memory:
         # The kernel's OOM killer struck first; a cgroup at its memory limit can then reclaim past the deadline.
         return error_verdict(Status.TIMEOUT, "memory", f"Your code ran out of memory (its processes together reached "
@@ -49,7 +84,7 @@ def interpret(outcome: Outcome, limits: Limits, refused: str | None = None) -> t
                              f"{limits.memory_mb} MB) and ran past its time limit of {limits.time_s:g} s while the "
                              "kernel reclaimed memory for it; it was stopped."), None
     if outcome.timed_out:
-        return learner_timeout(limits.time_s), None
+        return _timeout(limits, stuck_line(outcome.stack)), None
     message, dropped = None, []
     if outcome.payload is not None:
         try:
@@ -71,9 +106,7 @@ def interpret(outcome: Outcome, limits: Limits, refused: str | None = None) -> t
             text = f"Your code's process was killed ({name})."
         return error_verdict(Status.KILLED, "killed", text), None
     if outcome.output_truncated:
-        # Flooding the output is how a submission would hide a forged verdict or stall the grader.
-        return error_verdict(Status.KILLED, "output", f"Your code printed more than {OUTPUT_CAP // 1024} KB "
-                             f"of output; keep prints short."), None
+        return _flood(), None
     if outcome.exit_code == EXIT_OUT_OF_MEMORY:
         message = f"Your code ran out of memory (limit {limits.memory_mb} MB)."
         return error_verdict(Status.ERROR, "memory", message), None

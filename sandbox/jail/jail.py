@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Callable, Mapping
 
 from sandbox.jail import identity, meter
 from sandbox.jail.confinement import STRATEGIES, Confinement, Limits
-from sandbox.jail.tree import EXIT_CONFINEMENT, Job, Spawn, decode_status, last_frame
+from sandbox.jail.tree import EXIT_CONFINEMENT, STACK_SIGNAL, Job, Spawn, decode_status, last_frame
 from sandbox.jail.zygote import Zygote, ZygoteGone
 from sandbox.settings import CGROUP_PARENT
 
@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 OUTPUT_CAP = 64 * 1024  # what is kept of the confined process's stdout and stderr together
 RESULT_CAP = 64 * 1024 * 1024  # of its result pipe
+STACK_CAP = 16 * 1024  # of the stack the confined process writes when it is stopped at its deadline
+STACK_WAIT_S = 0.5  # how long a job stopped at its deadline gets to write its stack before it is killed
 
 
 @dataclass
@@ -54,6 +56,12 @@ class Outcome:
     # Its peak memory, read where the confined code cannot write (meter.py): bytes, and which meter.
     memory_peak_bytes: int | None = None
     memory_meter: str | None = None
+    # Stopped at its deadline: the Python stack of every thread of the confined process at that moment, as
+    # faulthandler writes it (tree.STACK_SIGNAL). Written by the confined process itself: a hint to show
+    # the learner where their code was, never evidence.
+    stack: str | None = None
+    # Stopped because its output passed OUTPUT_CAP (a flood gains nothing by running on).
+    output_flooded: bool = False
 
 
 class LearnerHandle:
@@ -141,6 +149,7 @@ class Jail:
         result_r, result_w = os.pipe()
         output_r, output_w = os.pipe()
         info_r, info_w = os.pipe()
+        stack_r, stack_w = os.pipe()
         counter = meter.container_counter() if meter_memory and self.confinement is Confinement.CONTAINER else None
         sampler = meter.Sampler(counter) if counter is not None else None
         as_root = os.geteuid() == 0
@@ -149,21 +158,24 @@ class Jail:
         if sampler is not None:
             sampler.start()
         try:
-            middle = self.zygote.spawn(spawn, [result_w, output_w, info_w, *(s.fileno() for s in sockets.values())])
+            middle = self.zygote.spawn(spawn, [result_w, output_w, info_w, stack_w,
+                                               *(s.fileno() for s in sockets.values())])
         except ZygoteGone as exc:
-            for fd in (result_r, output_r, info_r):
+            for fd in (result_r, output_r, info_r, stack_r):
                 os.close(fd)
             return refused(str(exc))
         finally:
-            for fd in (result_w, output_w, info_w):
+            for fd in (result_w, output_w, info_w, stack_w):
                 os.close(fd)
             for sock in sockets.values():
                 sock.close()
         result_chunks: list[bytes] = []
         output_chunks: list[bytes] = []
-        result_trunc, output_trunc = [False], [False]
+        stack_chunks: list[bytes] = []
+        result_trunc, output_trunc, stack_trunc = [False], [False], [False]
         readers = [threading.Thread(target=_drain, args=(result_r, RESULT_CAP, result_chunks, result_trunc)),
-                   threading.Thread(target=_drain, args=(output_r, OUTPUT_CAP, output_chunks, output_trunc))]
+                   threading.Thread(target=_drain, args=(output_r, OUTPUT_CAP, output_chunks, output_trunc)),
+                   threading.Thread(target=_drain, args=(stack_r, STACK_CAP, stack_chunks, stack_trunc))]
         for reader in readers:
             reader.daemon = True
             reader.start()
@@ -174,17 +186,21 @@ class Jail:
                                self.zygote)
         if on_start is not None and info.get("confined"):
             on_start(handle)
-        timed_out = False
+        timed_out = flooded = False
         ended = self.zygote.ended(0)
         while ended is None:
             ended = self.zygote.ended(0.005)
             if ended is not None:
                 break
-            stop = stop_when is not None and stop_when()
+            flooded = output_trunc[0]  # past the output cap: the verdict is that flood, whatever comes next
+            stop = flooded or (stop_when is not None and stop_when())
             if stop or time.monotonic() >= deadline + handle.paused_s:
                 timed_out = not stop
-                _kill(info.get("pid"), middle)
-                ended = self.zygote.ended(None)
+                if timed_out:  # where it was: the confined process writes its stack, then dies
+                    ended = _ask_for_stack(info.get("pid"), stack_chunks, self.zygote)
+                if ended is None:
+                    _kill(info.get("pid"), middle)
+                    ended = self.zygote.ended(None)
         peak = sampler.stop() if sampler is not None else None
         for reader in readers:
             reader.join(timeout=2)
@@ -194,13 +210,14 @@ class Jail:
         if refusal is None and setup_failed is None and not info.get("confined") and not timed_out \
                 and exit_code == EXIT_CONFINEMENT:
             refusal = "the learner's process ended before it was confined"
+        stack = b"".join(stack_chunks).decode("utf-8", "replace") if timed_out and stack_chunks else None
         return Outcome(
-            payload=None if timed_out or refusal or setup_failed else last_frame(b"".join(result_chunks)),
+            payload=None if timed_out or flooded or refusal or setup_failed else last_frame(b"".join(result_chunks)),
             exit_code=exit_code, signal=sig, timed_out=timed_out,
             output=b"".join(output_chunks).decode("utf-8", "replace"), output_truncated=output_trunc[0],
             refused=refusal, setup_failed=setup_failed,
             memory_peak_bytes=peak if sampler is not None else maxrss_kb * 1024,
-            memory_meter="container" if sampler is not None else "maxrss")
+            memory_meter="container" if sampler is not None else "maxrss", stack=stack, output_flooded=flooded)
 
 
 def refused(why: str) -> Outcome:
@@ -249,6 +266,29 @@ def _read_info(fd: int, deadline: float) -> dict:
         if isinstance(message, dict):
             info.update(message)
     return info
+
+
+def _ask_for_stack(confined: int | None, chunks: list[bytes], zygote: Zygote) -> tuple[int, int] | None:
+    """At the deadline: signal the confined process to write its Python stack (tree.STACK_SIGNAL, faulthandler's
+    handler: it runs even while the code is stuck in C), and give it STACK_WAIT_S to do so. The job's end when it
+    ended meanwhile, else None (then it is killed)."""
+    if not confined:
+        return None
+    try:
+        os.kill(confined, STACK_SIGNAL)
+    except (ProcessLookupError, PermissionError):
+        return None
+    until, size, changed = time.monotonic() + STACK_WAIT_S, 0, time.monotonic()
+    while time.monotonic() < until:
+        ended = zygote.ended(0.01)
+        if ended is not None:
+            return ended
+        now_size = sum(map(len, chunks))
+        if now_size != size:
+            size, changed = now_size, time.monotonic()
+        elif size and time.monotonic() - changed >= 0.05:  # written, line by line, and quiet since: done
+            return None
+    return None
 
 
 def _kill(confined: int | None, middle: int) -> None:

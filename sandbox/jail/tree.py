@@ -11,8 +11,10 @@ elsewhere never reaches the parent but as output.
 """
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
+import signal
 import struct
 import sys
 import tempfile
@@ -29,6 +31,9 @@ if TYPE_CHECKING:
     from sandbox.jail.view import View
 
 EXIT_FAILED, EXIT_OUT_OF_MEMORY, EXIT_CONFINEMENT = 70, 71, 72
+# Sent to the confined process at its deadline: faulthandler's handler writes every thread's Python stack to
+# the stack pipe (jail.Outcome.stack), so a timeout can say where the code was.
+STACK_SIGNAL = signal.SIGUSR2
 CONFINED_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1"}
 # How a middle step's failure reads (the child's steps say their exception).
 MIDDLE_STEP_WHAT = {join_cgroup: "no cgroup", new_namespaces: "no namespaces"}
@@ -48,8 +53,8 @@ class Job(Protocol):
 
 @dataclass(frozen=True)
 class Spawn:
-    """One job for the zygote: what to run, how to confine it, and the names of the sockets after the three
-    pipes (result, output, info) among the descriptors sent with it."""
+    """One job for the zygote: what to run, how to confine it, and the names of the sockets after the four
+    pipes (result, output, info, stack) among the descriptors sent with it."""
     job: Job
     confinement: Confinement
     limits: Limits
@@ -104,7 +109,7 @@ def decode_status(status: int) -> tuple[int | None, int | None]:
 
 
 def middle(spawn: Spawn, fds: list[int], zygote: int) -> None:  # pragma: no cover - runs in the child
-    result_w, output_w, info_w, *named = fds
+    result_w, output_w, info_w, stack_w, *named = fds
     try:
         os.setsid()
         close_fds_except({0, 1, 2, *fds})
@@ -121,7 +126,7 @@ def middle(spawn: Spawn, fds: list[int], zygote: int) -> None:  # pragma: no cov
         uid = identity.confined_uid(os.getpid())
         child = os.fork()
         if child == 0:
-            _child(spawn, uid, libc, as_root, result_w, output_w, info_w, dict(zip(spawn.names, named)))
+            _child(spawn, uid, libc, as_root, result_w, output_w, info_w, stack_w, dict(zip(spawn.names, named)))
         say(info_w, {"pid": child})
         for fd in fds:
             os.close(fd)
@@ -134,7 +139,7 @@ def middle(spawn: Spawn, fds: list[int], zygote: int) -> None:  # pragma: no cov
 
 
 def _child(spawn: Spawn, uid: int, libc: Libc, as_root: bool, result_w: int, output_w: int, info_w: int,
-           named: dict[str, int]) -> None:  # pragma: no cover - runs in the child
+           stack_w: int, named: dict[str, int]) -> None:  # pragma: no cover - runs in the child
     code = EXIT_FAILED
     try:
         null = os.open(os.devnull, os.O_RDONLY)
@@ -160,6 +165,7 @@ def _child(spawn: Spawn, uid: int, libc: Libc, as_root: bool, result_w: int, out
             os._exit(EXIT_CONFINEMENT)
         say(info_w, {"confined": True})
         os.close(info_w)  # the confined code must not reach the parent's status pipe
+        faulthandler.register(STACK_SIGNAL, file=stack_w, all_threads=True)  # where it is, at its deadline
         os.environ.clear()
         os.environ.update({**CONFINED_ENV, "HOME": state.scratch, "TMPDIR": state.scratch})
         tempfile.tempdir = None  # the parent may have cached its own (unreachable) temp folder

@@ -68,10 +68,23 @@ def grade_until_stopped(code: str) -> dict:
     return result
 
 
-def test_endless_loop_is_stopped_at_the_time_limit():
-    result = grade_until_stopped("import torch\n\ndef train_step(*args):\n    while True:\n        pass\n")
+def test_endless_loop_is_stopped_at_the_time_limit_and_the_line_it_ran_is_named():
+    # The learner's stack at the kill (faulthandler in the confined process, sandbox/jail/tree.py) names the
+    # loop's line; the verdict marks it.
+    result = grade_until_stopped("import torch\n\ndef train_step(*args):\n    x = 0\n    while True:\n        x += 1\n")
     assert result["status"] == "timeout" and not result["passed"]
-    assert result["error"]["message"] == f"Time limit of {QUICK_LIMIT:g} s exceeded: your code was stopped."
+    assert result["error"]["line"] in (5, 6), result["error"]
+    assert result["error"]["message"] == (f"Time limit of {QUICK_LIMIT:g} s exceeded: your code was stopped while "
+                                          f"it ran line {result['error']['line']}.")
+
+
+def test_endless_printing_is_a_flood_not_a_timeout():
+    # Stopped as soon as its output passes the cap (sandbox/jail/jail.py), and said so: not "out of time".
+    started = time.monotonic()
+    result = grade("def train_step(*args):\n    while True:\n        print('x' * 100)\n")
+    assert result["status"] == "killed" and result["error"]["kind"] == "output", result["error"]
+    assert "printed more than 64 KB" in result["error"]["message"]
+    assert time.monotonic() - started < LIMIT
 
 
 def test_output_flood_fails_and_is_capped():
