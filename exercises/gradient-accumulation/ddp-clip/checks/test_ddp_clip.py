@@ -38,10 +38,9 @@ def test_your_process_completes(observed):
         fail(f"Your process could not run your function: {report['failed']}", hint="")
     error = report["error"]
     if error and "unscale_() has already been called" in error["message"]:
-        fail("train failed: scaler.unscale_(optimizer) ran a second time before scaler.update(). PyTorch allows "
-             "one unscale_ per optimizer step, and with accumulation a step is a window: the gradients of the "
-             "window's micro-batches add up still multiplied by the loss scale, and are unscaled once, after the "
-             "window's last backward (" + error["message"].strip().splitlines()[-1][:200] + ")", error["line"],
+        fail(f"train failed. {error['message']} With accumulation one optimizer step is one window: the gradients "
+             "of its micro-batches add up still multiplied by the loss scale, and are unscaled once, after the "
+             "window's last backward.", error["line"],
              hint="Call scaler.unscale_(optimizer) and clip only when the micro-batch ends its window, right before "
                   "scaler.step(optimizer).")
     if error:
@@ -156,9 +155,9 @@ def test_each_window_unscaled_once_then_clipped(observed, reference):
                      by_value[0].get("line"))
             if not clips and not of_kind(observed["events"], "clip"):
                 fail(f"Your process never clipped: in {where} the gradients its optimizer step used had a total norm "
-                     f"of {norm:.3g}, above max_norm ({MAX_NORM:g}). Your process is rank 1, not rank 0: a clip "
-                     "under `if dist.get_rank() == 0:` (beside the logging, say) runs on one process only, and every "
-                     "process must clip the same all-reduced gradient the same way.", step.get("line"))
+                     f"of {norm:.3g}, above max_norm ({MAX_NORM:g}). (Your process is rank 1: a clip under "
+                     "`if dist.get_rank() == 0:`, beside the logging, runs on rank 0 only, and every process must clip "
+                     "the same all-reduced gradient the same way.)", step.get("line"))
             fail(f"In {where} the gradients the optimizer step used were not clipped to max_norm: their total norm was "
                  f"{norm:.3g}, above max_norm ({MAX_NORM:g}, the argument you were given).",
                  (clips or [step])[0].get("line"))
