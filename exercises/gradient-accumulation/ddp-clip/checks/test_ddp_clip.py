@@ -117,7 +117,10 @@ def test_each_window_unscaled_once_then_clipped(observed, reference):
     backward, which ran on this process's partial, scaled, not yet all-reduced sum."""
     spans = _spans(observed["events"])
     if len(spans) != len(scenario.windows()):
-        return  # stepping per micro-batch, or not at all: matches-reference says how many steps there were
+        # No window to judge the clipping of: this check never passes on steps it could not pair with windows.
+        fail(f"Your process's optimizer stepped {len(spans)} times for the {len(scenario.windows())} windows "
+             f"(micro-batches {_windows_text()}), so no step can be told to be a window's: step once per window, "
+             + CLIP_ORDER + ".")
     for j, (step, span, late) in enumerate(spans):
         where = _window_text(j)
         unscales = [e for e in of_kind(span, "scaler.unscale_") if not e.get("internal")]
