@@ -1,0 +1,239 @@
+"""Checks for gradient-accumulation/ddp-clip, run in the grading process.
+
+The learner's process is rank 1 of the gloo group; rank 0 is the grading side's own (other_rank.py),
+which counts the all-reduces rank 1 joins and runs a correct clipped loop on data the learner's process
+never sees. Both ranks' weights after every window are compared with each other and with a one-process
+run of the same windows (scenario.reference)."""
+import pytest
+
+import scenario
+from grader.checks.judging import at, check, fail, of_kind
+
+MAX_NORM = scenario.MAX_NORM
+# clip_grad_norm_ scales by max_norm / (norm + 1e-6): the clipped norm is max_norm to ~1e-5 here.
+NORM_TOLERANCE = 1e-3
+# Both ranks and the reference compute in float32 on the same data; the scale is a power of two, so they
+# differ only by summation order, ~1e-7 (measured); a wrong window moves a weight by 1e-4 or more.
+WEIGHT_TOLERANCE = 1e-5
+
+
+@pytest.fixture
+def reference(run, outside):
+    return scenario.reference(run["seed"], outside["grader_rank_seed"])
+
+
+def _window_text(j: int) -> str:
+    window = scenario.windows()[j]
+    return f"window {j + 1} (micro-batches {window[0] + 1}-{window[-1] + 1})"
+
+
+def _windows_text():
+    return ", ".join(f"{w[0] + 1}-{w[-1] + 1}" for w in scenario.windows())
+
+
+@check("runs")
+def test_your_process_completes(observed):
+    report = observed["learner"]
+    if report.get("failed"):
+        fail(f"Your process could not run your function: {report['failed']}", hint="")
+    error = report["error"]
+    if error and "unscale_() has already been called" in error["message"]:
+        fail(f"train failed. {error['message']} With accumulation one optimizer step is one window: the gradients "
+             "of its micro-batches add up still multiplied by the loss scale, and are unscaled once, after the "
+             "window's last backward.", error["line"],
+             hint="Call scaler.unscale_(optimizer) and clip only when the micro-batch ends its window, right before "
+                  "scaler.step(optimizer).")
+    if error:
+        fail(f"train failed. {error['message']}", error["line"])
+
+
+def _early(observed):
+    """The micro-batches (1-based) that do not end a window but after which your process's own comm hook saw
+    an all-reduce (the count itself is rank 0's)."""
+    counts = observed["learner"].get("allreduces") or []
+    return [i + 1 for i, count in enumerate(counts) if count and not scenario.ends_window(i)]
+
+
+def _where(observed):
+    early = _early(observed)
+    return f" Your process's own count put them after micro-batch{'es' if len(early) > 1 else ''} " \
+           f"{', '.join(map(str, early))}, inside a window." if early else ""
+
+
+@check("syncs-once-per-window")
+def test_one_all_reduce_per_window(observed, outside):
+    report, windows = outside["grader_rank"], len(scenario.windows())
+    if report is None:
+        fail("The grader's own process (rank 0, which counts the all-reduces yours joins) sent no report: it was "
+             "stopped, or the group never formed.", hint="")
+    count = report["allreduces"]
+    if count > windows:
+        fail(f"Your process all-reduced the gradients {count} times for {windows} windows, counted by the grader's "
+             "own process (rank 0): a micro-batch that does not end a window still synced. Run its forward, loss "
+             "and backward inside `with model.no_sync():` (DDP decides at forward time whether backward syncs)."
+             + _where(observed))
+    if count < windows:
+        fail(f"Your process all-reduced the gradients {count} time{'s' if count != 1 else ''} for {windows} windows "
+             "through DDP, counted by the grader's own process (rank 0): every window's last backward must "
+             "all-reduce, or the processes clip and step on gradients that were never averaged. Run the window's "
+             "last micro-batch outside `model.no_sync()`, and through `model`, not `model.module`.")
+    if report["error"]:
+        fail(f"The grader's own process (rank 0) could not follow your process's collectives: {report['error']}.",
+             hint="")
+    early = _early(observed)
+    if early:
+        fail(f"Your process all-reduced once per window, but after micro-batch{'es' if len(early) > 1 else ''} "
+             f"{', '.join(map(str, early))}, which do{'es' if len(early) == 1 else ''} not end a window (windows: "
+             f"micro-batches {_windows_text()}; counted by your process's own DDP comm hook): the micro-batches "
+             "after it in the window were never averaged across the processes. Run every micro-batch but the "
+             "window's last inside `with model.no_sync():`, and the last one outside it.")
+
+
+def _spans(events):
+    """The recorded events per real optimizer step: everything after the previous real step up to this one,
+    and the clipping calls between this step and the next window's first backward (too late for it)."""
+    steps = of_kind(events, "optimizer.class_step")
+    spans, start = [], 0
+    for k, step in enumerate(steps):
+        span = [e for e in events if start <= e["index"] <= step["index"]]
+        following = [e for e in events if e["index"] > step["index"]
+                     and (k + 1 == len(steps) or e["index"] < steps[k + 1]["index"])]
+        backwards = of_kind(following, "backward")
+        late = [e for e in of_kind(following, "clip") if not backwards or e["index"] < backwards[0]["index"]]
+        spans.append((step, span, late))
+        start = step["index"] + 1
+    return spans
+
+
+CLIP_ORDER = ("after the window's last backward: scaler.unscale_(optimizer), "
+              "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm), scaler.step(optimizer)")
+
+
+@check("unscale-then-clip")
+def test_each_window_unscaled_once_then_clipped(observed, reference):
+    """Judged by what each window's optimizer step used (the total norm of its gradients, read by a step
+    pre-hook: max_norm on the loud windows, however the clipping was written), and by the order of the
+    recorded calls where it is wrong whatever the numbers say: unscale_ or clipping before the window's last
+    backward, which ran on this process's partial, scaled, not yet all-reduced sum."""
+    spans = _spans(observed["events"])
+    if len(spans) != len(scenario.windows()):
+        # No window to judge the clipping of: this check never passes on steps it could not pair with windows.
+        fail(f"Your process's optimizer stepped {len(spans)} times for the {len(scenario.windows())} windows "
+             f"(micro-batches {_windows_text()}), so no step can be told to be a window's: step once per window, "
+             + CLIP_ORDER + ".")
+    for j, (step, span, late) in enumerate(spans):
+        where = _window_text(j)
+        unscales = [e for e in of_kind(span, "scaler.unscale_") if not e.get("internal")]
+        backwards = of_kind(span, "backward")
+        last = backwards[-1]["index"] if backwards else -1
+        if len(unscales) > 1:
+            fail(f"In {where} your process called scaler.unscale_(optimizer) {len(unscales)} times{at(unscales[1])}: "
+                 "once per window, " + CLIP_ORDER + ".", unscales[1].get("line"))
+        early_unscale = [e for e in unscales if e["index"] < last]
+        if early_unscale:
+            fail(f"In {where} scaler.unscale_(optimizer){at(early_unscale[0])} ran before the window's last "
+                 "backward: it divided the gradients accumulated so far by the loss scale, and the next backward "
+                 "added gradients still multiplied by it (65536) on top; scaler.step then did not unscale again. "
+                 "Unscale once, " + CLIP_ORDER + ".", early_unscale[0].get("line"))
+        clips = of_kind(span, "clip")
+        early_clips = [c for c in clips if c["index"] < last]
+        if early_clips:
+            fail(f"In {where} {early_clips[0]['function']}(){at(early_clips[0])} ran before the window's last "
+                 "backward, inside model.no_sync(): it clipped this process's own partial sum"
+                 + ("" if early_clips[0]["after_unscale"] else ", still multiplied by the loss scale,")
+                 + " before DDP all-reduced the window's gradient, so each process cut its share by a norm of its own. "
+                 "Clip once per window, " + CLIP_ORDER + ".", early_clips[0].get("line"))
+        norm, want = step.get("grad_norm"), reference["norm_before"][j]
+        if norm is None or want < MAX_NORM * (1 + NORM_TOLERANCE):
+            continue  # non-finite, or a quiet window that a correct step leaves unclipped: matches-reference judges it
+        by_value = [c for c in clips if c["function"] == "clip_grad_value_"]
+        if norm > MAX_NORM * (1 + NORM_TOLERANCE):
+            if late and not clips:
+                fail(f"In {where}, {late[0]['function']}(){at(late[0])} ran after the optimizer step: the update had "
+                     f"already used the unclipped gradients (total norm {norm:.3g}).", late[0].get("line"))
+            if by_value:
+                fail(f"In {where} your process clipped with clip_grad_value_(){at(by_value[0])}: it caps each value, "
+                     f"and the gradients the step used still had a total norm of {norm:.3g}, above max_norm "
+                     f"({MAX_NORM:g}). Clip their total norm: clip_grad_norm_(model.parameters(), max_norm).",
+                     by_value[0].get("line"))
+            if not clips and not of_kind(observed["events"], "clip"):
+                fail(f"Your process never clipped: in {where} the gradients its optimizer step used had a total norm "
+                     f"of {norm:.3g}, above max_norm ({MAX_NORM:g}). (Your process is rank 1: a clip under "
+                     "`if dist.get_rank() == 0:`, beside the logging, runs on rank 0 only, and every process must clip "
+                     "the same all-reduced gradient the same way.)", step.get("line"))
+            fail(f"In {where} the gradients the optimizer step used were not clipped to max_norm: their total norm was "
+                 f"{norm:.3g}, above max_norm ({MAX_NORM:g}, the argument you were given).",
+                 (clips or [step])[0].get("line"))
+        if norm < MAX_NORM * (1 - NORM_TOLERANCE):
+            scaled = [c for c in clips if not c["after_unscale"]]
+            if scaled:
+                fail(f"In {where}, {scaled[0]['function']}(){at(scaled[0])} clipped the gradients before "
+                     "scaler.unscale_(optimizer), while they were still multiplied by the loss scale (65536): the "
+                     f"step then used gradients of total norm {norm:.3g}, far below max_norm ({MAX_NORM:g}), so the "
+                     "update was tiny.", scaled[0].get("line"))
+            fail(f"In {where} the gradients the optimizer step used had a total norm of {norm:.3g}, below max_norm "
+                 f"({MAX_NORM:g}): they were cut harder than clipping to max_norm does (a correct run's norm there is "
+                 f"{want:.3g} unclipped, so a correct step scales it to exactly max_norm).", (clips or [step])[0].get("line"))
+
+
+def _difference(got, want):
+    """(the parameter that differs most, by how much); inf for a missing or misshapen one."""
+    return max(((n, float((got[n] - w).abs().max()) if got and n in got and got[n].shape == w.shape else float("inf"))
+                for n, w in want.items()), key=lambda t: t[1])
+
+
+def _tolerance(want):
+    return WEIGHT_TOLERANCE * max(1.0, max(float(w.abs().max()) for w in want.values()))
+
+
+@check("same-weights-on-both-ranks")
+def test_both_ranks_step_alike(observed, outside):
+    mine = observed["learner"].get("weights") or []
+    theirs = (outside["grader_rank"] or {}).get("weights") or []
+    windows = len(scenario.windows())
+    if len(mine) != windows:
+        fail(f"Your process's optimizer stepped {len(mine)} time{'s' if len(mine) != 1 else ''} for {windows} windows "
+             f"(micro-batches {_windows_text()}), the grader's process (rank 0) {len(theirs)} times: step once per "
+             "window, after its last micro-batch.")
+    for j, (got, want) in enumerate(zip(mine, theirs)):
+        name, diff = _difference(got, want)
+        if not diff <= _tolerance(want):
+            fail(f"After {_window_text(j)}, your process's weights differ from the grader's process's (rank 0) by up to "
+                 f"{diff:.3g} (in '{name}'). Both processes held the same all-reduced gradient at the window's end, so "
+                 "they applied different updates to it: every process must unscale it once, clip it to max_norm and "
+                 "step, the same way (a clip on one rank only, or one that never takes effect, makes the processes "
+                 "drift apart).")
+    final = observed["learner"].get("params_after")
+    if theirs and len(theirs) == windows:
+        name, diff = _difference(final, theirs[-1])
+        if not diff <= _tolerance(theirs[-1]):
+            fail(f"After training, your process's weights differ from the grader's process's (rank 0) by up to "
+                 f"{diff:.3g} (in '{name}'), though they agreed after each optimizer step: they changed after the last "
+                 "one. Change the weights only through scaler.step(optimizer).")
+
+
+@check("matches-reference")
+def test_both_ranks_match_a_one_process_run(observed, outside, reference):
+    ranks = [("your process", observed["learner"].get("weights") or []),
+             ("the grader's process (rank 0)", (outside["grader_rank"] or {}).get("weights") or [])]
+    quiet = len(scenario.windows()) - 1
+    for j, want in enumerate(reference["weights"]):
+        for who, weights in ranks:
+            if j >= len(weights):
+                fail(f"After {_window_text(j)}, {who} had not stepped: a correct run steps once per window "
+                     f"(micro-batches {_windows_text()}).")
+            name, diff = _difference(weights[j], want)
+            if diff <= _tolerance(want):
+                continue
+            why = (f"That window is the short last one ({len(scenario.windows()[quiet])} micro-batches) and its "
+                   f"gradient norm ({reference['norm_before'][quiet]:.3g}) is below max_norm, so a correct step leaves "
+                   "it unclipped and its size counts: divide its losses by its own size, not accum_steps."
+                   if j == quiet else
+                   f"That window's mean gradient over both processes has a norm of {reference['norm_before'][j]:.3g}, "
+                   f"so a correct step clips it to max_norm ({MAX_NORM:g}) at that norm: the window's losses divided "
+                   "by its size, one all-reduce at its end (DDP averages over the processes), then unscale_ once, "
+                   "clip and step.")
+            rank0 = (" Rank 0 is the grader's own, correct loop: what differs is the gradient your process "
+                     "all-reduced into the window's average." if who.startswith("the grader") else "")
+            fail(f"After {_window_text(j)}, {who}'s weights differ from a one-process run of the same windows by up to "
+                 f"{diff:.3g} (in '{name}'). {why}{rank0}")

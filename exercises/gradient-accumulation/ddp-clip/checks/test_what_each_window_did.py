@@ -1,0 +1,28 @@
+"""What the verdict shows (grader/core/display.py): per window, the norm of the gradient DDP all-reduced
+(measured on the grader's rank 0, which holds the same gradient as yours), the norm your process's step
+used after your clipping, and a correct run's, against max_norm."""
+import scenario
+from grader.checks.judging import bar_figure, figure, of_kind, show
+
+
+@figure
+def test_show_the_norms_per_window(observed, outside, run):
+    want = scenario.reference(run["seed"], outside["grader_rank_seed"])
+    synced = (outside["grader_rank"] or {}).get("synced_norms") or []
+    used = [e.get("grad_norm") for e in of_kind(observed["events"], "optimizer.class_step")]
+    bars = []
+    for j in range(len(scenario.windows())):
+        if j < len(synced) and synced[j] is not None:
+            bars.append((f"window {j + 1}: all-reduced, before clipping", synced[j], "reference"))
+        bars.append((f"window {j + 1}: a correct step uses", want["norm_after"][j], "reference"))
+        if j < len(used) and used[j] is not None:
+            bars.append((f"window {j + 1}: your step used", used[j], "yours"))
+    bars.append(("max_norm", scenario.MAX_NORM, "limit"))
+    show(figure=bar_figure(
+        "norms", "Gradient norm per window, before and after clipping", "total 2-norm of the gradients",
+        f"The loud windows 1 and 2 are clipped to max_norm ({scenario.MAX_NORM:g}); the quiet last window is under it "
+        "and a correct step leaves it as it is. Your step's bar should match the correct step's in every window.",
+        "Bar chart: for each of the 3 windows, the norm of the all-reduced gradient before clipping (measured on the "
+        "grader's process), the norm a correct clipped step uses, and the norm your process's optimizer step used; "
+        "a line at max_norm.",
+        bars))

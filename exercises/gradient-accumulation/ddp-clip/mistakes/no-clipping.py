@@ -1,0 +1,22 @@
+# mistake: the starter as given: accumulates and steps through the scaler under DDP but never clips
+# expect-fail: unscale-then-clip, same-weights-on-both-ranks
+# expect-skip: matches-reference
+import contextlib
+
+
+def train(model, optimizer, scaler, loss_fn, micro_batches, accum_steps, max_norm):
+    """Accumulate over windows of `accum_steps` micro-batches under DDP; clip each window's gradient."""
+    n = len(micro_batches)
+    optimizer.zero_grad()
+    for i, (x, y) in enumerate(micro_batches):
+        window_start = i - i % accum_steps
+        window_size = min(accum_steps, n - window_start)  # the last window may be shorter
+        ends_window = i == window_start + window_size - 1
+        with contextlib.nullcontext() if ends_window else model.no_sync():
+            loss = loss_fn(model(x), y) / window_size
+            scaler.scale(loss).backward()  # the window's last backward all-reduces the accumulated sum
+        if ends_window:
+            # TODO: clip the window's gradient to max_norm before the step
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()

@@ -1,0 +1,26 @@
+# mistake: divides every loss by accum_steps, the short last window's too: that window is under max_norm, so its update is 2/3 of a correct one (on a clipped window the divisor would not show)
+# expect-fail: matches-reference
+import contextlib
+
+import torch
+
+
+def train(model, optimizer, scaler, loss_fn, micro_batches, accum_steps, max_norm):
+    """Accumulate over windows of `accum_steps` micro-batches under DDP; clip each window's gradient."""
+    n = len(micro_batches)
+    optimizer.zero_grad()
+    for i, (x, y) in enumerate(micro_batches):
+        window_start = i - i % accum_steps
+        window_size = min(accum_steps, n - window_start)  # the last window may be shorter
+        ends_window = i == window_start + window_size - 1
+        with contextlib.nullcontext() if ends_window else model.no_sync():
+            loss = loss_fn(model(x), y) / accum_steps
+            scaler.scale(loss).backward()  # the window's last backward all-reduces the accumulated sum
+        if ends_window:
+            # Once per window, after its last backward: every rank now holds the same averaged gradient,
+            # still multiplied by the loss scale. Unscale it once, then clip it at its (global) norm.
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
