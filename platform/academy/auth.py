@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 import hmac
 
-from flask import Blueprint, abort, flash, g, redirect, render_template, request, session, url_for
+from flask import Blueprint, abort, flash, g, make_response, redirect, render_template, request, session, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext
 from sqlalchemy import func, select
@@ -142,6 +142,15 @@ def merge() -> ResponseReturnValue:
         flash(message, "info")
         return redirect(target)
     return render_template("auth/merge.html", summary=progress.summary(guest), next=target)
+
+
+@bp.get("/account-links")
+def account_links() -> ResponseReturnValue:
+    """The header's account links for whoever this browser is now: a page whose first Run or Submit made its
+    visitor a guest shows "Save progress" and the guest's name without a reload."""
+    response = make_response(render_template("_account.html"))
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 @bp.get("/signout")

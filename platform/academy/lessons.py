@@ -66,6 +66,8 @@ def step(lesson_id: str, step_id: str) -> ResponseReturnValue:
         abort(404, description=gettext("Lesson '%(id)s' has no step '%(step)s'.", id=lesson.id, step=step_id))
     if g.user is not None:
         progress.record_visit(g.user, lesson.id, step_id)
+    else:
+        progress.remember_visitor_visit(lesson.id, step_id)
     current = lesson.steps[number - 1]
     t = localize(lesson)
     context = {"lesson": lesson, "number": number, "step": current, "t": t,

@@ -421,7 +421,7 @@ def launch() -> ResponseReturnValue:
     if exercise_id and exercise_id in _course().exercises and data.get(AGS):
         remember_grade_link(identity, exercise_id, data)
     get_session().commit()
-    start_session(user)  # a fresh session: whoever this browser was before, it is this LMS user now
+    start_session(user, adopt_visits=False)  # a fresh session: whoever this browser was before, it is this LMS user now
     return redirect(_target_url(target), 303)
 
 

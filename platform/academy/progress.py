@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from flask import has_request_context, session
 from flask_babel import gettext, ngettext
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
@@ -124,9 +125,43 @@ def record_visit(user: User, lesson_id: str, step_id: str) -> None:
         db.rollback()
 
 
+VISITS_KEY = "visits"  # in a visitor's cookie session: {lesson id: [step ids, in the order last opened]}
+MAX_VISITS = 200  # steps kept per visitor (the course has fewer); the cookie stays well under 4 KB
+
+
+def remember_visitor_visit(lesson_id: str, step_id: str) -> None:
+    """A visitor (no account yet) opened this step: kept in this browser's signed cookie session, so what they
+    read before a first Run, Submit or sign-up made them a learner counts once it does (`adopt_visits`)."""
+    visits = {k: list(v) for k, v in (session.get(VISITS_KEY) or {}).items()}
+    steps = [s for s in visits.get(lesson_id, []) if s != step_id] + [step_id]  # the last one is where they are
+    visits[lesson_id] = steps
+    for kept in visits.values():  # past the cap, a lesson's oldest visits go first
+        while sum(map(len, visits.values())) > MAX_VISITS and len(kept) > 1:
+            kept.pop(0)
+    session[VISITS_KEY] = visits
+
+
+def visitor_visits() -> dict[str, list[str]]:
+    """This browser's visits as a visitor (none outside a request)."""
+    return dict(session.get(VISITS_KEY) or {}) if has_request_context() else {}
+
+
+def adopt_visits(user: User, visits: dict[str, list[str]], lessons: dict[str, Lesson]) -> None:
+    """The steps a visitor opened, recorded for the learner they became (their last one per lesson is the
+    resume point); steps the course no longer has are left out."""
+    for lesson_id, steps in visits.items():
+        lesson = lessons.get(lesson_id)
+        for step_id in steps if lesson is not None else ():
+            if step_id in lesson.step_ids:
+                record_visit(user, lesson_id, step_id)
+
+
 def lesson_status(user: User | None, lesson: Lesson, passed: set[str] | None = None) -> LessonStatus:
-    if user is None:
-        return LessonStatus(lesson, tuple(False for _ in lesson.steps), 1)
+    if user is None:  # a visitor: the cards they opened in this browser (exercises and quizzes need a learner)
+        seen = [step for step in visitor_visits().get(lesson.id, []) if step in lesson.step_ids]
+        facts = Progress(set(seen), set(), set())
+        return LessonStatus(lesson, tuple(step.done(facts) for step in lesson.steps),
+                            lesson.index(seen[-1]) + 1 if seen else 1)
     passed = passed_exercises(user) if passed is None else passed
     correct = correct_answers(user, lesson.id) if lesson.quiz else set()
     facts = Progress(seen_steps(user, lesson.id), passed, correct)

@@ -34,13 +34,20 @@ def wants_json() -> bool:
     return request.blueprint == "api"
 
 
-def start_session(user: User) -> None:
+def start_session(user: User, adopt_visits: bool = True) -> None:
     """Sign `user` in on this browser: a fresh cookie session (and CSRF token), so no session fixation,
-    naming the user and carrying the user's session secret."""
+    naming the user and carrying the user's session secret. The steps this browser opened as a visitor
+    (progress.remember_visitor_visit) become the user's, unless `adopt_visits` is False."""
+    from academy import progress
+    from academy.content import get_content
+
+    visits = progress.visitor_visits() if adopt_visits else {}
     session.clear()
     session.permanent = True
     session["user_id"] = user.id
     session["k"] = user.session_secret
+    if visits:
+        progress.adopt_visits(user, visits, {lesson.id: lesson for lesson in get_content().course.lessons})
 
 
 def end_other_sessions(user: User) -> None:

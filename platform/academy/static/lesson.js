@@ -92,6 +92,21 @@
     data.visitor = false;
     draftDirty = true;
     saveDraft();
+    refreshAccount();
+  }
+  // The header's account links, as the server renders them for this browser now (a guest's name and "Save
+  // progress" instead of Sign in / Sign up), swapped in without a reload.
+  function refreshAccount() {
+    const account = document.getElementById("account");
+    if (!account || !account.dataset.refresh) return;
+    fetch(account.dataset.refresh, { credentials: "same-origin", headers: { Accept: "text/html" } })
+      .then((r) => (r.ok ? r.text() : null))
+      .then((html) => {
+        if (html === null) return;
+        const parsed = new DOMParser().parseFromString(html, "text/html");
+        account.replaceChildren(...parsed.body.childNodes);
+      })
+      .catch(() => { /* the next page load shows it */ });
   }
   const kept = localDraft();
   const adopt = kept !== null && (data.visitor || !data.has_draft);
