@@ -77,3 +77,60 @@ def test_the_course_page_names_the_site_once(page: Page, live_server: str) -> No
     assert page.title() == "Deep Learning Academy"
     page.goto(f"{live_server}/lessons/{LESSON.id}")
     assert page.title().endswith(" · Deep Learning Academy") and page.title().count("Deep Learning Academy") == 1
+
+
+def _wrong_amp_step_verdict(page: Page, live_server: str, prefix: str = "") -> None:
+    from tests.browser.test_verdict_pictures import VERDICT_TIMEOUT, source
+
+    page.goto(f"{live_server}{prefix}/")
+    page.locator("form[action$='/auth/guest'] button").click()
+    page.goto(f"{live_server}{prefix}/lessons/{LESSON.id}/amp-step")
+    expect(page.locator(".cm-editor")).to_be_visible()
+    page.evaluate("code => window.academyEditor.setCode(code)", source("mixed-precision/amp-step",
+                                                                       "mistakes/raw_backward.py"))
+    page.locator("#submit-code").click()  # by id: its name is the page's language
+    expect(page.locator("#result-summary")).to_be_visible(timeout=VERDICT_TIMEOUT)
+    expect(page.locator("#figure-trace tr.marked")).to_have_count(1)
+
+
+def _inside(page: Page, selector: str, right: float) -> None:
+    for box in page.locator(selector).evaluate_all(
+            "ns => ns.filter(n => n.offsetParent).map(n => n.getBoundingClientRect().toJSON())"):
+        assert box["x"] >= 0 and box["x"] + box["width"] <= right + 1, (selector, box)
+
+
+def test_the_timeline_fits_the_page_on_a_desktop_and_a_phone(browser, live_server: str) -> None:  # noqa: ANN001
+    """At 1280 px every column of the timeline is in view (no column hidden past a scrolling edge); on a phone the
+    failing row's cells read in full within the screen, without scrolling sideways."""
+    desktop = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = desktop.new_page()
+    _wrong_amp_step_verdict(page, live_server)
+    box = page.locator("#figure-trace .table-scroll")
+    assert box.evaluate("n => n.scrollWidth <= n.clientWidth + 1"), box.evaluate("n => [n.scrollWidth, n.clientWidth]")
+    right = box.evaluate("n => n.getBoundingClientRect().right")
+    _inside(page, "#figure-trace th", right)
+    desktop.close()
+
+    phone = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    page = phone.new_page()
+    _wrong_amp_step_verdict(page, live_server)
+    _inside(page, "#figure-trace tr.marked td", 390)
+    expect(page.locator("#figure-trace tr.marked td.call")).to_contain_text("backward()")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    phone.close()
+
+
+def test_arabic_keeps_the_graders_english_isolated(page: Page, live_server: str) -> None:
+    """The figures' titles, captions and the timeline's values are the grader's English: on an Arabic page they
+    are marked lang="en" and laid out left to right, so the bidi algorithm does not reorder them."""
+    _wrong_amp_step_verdict(page, live_server, "/ar")
+    trace = page.locator("#figure-trace")
+    expect(trace.locator("figcaption")).to_have_attribute("lang", "en")
+    expect(trace.locator("figcaption")).to_have_attribute("dir", "ltr")
+    for bdi in trace.locator(".figure-title bdi").all():
+        assert (bdi.get_attribute("lang"), bdi.get_attribute("dir")) == ("en", "ltr")
+    assert trace.locator(".figure-title bdi").count() >= 1
+    cells = trace.locator("td.grader-words")
+    assert cells.count() > 0
+    assert set(cells.evaluate_all("ns => ns.map(n => n.lang + '/' + n.dir)")) == {"en/ltr"}
+    expect(trace.locator("td.call code").first).to_have_attribute("lang", "en")

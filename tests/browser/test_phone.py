@@ -23,14 +23,32 @@ def one_line(page: Page, selector: str) -> None:
     assert max(tops) - min(tops) <= 6, (selector, tops)
 
 
+def assert_step_bar_fits(page: Page) -> None:
+    """On a phone the step bar is one row (it wrapped into what looked like a second bar), and the steps are
+    a list of links behind its summary, each at least 24 px high and as wide as the list; every header control
+    is at least 24x24 px."""
+    expect(page.locator("nav.steps")).to_be_hidden()
+    tops = page.locator(".steps-meter span").evaluate_all("ns => ns.map(n => n.getBoundingClientRect().top)")
+    assert len(tops) == page.locator(".steps-meter span").count() > 0 and max(tops) - min(tops) < 1, tops
+    menu = page.locator("#step-menu")
+    menu.locator("summary").click()
+    links = menu.locator("li a")
+    for box in links.evaluate_all("ns => ns.map(n => n.getBoundingClientRect().toJSON())"):
+        assert box["height"] >= 24 and box["width"] >= 300, box
+    expect(menu.locator("li a[aria-current=step]")).to_have_count(1)
+    menu.locator("summary").click()
+    for box in page.locator(".topbar nav a, .topbar nav button, .topbar nav select").evaluate_all(
+            "ns => ns.filter(n => n.offsetParent).map(n => n.getBoundingClientRect().toJSON())"):
+        assert box["width"] >= 24 and box["height"] >= 24, box
+
+
 def test_phone_layout(browser: Browser, live_server: str, shoot) -> None:  # noqa: ANN001
     context = browser.new_context(**PHONE)
     page = context.new_page()
     page.goto(f"{live_server}/lessons/{LESSON}/meet-autocast")
     one_line(page, ".topbar")
     no_horizontal_overflow(page)
-    for box in page.locator(".steps .seg").evaluate_all("ns => ns.map(n => n.getBoundingClientRect().toJSON())"):
-        assert box["width"] >= 24 and box["height"] >= 24, box
+    assert_step_bar_fits(page)
     expect(page.locator(".pager .hint")).to_be_hidden()  # keyboard hints: not on touch screens
     back, forward = page.locator("#prev").bounding_box(), page.locator("#next").bounding_box()
     assert abs(back["y"] - forward["y"]) < 2 and back["height"] < 50 and forward["height"] < 50

@@ -13,6 +13,26 @@
     return node;
   }
 
+  // The figures' titles, captions, labels and the timeline's values are the grader's English: marked as English
+  // and isolated left to right, so an Arabic page neither reads nor reorders them as Arabic.
+  function english(node) {
+    node.lang = "en";
+    node.dir = "ltr";
+    return node;
+  }
+
+  // A translated message whose %(name)s placeholders take English values: the values as isolated English.
+  function mixed(tag, className, T, message, values) {
+    const node = el(tag, className);
+    const parts = T(message).split(/%\((\w+)\)s/);
+    parts.forEach((part, i) => {
+      if (i % 2 === 0) { if (part) node.append(part); return; }
+      const value = values[part];
+      node.append(typeof value === "number" ? String(value) : english(el("bdi", null, String(value))));
+    });
+    return node;
+  }
+
   function svg(tag, attrs, text) {
     const node = document.createElementNS(SVG, tag);
     for (const [name, value] of Object.entries(attrs || {})) node.setAttribute(name, value);
@@ -20,10 +40,11 @@
     return node;
   }
 
-  function frame(fig, body) {
+  function frame(fig, body, title) {
     const figure = el("figure", "figure figure-" + fig.kind);
     figure.id = "figure-" + fig.id;
-    figure.append(el("h3", "figure-title", fig.title), body, el("figcaption", "muted", fig.caption));
+    figure.append(title || english(el("h3", "figure-title", fig.title)), body,
+      english(el("figcaption", "muted", fig.caption)));
     return figure;
   }
 
@@ -34,16 +55,16 @@
     return size !== 0 && (size < 1e-3 || size >= 1e5) ? value.toExponential(2) : String(+value.toPrecision(4));
   }
 
-  function trace(data, checks, markLine, T) {
+  function trace(data, checks, markLine, T, titleOf) {
     const byEvent = {};
     for (const check of checks) if (check.status === "failed" && check.event !== undefined && check.event !== null) {
       byEvent[check.event] = check;
     }
     const table = el("table", "data trace");
     const head = el("tr");
-    for (const name of ["Line", "Call", "Autocast", "Output dtype", "Backward on", "Gradients", "Step", "Scale after"]) {
-      head.append(el("th", null, T(name)));
-    }
+    const labels = ["Line", "Call", "Autocast", "Output dtype", "Backward on", "Gradients", "Step", "Scale after"]
+      .map((name) => T(name));
+    for (const label of labels) head.append(el("th", null, label));
     table.append(el("thead"));
     table.tHead.append(head);
     const body = el("tbody");
@@ -58,32 +79,44 @@
         line.append(jump);
       }
       const call = el("td", "call");
-      call.append(el("code", null, row.call));
+      const value = el("span", "value");  // one piece: a phone lays each cell out as label, then value
+      call.append(value);
+      const code = english(el("code"));
+      // Break opportunities after "." and "(" and ",": a long call wraps there instead of widening the table.
+      row.call.split(/(?<=[.(,])/).forEach((piece, i) => { if (i) code.append(el("wbr")); code.append(piece); });
+      value.append(code);
       const check = byEvent[row.event];
       if (row.marked && check) {
-        const link = el("a", "trace-check", "✘ " + check.title);
+        const link = el("a", "trace-check", "✘ ");
+        link.append(titleOf ? titleOf(check) : check.title);
         link.href = "#check-" + check.id;
         link.dataset.check = check.id;
-        call.append(" ", link);
+        value.append(" ", link);
       }
+      const words = (text) => english(el("td", "grader-words", text));  // the grader's words
       tr.append(line, call,
         el("td", null, row.autocast === null || row.autocast === undefined ? "" : row.autocast ? T("on") : T("off")),
-        el("td", null, row.dtype || ""), el("td", null, row.backward || ""), el("td", null, row.grads || ""),
-        el("td", null, row.step || ""), el("td", null, number(row.scale)));
+        words(row.dtype || ""), words(row.backward || ""), words(row.grads || ""), words(row.step || ""),
+        words(number(row.scale)));
+      // Each cell names its column (a phone shows the rows stacked, label then value: academy.css).
+      [...tr.children].forEach((cell, i) => {
+        cell.dataset.label = labels[i];
+        if (!cell.textContent) cell.classList.add("empty");
+      });
       body.append(tr);
     }
     table.append(body);
     const box = el("div", "table-scroll");
     box.append(table);
-    const title = T("%(title)s (%(group_label)s %(group)s of %(groups)s)", data);
-    const figure = frame({kind: "trace", id: "trace", title, caption: data.caption}, box);
-    return figure;
+    const title = mixed("h3", "figure-title", T, "%(title)s (%(group_label)s %(group)s of %(groups)s)", data);
+    return frame({kind: "trace", id: "trace", caption: data.caption}, box, title);
   }
 
   function lineChart(fig) {
     const width = 560, height = 260, left = 64, right = 16, top = 14, bottom = 44;
     const points = fig.series.flatMap((s) => s.points);
-    const chart = svg("svg", {viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": fig.alt, class: "chart"});
+    const chart = svg("svg", {viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": fig.alt, class: "chart",
+      lang: "en", direction: "ltr"});
     chart.append(svg("title", {}, fig.title), svg("desc", {}, fig.alt));
     if (!points.length) return chart;
     const ys = points.map((p) => fig.log_y ? Math.log10(p[1]) : p[1]);
@@ -116,7 +149,7 @@
   function legend(fig) {
     const list = el("ul", "legend");
     fig.series.forEach((series, i) => {
-      const item = el("li", "legend-" + i);
+      const item = english(el("li", "legend-" + i));
       item.append(el("span", "swatch series-" + i), series.name);
       list.append(item);
     });
@@ -127,7 +160,8 @@
     const width = 560, row = 34, left = 190, right = 70;
     const height = fig.bars.length * row + 34;
     const max = Math.max(...fig.bars.map((b) => b.value), 1e-12);
-    const chart = svg("svg", {viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": fig.alt, class: "chart"});
+    const chart = svg("svg", {viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": fig.alt, class: "chart",
+      lang: "en", direction: "ltr"});
     chart.append(svg("title", {}, fig.title), svg("desc", {}, fig.alt));
     const X = (v) => left + v / max * (width - left - right);
     fig.bars.forEach((bar, i) => {
@@ -145,7 +179,7 @@
   }
 
   function tableChart(fig) {
-    const table = el("table", "data");
+    const table = english(el("table", "data"));
     const head = el("tr");
     for (const name of fig.columns) head.append(el("th", null, name));
     table.append(el("thead"));
@@ -160,16 +194,19 @@
     const box = el("div", "table-scroll");
     box.setAttribute("role", "region");
     box.setAttribute("aria-label", fig.alt);
+    box.tabIndex = 0;  // a region that may scroll sideways can be scrolled with the keyboard
     box.append(table);
     return box;
   }
 
   // Without a lookup (benchmarks/verdict_pictures.py): the English, its placeholders filled in.
-  const ENGLISH = (message, values) => message.replace(/%\((\w+)\)s/g, (all, name) => String(values[name]));
+  const ENGLISH = (message, values) => values === undefined ? message
+    : message.replace(/%\((\w+)\)s/g, (all, name) => String(values[name]));
 
-  function render(result, markLine, T = ENGLISH) {
+  // `titleOf(check)`: a check's title as the page shows it (a node or text), else the result's.
+  function render(result, markLine, T = ENGLISH, titleOf = null) {
     const nodes = [];
-    if (result.trace) nodes.push(trace(result.trace, result.checks || [], markLine, T));
+    if (result.trace) nodes.push(trace(result.trace, result.checks || [], markLine, T, titleOf));
     for (const fig of result.figures || []) {
       if (fig.kind === "line") {
         const box = el("div");
@@ -188,5 +225,5 @@
     return [section];
   }
 
-  window.academyFigures = {render};
+  window.academyFigures = {render, english};
 })();
