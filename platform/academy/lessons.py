@@ -12,7 +12,7 @@ from sqlalchemy import select
 from academy import progress
 from academy.content import get_content
 from academy.db import get_session
-from academy.i18n import localize, localize_course
+from academy.i18n import Untranslated, localize, localize_course
 from academy.limits import account_key, limit, limiter
 from academy.models import GRADED, Draft, QuizAnswer, Submission
 from academy.security import learner_required, public_lessons, public_page
@@ -164,12 +164,14 @@ def lesson_end(lesson_id: str) -> ResponseReturnValue:
     tries = first_tries(lesson, quiz) if quiz else {}
     lessons = content.course.lessons
     following = lessons[lessons.index(lesson) + 1] if lesson is not lessons[-1] else None
-    return render_template("lessons/end.html", lesson=lesson, t=localize(lesson), status=status, quiz=quiz,
-                           first_tries=tries,
-                           exercises=[(s, s.exercise.id in passed) for s in lesson.steps
-                                      if isinstance(s, ExerciseStep)],
-                           cards=[s for s in lesson.steps if isinstance(s, Card)], following=following,
-                           localize=localize)
+    t = localize(lesson)
+    exercises = [(s, s.exercise.id in passed) for s in lesson.steps if isinstance(s, ExerciseStep)]
+    cards = [s for s in lesson.steps if isinstance(s, Card)]
+    # The page lists steps by title: where any is shown in English (marked lang="en"), the notice says so too.
+    shown = [t.summary, *(t.step_title(s, count=False) for s in [*cards, *(e for e, _ in exercises)])]
+    return render_template("lessons/end.html", lesson=lesson, t=t, status=status, quiz=quiz, first_tries=tries,
+                           exercises=exercises, cards=cards, following=following, localize=localize,
+                           english_shown=any(isinstance(text, Untranslated) for text in shown))
 
 
 @bp.post("/<lesson_id>/quiz/<question_id>")

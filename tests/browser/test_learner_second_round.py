@@ -134,3 +134,14 @@ def test_arabic_keeps_the_graders_english_isolated(page: Page, live_server: str)
     assert cells.count() > 0
     assert set(cells.evaluate_all("ns => ns.map(n => n.lang + '/' + n.dir)")) == {"en/ltr"}
     expect(trace.locator("td.call code").first).to_have_attribute("lang", "en")
+
+
+def test_the_lesson_end_page_says_what_it_shows_in_english(page: Page, live_server: str) -> None:
+    """Lesson 2's cards are English on the Italian pages: its end page, which lists them by title, says so in
+    words (the notice) and in markup (each English title lang="en")."""
+    page.goto(f"{live_server}/it/lessons/gradient-accumulation/end")
+    expect(page.locator("#not-translated")).to_be_visible()
+    titles = page.locator("#lesson-end details li a")
+    assert titles.count() > 0
+    english = titles.evaluate_all("ns => ns.map(n => n.querySelector('[lang=en]') !== null)")
+    assert any(english), english
