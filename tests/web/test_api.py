@@ -166,6 +166,8 @@ def test_openapi_file_documents_every_api_route(app) -> None:  # noqa: ANN001
 
 PUBLIC = {"index", "static", "auth.signup", "auth.signin", "auth.guest", "auth.signout", "api.list_exercises",
           "i18n.choose",
+          # The header's account links for whoever asks (a stranger gets "Sign in / Sign up"): no secret in them.
+          "auth.account_links",
           # An LMS's login initiation and launch (each checked by its state, one-time nonce and the platform's
           # signature: tests/lti), the tool's public keys, and a deep-linking answer (bound to the browser's LTI
           # session and to the launch's id). tests/lti/test_lti13.py attacks each.

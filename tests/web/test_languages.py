@@ -40,8 +40,13 @@ ENGLISH_MARK = '<span lang="en" dir="ltr">'
 
 
 def _main(page: str) -> str:
-    """The page's own content (the header's language switcher names English, in English, on every page)."""
-    return page[page.index("<main"):page.index("</main>")]
+    """The page's own content (the header's language switcher names English, in English, on every page), less
+    the phone's step list, which mentions the lesson's other steps by title (an English one marked as such)."""
+    main = page[page.index("<main"):page.index("</main>")]
+    if '<details class="step-menu"' in main:
+        start = main.index('<details class="step-menu"')
+        main = main[:start] + main[main.index("</details>", start) + len("</details>"):]
+    return main
 
 
 def test_expected_texts_are_the_seeds() -> None:

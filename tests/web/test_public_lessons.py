@@ -59,3 +59,15 @@ def test_closed_course_needs_a_sign_in(make_app) -> None:  # noqa: ANN001
     assert web.api("POST", "/api/submissions", json={"exercise": EXERCISE, "code": "x"}).status_code == 401
     assert web.post(f"/lessons/{LESSON}/quiz/vanishing-gradients", data={"option": "1"}).status_code == 302
     assert "Every lesson is open to read" not in web.client.get("/").get_data(as_text=True)
+
+
+def test_account_links_name_whoever_asks(web, app) -> None:  # noqa: ANN001
+    """GET /auth/account-links (lesson.js swaps them into the header when a Run or Submit makes a visitor a guest):
+    a stranger's say Sign in, a guest's name the guest and offer Save progress; never cached."""
+
+    stranger = web.client.get("/auth/account-links")
+    assert stranger.status_code == 200 and "Sign in" in stranger.get_data(as_text=True)
+    assert stranger.headers["Cache-Control"] == "no-store"
+    guest = new_session(app).guest()
+    page = guest.client.get("/auth/account-links").get_data(as_text=True)
+    assert "guest #" in page and "Save progress" in page and "Sign in" not in page
