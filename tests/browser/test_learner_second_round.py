@@ -145,3 +145,16 @@ def test_the_lesson_end_page_says_what_it_shows_in_english(page: Page, live_serv
     assert titles.count() > 0
     english = titles.evaluate_all("ns => ns.map(n => n.querySelector('[lang=en]') !== null)")
     assert any(english), english
+
+
+def test_the_editor_types_a_docstring_and_dedents_after_return(page: Page, live_server: str) -> None:
+    """Typed key by key: a docstring comes out as typed (auto-closed quotes used to leave `\"\"\"doc\"\"\"\"\"`), and
+    Enter after `return` starts the next line one level out."""
+    page.goto(f"{live_server}/lessons/{LESSON.id}/{EXERCISE}")
+    expect(page.locator(".cm-editor")).to_be_visible()
+    page.evaluate("window.academyEditor.setCode('')")
+    page.locator(".cm-content").click()
+    page.keyboard.type('def f(x):\n"""doc"""\nif x:\nreturn 1\n')
+    page.keyboard.type("return 2")
+    assert page.evaluate("window.academyEditor.getCode()") == (
+        'def f(x):\n    """doc"""\n    if x:\n        return 1\n    return 2')
