@@ -31,6 +31,7 @@ from grader.checks.verdicts import (
     Event,
     at,
     autocast_dtype,
+    between_backwards,
     calls,
     check_autocast_scope,
     check_faster,
@@ -40,13 +41,16 @@ from grader.checks.verdicts import (
     check_scaled_backward,
     check_small_gradients_survive,
     check_step_then_update,
+    early_allreduces,
     fail_if_clipped_scaled_gradients,
+    fail_if_too_many_allreduces,
     iterations,
     largest_difference,
     of_kind,
     speedup,
     weight_tolerance,
     weights_went_wrong,
+    where_early,
 )
 from grader.checks.verdicts import (
     divisor as backward_divisor,
@@ -56,10 +60,11 @@ from grader.harness.checking import CheckFailed, check, explained_by, fail, figu
 
 __all__ = [
     "check", "fail", "explained_by", "CheckFailed",
-    "EVENTS", "EventKind", "Event", "of_kind", "calls", "iterations", "at", "autocast_dtype",
+    "EVENTS", "EventKind", "Event", "of_kind", "calls", "iterations", "between_backwards", "at", "autocast_dtype",
     "check_autocast_scope", "check_scaled_backward", "check_step_then_update", "check_grads_cleared",
     "check_returned_losses", "check_overflowing_step_skipped", "check_small_gradients_survive",
     "largest_difference", "weight_tolerance", "weights_went_wrong",
     "fail_if_clipped_scaled_gradients", "backward_divisor", "speedup", "check_faster",
+    "early_allreduces", "where_early", "fail_if_too_many_allreduces",
     "figure", "show", "timeline", "line_figure", "bar_figure", "table_figure",
 ]

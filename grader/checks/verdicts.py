@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -45,6 +46,17 @@ def iterations(events: list[Event]) -> list[list[Event]]:
         if event["event"] == "backward":
             spans.append([])
         if spans:
+            spans[-1].append(event)
+    return spans
+
+
+def between_backwards(events: list[Event]) -> list[list[Event]]:
+    """For each backward, the events after it up to the next backward (the end of the call for the last)."""
+    spans: list[list[Event]] = []
+    for event in events:
+        if event["event"] == "backward":
+            spans.append([])
+        elif spans:
             spans[-1].append(event)
     return spans
 
@@ -314,3 +326,34 @@ def check_faster(outside: dict[str, Any], bar: float, what: str, why: str) -> fl
         fail(f"In the grader's own timing (median of {len(rounds)} alternating rounds, each on fresh data), the "
              f"original {what} took {ratio:.2f}x as long as yours; yours needs to be at least {bar:g}x faster. {why}")
     return ratio
+
+
+# --- two DDP ranks (grader/checks/ddp.py) ---
+
+def early_allreduces(counts: list[int], ends_window: Callable[[int], bool]) -> list[int]:
+    """The micro-batches (1-based) that do not end a window but after which the learner's rank's own comm
+    hook saw an all-reduce."""
+    return [i + 1 for i, count in enumerate(counts) if count and not ends_window(i)]
+
+
+def where_early(counts: list[int], ends_window: Callable[[int], bool]) -> str:
+    """A sentence for a failing message: where the learner's own count put the early all-reduces."""
+    early = early_allreduces(counts, ends_window)
+    return f" Your process's own count put them after micro-batch{'es' if len(early) > 1 else ''} " \
+           f"{', '.join(map(str, early))}, inside a window." if early else ""
+
+
+def fail_if_too_many_allreduces(report: dict[str, Any] | None, windows: int, who: str, where: str) -> int:
+    """The grader's rank's count (-> it), failing when there is none or when a micro-batch inside a window
+    synced too; `who` names the grader's rank ("the other rank", "rank 0"), `where` is `where_early`'s."""
+    if report is None:
+        fail(f"The grader's own process ({who}, which counts the all-reduces yours joins) sent no report: it was "
+             "stopped, or the group never formed.", hint="")
+    count = report["allreduces"]
+    if count > windows:
+        fail(f"Your process all-reduced the gradients {count} times for {windows} windows, counted by the grader's "
+             f"own process ({who}): a micro-batch that does not end a window still synced, which is the "
+             "communication no_sync saves. Run its forward, loss and backward inside `with model.no_sync():` "
+             "(DDP decides at forward time whether backward syncs, so wrapping only backward() is not enough)."
+             + where)
+    return count

@@ -12,6 +12,7 @@ from grader.checks.judging import (
     timeline,
     at,
     backward_divisor,
+    between_backwards,
     calls,
     check,
     check_autocast_scope,
@@ -165,18 +166,6 @@ def _events_before_each(events, backwards):
     return spans
 
 
-def _between_backwards(events):
-    """For each backward, the events after it up to the next backward (the end of the call for the last)."""
-    spans, current = [], None
-    for event in events:
-        if event["event"] == "backward":
-            current = []
-            spans.append(current)
-        elif current is not None:
-            current.append(event)
-    return spans
-
-
 @check("step-at-boundaries")
 def test_steps_only_at_window_boundaries(events, backwards):
     direct = [e for e in of_kind(events, "optimizer.step") if not e["via_scaler"]]
@@ -188,7 +177,7 @@ def test_steps_only_at_window_boundaries(events, backwards):
     if early:
         fail(f"{early[0]['event']}(){at(early[0])} ran before the first micro-batch's backward.", early[0].get("line"))
     boundaries = {w[-1] for w in scenario.windows()}
-    for i, span in enumerate(_between_backwards(events)):
+    for i, span in enumerate(between_backwards(events)):
         steps = of_kind(span, "scaler.step")
         updates = of_kind(span, "scaler.update")
         if i not in boundaries:

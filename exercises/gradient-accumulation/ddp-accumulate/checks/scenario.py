@@ -37,3 +37,8 @@ def windows() -> list[list[int]]:
 
 def ends_window(i: int) -> bool:
     return (i + 1) % ACCUM_STEPS == 0 or i + 1 == MICRO_BATCHES
+
+
+def size() -> int:
+    """How many values the model's gradients hold: the size of every all-reduce either rank makes."""
+    return sum(p.numel() for p in build_model(0)[0].parameters())

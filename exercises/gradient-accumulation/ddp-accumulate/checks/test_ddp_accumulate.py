@@ -1,6 +1,6 @@
 """Checks for gradient-accumulation/ddp-accumulate, run in the grading process."""
 import scenario
-from grader.checks.judging import check, fail
+from grader.checks.judging import check, early_allreduces, fail, fail_if_too_many_allreduces, where_early
 
 
 def _reference_params(seed: int, rank1_seed: int) -> dict:
@@ -28,16 +28,11 @@ def test_your_process_completes(observed):
 
 
 def _early(observed):
-    """The micro-batches (1-based) that do not end a window but after which your process's own comm hook saw
-    an all-reduce (the count itself is rank 1's)."""
-    counts = observed["rank0"].get("allreduces") or []
-    return [i + 1 for i, count in enumerate(counts) if count and not scenario.ends_window(i)]
+    return early_allreduces(observed["rank0"].get("allreduces") or [], scenario.ends_window)
 
 
 def _where(observed):
-    early = _early(observed)
-    return f" Your process's own count put them after micro-batch{'es' if len(early) > 1 else ''} " \
-           f"{', '.join(map(str, early))}, inside a window." if early else ""
+    return where_early(observed["rank0"].get("allreduces") or [], scenario.ends_window)
 
 
 def _windows_text():
@@ -47,16 +42,7 @@ def _windows_text():
 @check("syncs-once-per-window")
 def test_one_all_reduce_per_window(observed, outside):
     report, windows = outside["rank1"], len(scenario.windows())
-    if report is None:
-        fail("The grader's own process (the other rank, which counts the all-reduces yours joins) sent no report: "
-             "it was stopped, or the group never formed.", hint="")
-    count = report["allreduces"]
-    if count > windows:
-        fail(f"Your process all-reduced the gradients {count} times for {windows} windows, counted by the grader's "
-             "own process (the other rank): a micro-batch that does not end a window still synced, which is the "
-             "communication no_sync saves. Run its forward, loss and backward inside `with model.no_sync():` "
-             "(DDP decides at forward time whether backward syncs, so wrapping only backward() is not enough)."
-             + _where(observed))
+    count = fail_if_too_many_allreduces(report, windows, "the other rank", _where(observed))
     if count < windows:
         together = _ranks_agree(observed, outside)
         steps = observed["rank0"].get("steps")

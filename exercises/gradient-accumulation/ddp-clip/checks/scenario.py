@@ -92,3 +92,8 @@ def reference(seed: int, other_seed: int) -> dict:
         optimizer.zero_grad()
         weights.append(params(model))
     return {"weights": weights, "norm_before": before, "norm_after": after}
+
+
+def size() -> int:
+    """How many values the model's gradients hold: the size of every all-reduce either rank makes."""
+    return sum(p.numel() for p in build_model(0)[0].parameters())

@@ -7,7 +7,7 @@ run of the same windows (scenario.reference)."""
 import pytest
 
 import scenario
-from grader.checks.judging import at, check, fail, of_kind
+from grader.checks.judging import at, check, early_allreduces, fail, fail_if_too_many_allreduces, of_kind, where_early
 
 MAX_NORM = scenario.MAX_NORM
 # clip_grad_norm_ scales by max_norm / (norm + 1e-6): the clipped norm is max_norm to ~1e-5 here.
@@ -48,30 +48,17 @@ def test_your_process_completes(observed):
 
 
 def _early(observed):
-    """The micro-batches (1-based) that do not end a window but after which your process's own comm hook saw
-    an all-reduce (the count itself is rank 0's)."""
-    counts = observed["learner"].get("allreduces") or []
-    return [i + 1 for i, count in enumerate(counts) if count and not scenario.ends_window(i)]
+    return early_allreduces(observed["learner"].get("allreduces") or [], scenario.ends_window)
 
 
 def _where(observed):
-    early = _early(observed)
-    return f" Your process's own count put them after micro-batch{'es' if len(early) > 1 else ''} " \
-           f"{', '.join(map(str, early))}, inside a window." if early else ""
+    return where_early(observed["learner"].get("allreduces") or [], scenario.ends_window)
 
 
 @check("syncs-once-per-window")
 def test_one_all_reduce_per_window(observed, outside):
     report, windows = outside["grader_rank"], len(scenario.windows())
-    if report is None:
-        fail("The grader's own process (rank 0, which counts the all-reduces yours joins) sent no report: it was "
-             "stopped, or the group never formed.", hint="")
-    count = report["allreduces"]
-    if count > windows:
-        fail(f"Your process all-reduced the gradients {count} times for {windows} windows, counted by the grader's "
-             "own process (rank 0): a micro-batch that does not end a window still synced. Run its forward, loss "
-             "and backward inside `with model.no_sync():` (DDP decides at forward time whether backward syncs)."
-             + _where(observed))
+    count = fail_if_too_many_allreduces(report, windows, "rank 0", _where(observed))
     if count < windows:
         fail(f"Your process all-reduced the gradients {count} time{'s' if count != 1 else ''} for {windows} windows "
              "through DDP, counted by the grader's own process (rank 0): every window's last backward must "

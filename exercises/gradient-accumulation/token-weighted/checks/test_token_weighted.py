@@ -10,7 +10,7 @@ import pytest
 
 import scenario
 import windows
-from grader.checks.judging import at, calls, check, fail, of_kind
+from grader.checks.judging import at, between_backwards, calls, check, fail, of_kind
 
 OUTCOME_TOLERANCE = 1e-2  # of the largest entry of the correct run's change so far, per parameter
 
@@ -31,18 +31,6 @@ def counts(run):
     return windows.counts(run["seed"])
 
 
-def _between_backwards(events):
-    """For each backward, the events after it up to the next backward (the end of the call for the last)."""
-    spans, current = [], None
-    for event in events:
-        if event["event"] == "backward":
-            current = []
-            spans.append(current)
-        elif current is not None:
-            current.append(event)
-    return spans
-
-
 @check("steps-once-per-window")
 def test_one_real_step_after_each_window(events):
     backwards = of_kind(events, "backward")
@@ -59,7 +47,7 @@ def test_one_real_step_after_each_window(events):
     early = [e for e in of_kind(events, "optimizer.class_step") if e["index"] < backwards[0]["index"]]
     if early:
         fail("The optimizer stepped before the first micro-batch's backward().", event=early[0])
-    for i, span in enumerate(_between_backwards(events)):
+    for i, span in enumerate(between_backwards(events)):
         real = of_kind(span, "optimizer.class_step")
         seen = of_kind(span, "optimizer.step")
         if i not in ends:
