@@ -54,13 +54,18 @@ class Stack:
         return self.compose("logs", "--no-color", "--tail", "40", "web", "worker-cpu", check=False).stdout
 
 
-@pytest.fixture
-def stack() -> Iterator[Stack]:
+@pytest.fixture(scope="module")
+def built() -> None:
+    """The stack's images, built (or found cached) once for this module."""
     if shutil.which("docker-compose") is None:
         pytest.skip("docker-compose is not installed (apt-get install docker-compose)")
     build = subprocess.run([str(REPO / "deploy/build-stack")], cwd=REPO, capture_output=True, text=True,
                            timeout=1800)
     assert build.returncode == 0, build.stderr[-4000:]
+
+
+@pytest.fixture
+def stack(built: None) -> Iterator[Stack]:
     stack = Stack()
     try:
         yield stack
@@ -97,7 +102,7 @@ def test_compose_stack_grades_a_submission_through_the_api(stack: Stack) -> None
     assert state["result"]["sandbox"] == "docker", (state["result"], stack.logs())
 
 
-def test_the_compose_worker_refuses_to_grade_in_the_local_sandbox(stack: Stack) -> None:
+def test_the_compose_worker_refuses_to_grade_in_the_local_sandbox(built: None) -> None:
     # Inside the worker container namespaces and cgroups cannot be had: the worker must refuse at
     # start-up rather than run learner code next to Redis and its own secrets.
     proc = subprocess.run(["docker", "run", "--rm", "--network", "none", "-e", "DLA_SANDBOX=local",
