@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from academy import jobs, progress
-from academy.content import get_content, render_markdown
+from academy.content import get_content, highlight_code, render_markdown
 from academy.db import get_session
 from academy.limits import account_key, client_address, limit, limiter
 from academy.models import GRADED, PENDING, Draft, HintReveal, JobStatus, Submission, SubmissionKind
@@ -354,7 +354,8 @@ def get_solution(exercise_id: str) -> ResponseReturnValue:
         response.status_code = 403
         return response
     explanation = exercise.solution_markdown()
-    return jsonify(exercise=exercise.id, code=exercise.solution_code(), explanation=explanation,
+    code = exercise.solution_code()
+    return jsonify(exercise=exercise.id, code=code, code_html=highlight_code(code), explanation=explanation,
                    explanation_html=render_markdown(explanation))
 
 

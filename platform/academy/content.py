@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flask import Flask, current_app
+from markupsafe import Markup, escape
 
 from academy.settings import settings
 
@@ -35,17 +36,40 @@ def _formatter(style: str = "default") -> Any:
     return HtmlFormatter(cssclass="highlight", nowrap=True, style=style)
 
 
-def _highlight(code: str, lang: str, _attrs: str) -> str:
+def _tokens(code: str, lang: str, **options: Any) -> str:
+    """`code` as Pygments' escaped HTML spans (classes styled by static/highlight.css), no wrapper."""
     from pygments import highlight
     from pygments.lexers import get_lexer_by_name
     from pygments.util import ClassNotFound
 
-    # markdown-it wraps the callback's output in <pre><code> unless it already starts with "<pre".
     try:
-        lexer = get_lexer_by_name(lang or "text")
+        lexer = get_lexer_by_name(lang or "text", **options)
     except ClassNotFound:
-        lexer = get_lexer_by_name("text")
-    return f'<pre class="highlight"><code>{highlight(code, lexer, _formatter())}</code></pre>\n'
+        lexer = get_lexer_by_name("text", **options)
+    return highlight(code, lexer, _formatter())
+
+
+def _highlight(code: str, lang: str, _attrs: str) -> str:
+    # markdown-it wraps the callback's output in <pre><code> unless it already starts with "<pre".
+    return highlight_code(code, lang)
+
+
+def highlight_code(code: str, lang: str = "python") -> str:
+    """A block of code as a card's fenced code is shown: `<pre class="highlight"><code>` and Pygments' spans
+    (the worked solution's code, the cards' code blocks). Safe as is: Pygments escapes the code."""
+    return f'<pre class="highlight"><code>{_tokens(code, lang)}</code></pre>\n'
+
+
+def code_spans(text: str) -> Markup:
+    """Prose that writes code between `backticks` (quiz questions, options, explanations): the prose escaped, each
+    code span highlighted as Python the way a card's code is, in `<code class="highlight">`."""
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: no code in it, shown as written
+        return escape(text)
+    html = [escape(part) if i % 2 == 0 else
+            Markup('<code class="highlight">%s</code>') % Markup(_tokens(part, "python").rstrip("\n"))
+            for i, part in enumerate(parts)]
+    return Markup("").join(html)
 
 
 @cache

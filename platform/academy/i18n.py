@@ -77,6 +77,11 @@ JS_MESSAGES = [
     lazy_gettext("Ran once on the example in %(seconds)s s on %(device)s. Not graded: Submit to check it."),
     lazy_gettext("Running your function on the example…"), lazy_gettext("Run failed (%(status)s)."),
     lazy_gettext("Could not fetch the Run (%(status)s)."),
+    # lesson.js, the lesson page's frictions (issue 30): the device's words, a restored draft, the time limit, and
+    # the older panel folded under the newest
+    lazy_gettext("cpu (cuda emulated)"), lazy_gettext("Your draft, saved %(when)s"),
+    lazy_gettext("Your draft from an earlier visit"), lazy_gettext("stops after %(seconds)s s"),
+    lazy_gettext("Earlier Run, before this submission"), lazy_gettext("Earlier verdict, before this Run"),
     # figures.js: its own headings and labels (the figures' titles and captions come from the grader)
     lazy_gettext("What your code did"), lazy_gettext("Line"), lazy_gettext("Call"), lazy_gettext("Autocast"),
     lazy_gettext("Output dtype"), lazy_gettext("Backward on"), lazy_gettext("Gradients"),

@@ -7,10 +7,11 @@ from typing import Any, Callable
 from flask import Blueprint, abort, g, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import LazyString, gettext, lazy_gettext
+from markupsafe import Markup
 from sqlalchemy import select
 
 from academy import progress
-from academy.content import get_content
+from academy.content import code_spans, get_content
 from academy.db import get_session
 from academy.i18n import Untranslated, localize, localize_course
 from academy.limits import account_key, limit, limiter
@@ -19,6 +20,14 @@ from academy.security import learner_required, public_lessons, public_page
 from grader.core.course import Card, ExerciseStep, Lesson, Quiz, QuizQuestion, Step
 
 bp = Blueprint("lessons", __name__, url_prefix="/lessons")
+
+
+@bp.app_template_filter("marked_code")
+def marked_code(text: Any) -> Markup:
+    """The `marked` filter (English shown on another language's page is marked lang="en") for text that writes
+    code between `backticks` (the quiz): each code span highlighted as a card's code is."""
+    html = code_spans(str(text))
+    return Markup('<span lang="en" dir="ltr">%s</span>') % html if isinstance(text, Untranslated) else html
 
 
 def course() -> ResponseReturnValue:  # the site's front page, registered at "/"
@@ -89,11 +98,13 @@ def _exercise_extras(lesson: Lesson, step: ExerciseStep) -> dict[str, Any]:
 
 def _editor_state(current: ExerciseStep) -> dict:
     exercise = current.exercise
+    # The time limit the learner's code runs under, in a Run and a Submit alike (lesson.js shows it meanwhile).
+    limit = {"time_limit_s": exercise.time_limit_s}
     if g.user is None:  # a visitor: the starter code; lesson.js keeps their draft in this browser
         return {"exercise": exercise.id, "starter": exercise.starter_code(), "code": exercise.starter_code(),
                 "latest": None, "checks": [{"id": c.id, "title": c.title} for c in exercise.checks],
                 "solution_open": False, "solution_rule": progress.solution_rule(exercise), "visitor": True,
-                "has_draft": False}
+                "has_draft": False, "draft_saved_at": None, **limit}
     db = get_session()
     draft = db.scalar(select(Draft).where(Draft.user_id == g.user.id, Draft.exercise_id == exercise.id))
     latest = db.scalar(select(Submission.id).where(Submission.user_id == g.user.id,
@@ -102,6 +113,7 @@ def _editor_state(current: ExerciseStep) -> dict:
     return {"exercise": exercise.id, "starter": exercise.starter_code(),
             "code": draft.code if draft else exercise.starter_code(), "latest": latest, "visitor": False,
             "has_draft": draft is not None,
+            "draft_saved_at": draft.updated_at.isoformat() + "Z" if draft and draft.updated_at else None, **limit,
             "checks": [{"id": c.id, "title": c.title} for c in exercise.checks],
             "solution_open": progress.solution_open(g.user, exercise),
             "solution_rule": progress.solution_rule(exercise)}

@@ -1,6 +1,7 @@
 // Lesson pages: arrow-key paging, and on exercise steps the editor, drafts, submitting and the verdict.
 // All text from the server is inserted with textContent, never as HTML, except solution.md's HTML,
-// which the server renders and sanitises like every lesson card.
+// which the server renders and sanitises like every lesson card, and the solution's code, which the server
+// highlights (Pygments escapes it) like a card's code.
 "use strict";
 
 (function () {
@@ -43,6 +44,22 @@
   // The API answers its errors in the language Accept-Language names (else English): this page's, whatever
   // the browser's own setting.
   const language = document.documentElement.lang || "en";
+  // Numbers and dates in the page's language, not the browser's ("0,8 s" on an Italian page). Arabic pages keep
+  // Western digits, as every number the server writes on them does.
+  const locale = language === "ar" ? "ar-u-nu-latn" : language;
+  const oneDecimal = new Intl.NumberFormat(locale, { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+  const upToOneDecimal = new Intl.NumberFormat(locale, { maximumFractionDigits: 1 });
+  const percent = new Intl.NumberFormat(locale, { style: "percent", maximumFractionDigits: 0 });
+  const dateTime = new Intl.DateTimeFormat(locale, { dateStyle: "medium", timeStyle: "short" });
+  const timeOnly = new Intl.DateTimeFormat(locale, { timeStyle: "short" });
+  const seconds = (s) => oneDecimal.format(s);
+  // Today's times without the date; older ones with it.
+  function when(date) {
+    return date.toDateString() === new Date().toDateString() ? timeOnly.format(date) : dateTime.format(date);
+  }
+  // The grader names the device in English: its one fixed wording is translated; a GPU's name stays as it is.
+  const DEVICE_WORDS = { "cpu (cuda emulated)": T("cpu (cuda emulated)") };
+  const deviceName = (device) => DEVICE_WORDS[device] || device;
   function api(method, url, body, extra) {
     return fetch(url, Object.assign({
       method,
@@ -57,29 +74,40 @@
   // an account yet (public lessons) keeps them in this browser (localStorage) until their first Run or
   // Submit makes them a guest; then the draft moves to the server.
   const localKey = "dla-draft:" + data.exercise;
+  const localKeyAt = "dla-draft-at:" + data.exercise;  // when it was kept, for the restored draft's label
   function localDraft() {
     try { return window.localStorage.getItem(localKey); } catch (e) { return null; }
   }
+  function localDraftAt() {
+    try { return window.localStorage.getItem(localKeyAt); } catch (e) { return null; }
+  }
   function forgetLocalDraft() {
-    try { window.localStorage.removeItem(localKey); } catch (e) { /* storage off: nothing kept */ }
+    try {
+      window.localStorage.removeItem(localKey);
+      window.localStorage.removeItem(localKeyAt);
+    } catch (e) { /* storage off: nothing kept */ }
   }
   let draftTimer = null;
   let draftDirty = false;
-  function saveDraft(keepalive) {
+  // `quiet`: a success leaves draftState as it is (the restored draft's label, see labelRestoredDraft).
+  function saveDraft(keepalive, quiet) {
     if (!draftDirty) return;
     draftDirty = false;
     clearTimeout(draftTimer);
     if (data.visitor) {
       try {
         window.localStorage.setItem(localKey, editor.getCode());
+        window.localStorage.setItem(localKeyAt, new Date().toISOString());
         draftState.textContent = T("Draft kept in this browser");
       } catch (e) { draftState.textContent = T("Draft not kept (this browser blocks storage)"); }
       return;
     }
-    draftState.textContent = T("Saving draft…");
+    if (!quiet) draftState.textContent = T("Saving draft…");
     api("PUT", "/api/drafts/" + data.exercise, { code: editor.getCode() }, { keepalive: !!keepalive })
       .then((r) => {
-        draftState.textContent = r.ok ? T("Draft saved") : T("Draft not saved (%(status)s)", { status: r.status });
+        if (!r.ok || !quiet) {
+          draftState.textContent = r.ok ? T("Draft saved") : T("Draft not saved (%(status)s)", { status: r.status });
+        }
         if (r.ok) forgetLocalDraft();
         // Refused (a quota, a limit): say why, in the server's words; the editor keeps the text.
         else r.json().then((body) => { if (body && body.error) draftState.textContent = body.error; }, () => {});
@@ -110,6 +138,7 @@
   }
   const kept = localDraft();
   const adopt = kept !== null && (data.visitor || !data.has_draft);
+  const keptAt = adopt ? localDraftAt() : data.draft_saved_at;
   if (adopt) data.code = kept;
 
   const editor = window.AcademyEditor.create(document.getElementById("editor"), {
@@ -125,8 +154,24 @@
     },
   });
   window.academyEditor = editor; // for scripts and browser tests
+  // The editor's text is a contenteditable, in the tab order already; an explicit tabindex says so to checkers
+  // that count only tabindex and native controls (axe's scrollable-region-focusable flagged the phone's editor,
+  // which scrolls inside). CodeMirror leaves attributes it did not set alone.
+  const editorText = document.querySelector("#editor .cm-content");
+  if (editorText) editorText.tabIndex = 0;
   window.addEventListener("pagehide", () => saveDraft(true));
-  if (adopt && !data.visitor) { draftDirty = true; saveDraft(); }  // kept here as a visitor: now on the server
+  labelRestoredDraft();
+  if (adopt && !data.visitor) { draftDirty = true; saveDraft(false, true); }  // kept as a visitor: now on the server
+
+  // The editor opened on the learner's own draft (kept in this browser, or on the server), not on the starter:
+  // say so, and since when, beside "Reset to starter", the way back.
+  function labelRestoredDraft() {
+    if (data.code === data.starter || !(adopt || data.has_draft)) return;
+    const at = keptAt ? new Date(keptAt) : null;
+    draftState.textContent = at && !isNaN(at)
+      ? T("Your draft, saved %(when)s", { when: when(at) })
+      : T("Your draft from an earlier visit");
+  }
 
   document.getElementById("reset-code").addEventListener("click", () => {
     editor.setCode(data.starter);
@@ -164,13 +209,34 @@
     const line = el("p", "progress-line");
     const label = status === "running" ? T("Running your code") : T("Queued");
     const render = () => {
-      line.textContent = label + "… " + ((Date.now() - startedAt) / 1000).toFixed(1) + " s";
+      line.textContent = label + "… " + seconds((Date.now() - startedAt) / 1000) + " s";
     };
     render();
     ticking = setInterval(render, 100);
     resultBox.hidden = false;
     resultBox.dataset.status = status;
-    resultBox.replaceChildren(el("div", "spinner"), line);
+    resultBox.replaceChildren(el("div", "spinner"), line, timeLimit());
+  }
+
+  // While code runs, the limit it runs under (the exercise's limits.time_s, the same for a Run and a Submit):
+  // an endless loop is then no surprise, and its timeout verdict follows what the page said.
+  function timeLimit() {
+    if (!data.time_limit_s) return document.createTextNode("");
+    return el("span", "muted time-limit", " · " + T("stops after %(seconds)s s",
+      { seconds: upToOneDecimal.format(data.time_limit_s) }));
+  }
+
+  // The newest Run or verdict is the one shown, first: the other panel is about the code as it was before
+  // (an old Run's "line 11" above a new check's "line 10" contradicted it), so it folds away under an
+  // "Earlier ..." summary below the new one, where it can still be opened.
+  function bringForward(box, older, label) {
+    box.classList.remove("earlier");
+    older.before(box);
+    if (older.hidden || older.classList.contains("earlier") || !older.firstChild) return;
+    const folded = el("details", "earlier-result");
+    folded.append(el("summary", null, label), ...older.childNodes);
+    older.replaceChildren(folded);
+    older.classList.add("earlier");
   }
 
   const SUMMARY = {
@@ -265,7 +331,7 @@
         el("pre", "code", result.output));
       nodes.push(details);
     }
-    const took = { seconds: result.duration_s.toFixed(1), device: result.device };
+    const took = { seconds: seconds(result.duration_s), device: deviceName(result.device) };
     nodes.push(el("p", "muted",
       result.device ? T("Graded in %(seconds)s s on %(device)s.", took) : T("Graded in %(seconds)s s.", took)));
     resultBox.replaceChildren(...nodes);
@@ -327,10 +393,10 @@
       const row = el("tr");
       row.dataset.submission = sub.id;
       const result = sub.result;
-      const when = new Date(sub.created_at).toLocaleString();
-      const score = result ? Math.round(result.score * 100) + "%" : "–";
+      const at = dateTime.format(new Date(sub.created_at));
+      const score = result ? percent.format(result.score) : "–";
       const status = STATUS_WORDS[result ? result.status : sub.status] || (result ? result.status : sub.status);
-      row.append(el("td", null, "#" + sub.id), el("td", null, when), el("td", null, score), el("td", null, status));
+      row.append(el("td", null, "#" + sub.id), el("td", null, at), el("td", null, score), el("td", null, status));
       const actions = el("td");
       const button = (label, handler) => {
         const b = el("button", "secondary", label);
@@ -396,7 +462,11 @@
     const explanation = el("div", "prose");
     // Rendered from solution.md on the server and sanitised there (academy.content.render_markdown).
     explanation.innerHTML = sol.explanation_html;
-    body.replaceChildren(explanation, el("pre", "code solution-code", sol.code));
+    // The code highlighted on the server as a card's code is (academy.content.highlight_code; Pygments escapes it).
+    const code = el("div", "solution-code-box");
+    if (sol.code_html) code.innerHTML = sol.code_html; else code.append(el("pre", "code", sol.code));
+    code.firstElementChild.classList.add("solution-code");
+    body.replaceChildren(explanation, code);
   });
 
   async function follow(id, startedAt) {
@@ -426,6 +496,7 @@
     submitButton.disabled = true;
     saveDraft();
     editor.markLines([]);
+    bringForward(resultBox, runBox, T("Earlier Run, before this submission"));
     const startedAt = Date.now();
     showProgress("queued", startedAt);
     let response;
@@ -468,7 +539,7 @@
         el("pre", "code run-returned", run.returned));
     }
     for (const note of run.notes || []) nodes.push(el("p", "note muted", note));
-    const took = { seconds: run.duration_s.toFixed(1), device: run.device };
+    const took = { seconds: seconds(run.duration_s), device: deviceName(run.device) };
     nodes.push(el("p", "muted", run.device
       ? T("Ran once on the example in %(seconds)s s on %(device)s. Not graded: Submit to check it.", took)
       : T("Ran once on the example in %(seconds)s s. Not graded: Submit to check it.", took)));
@@ -479,9 +550,10 @@
     runButton.disabled = submitButton.disabled = true;
     saveDraft();
     editor.markLines([]);
+    bringForward(runBox, resultBox, T("Earlier verdict, before this Run"));
     runBox.hidden = false;
     runBox.replaceChildren(el("div", "spinner"),
-      el("p", "progress-line", T("Running your function on the example…")));
+      el("p", "progress-line", T("Running your function on the example…")), timeLimit());
     try {
       const response = await api("POST", "/api/runs", { exercise: data.exercise, code: editor.getCode() });
       const body = await response.json().catch(() => ({}));
@@ -505,6 +577,16 @@
     }
   }
   runButton.addEventListener("click", () => runOnce());
+
+  // Esc then Tab leaves the editor (CodeMirror then lets the Tab through, where it would indent): focus goes to
+  // Run, the control a keyboard user wants next, not to what follows the editor in the page (a line link in the
+  // panel below, on a desktop). Shift+Tab goes back as usual.
+  document.getElementById("editor").addEventListener("keydown", (event) => {
+    if (event.key !== "Tab" || event.shiftKey || event.altKey || event.ctrlKey || event.metaKey) return;
+    if (event.defaultPrevented) return;  // CodeMirror indented
+    event.preventDefault();
+    runButton.focus();
+  });
 
   if (data.latest) {
     api("GET", "/api/submissions/" + data.latest).then((r) => r.ok ? r.json() : null).then((sub) => {
