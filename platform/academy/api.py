@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from academy import jobs, progress
 from academy.content import get_content, highlight_code, render_markdown
 from academy.db import get_session
-from academy.limits import account_key, client_address, limit, limiter
+from academy.limits import account_key, client_address, limit, limiter, too_many
 from academy.models import GRADED, PENDING, Draft, HintReveal, JobStatus, Submission, SubmissionKind
 from academy.security import learner_required, login_required
 from academy.settings import settings
@@ -39,6 +39,8 @@ LEARNER_RUN = ("exercise", "status", "output", "output_truncated", "returned", "
                "device", "notes", "sandbox", "duration_s")
 # The platform's own failure, as a learner reads it; what went wrong stays in the stored result for instructors.
 GRADER_FAILED = "The grader failed; your code is saved. Try again later."
+# A learner's second job while one is queued or running is answered 429, to retry after this many seconds.
+PENDING_RETRY_S = 5
 
 
 def for_learners() -> bool:
@@ -170,9 +172,7 @@ def _queue(kind: SubmissionKind, exercise: Exercise, code: str, endpoint: str) -
     except IntegrityError:
         # The database allows one queued-or-running submission per learner (ix_submissions_one_pending).
         db.rollback()
-        response = jsonify(error=_pending_message(g.user.id))
-        response.status_code, response.headers["Retry-After"] = 429, "5"
-        return response
+        return too_many(jsonify(error=_pending_message(g.user.id), retry_after=PENDING_RETRY_S), PENDING_RETRY_S)
     jobs.enqueue(submission.id, submission.fair_key)
     response = jsonify(id=submission.id, status=JobStatus.QUEUED)
     response.status_code = 202

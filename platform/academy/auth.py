@@ -4,7 +4,19 @@ from __future__ import annotations
 import functools
 import hmac
 
-from flask import Blueprint, abort, flash, g, make_response, redirect, render_template, request, session, url_for
+from flask import (
+    Blueprint,
+    abort,
+    flash,
+    g,
+    has_request_context,
+    make_response,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext
 from sqlalchemy import func, select
@@ -14,7 +26,7 @@ from academy import backoff, progress
 from academy.accounts import MIN_PASSWORD, AccountError, clean_name, create_account
 from academy.db import get_session
 from academy.inputs import safe_next
-from academy.limits import limit, limiter, spend, spend_new_guest
+from academy.limits import limit, limiter, spend, spend_new_guest, too_many
 from academy.models import ApiToken, User
 from academy.security import end_other_sessions, login_required, new_api_token, no_store, start_session
 
@@ -22,6 +34,31 @@ bp = Blueprint("auth", __name__, url_prefix="/auth")
 
 def _safe_next(default: str) -> str:
     return safe_next(request.values.get("next"), default)
+
+
+# Pages a learner passes through on the way back to where they were: their links and forms carry on the
+# destination they were given (`next`) instead of naming themselves.
+_PASSING = {"auth.signin", "auth.signup", "auth.signout_page", "auth.account_links", "auth.merge", "auth.guest"}
+
+
+def back_here() -> str | None:
+    """Where the header's Sign in, Sign up and Sign out links (and the forms they open) bring the learner back
+    to: this page, with its language prefix and query (the lesson step they were on), or on the sign-in pages
+    the destination they were given; None on the course page, where everyone lands anyway, and where no page
+    of this site is named (a POST's answer, an unknown URL, a `next` off the site)."""
+    if request.endpoint in _PASSING:
+        target = _safe_next("")
+    elif request.method == "GET" and request.endpoint is not None:
+        path = request.full_path.rstrip("?") if request.query_string else request.path
+        target = safe_next(request.script_root + path, "")
+    else:
+        target = ""
+    return target if target and target != url_for("index") else None
+
+
+@bp.app_context_processor
+def _back_here() -> dict[str, str | None]:
+    return {"back_here": back_here()} if has_request_context() else {}
 
 
 @functools.cache
@@ -80,7 +117,7 @@ def signin() -> ResponseReturnValue:
             attempt.begin()  # counted before the password is checked: concurrent guesses get one try
         except backoff.BackingOff as wait:
             flash(wait.message, "error")
-            return render_template("auth/signin.html", email=email), 429, {"Retry-After": str(wait.seconds)}
+            return too_many(make_response(render_template("auth/signin.html", email=email)), wait.seconds)
         if not check_password(user, request.form.get("password", "")):
             flash(gettext("Wrong email or password."), "error")
             return render_template("auth/signin.html", email=email), 401

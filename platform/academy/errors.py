@@ -8,6 +8,7 @@ from flask.typing import ResponseReturnValue
 from flask_babel import gettext, lazy_gettext
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
+from academy import limits
 from academy.db import INIT_DB
 from academy.i18n import N_
 from academy.inputs import MAX_BODY_BYTES
@@ -48,16 +49,17 @@ def _message(exc: HTTPException) -> str:
 
 
 def _handle(exc: HTTPException) -> ResponseReturnValue:
+    # A 429 says when to come back, in Retry-After and, for the API, as `retry_after` (seconds) in its body.
+    wait = (limits.retry_after(exc) or limits.UNKNOWN_WAIT_S) if exc.code == 429 else None
     if request.blueprint == "api" or request.path.startswith("/api/"):
-        response = jsonify(error=str(_message(exc)))
+        response = jsonify(error=str(_message(exc)), **({"retry_after": wait} if wait else {}))
     else:
         response = make_response(render_template("error.html", code=exc.code, name=NAMES.get(exc.code or 500, exc.name),
-                                                 message=_message(exc)))
+                                                 message=_message(exc), retry_after=wait))
     response.status_code = exc.code or 500
-    for header in ("Retry-After", "Allow"):  # when to come back (429), what is allowed (405)
-        if exc.get_response().headers.get(header):
-            response.headers[header] = exc.get_response().headers[header]
-    return response
+    if exc.get_response().headers.get("Allow"):  # what is allowed (405)
+        response.headers["Allow"] = exc.get_response().headers["Allow"]
+    return limits.too_many(response, wait) if wait else response
 
 
 def _not_ready(exc: InstanceNotReady) -> ResponseReturnValue:

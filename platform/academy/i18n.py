@@ -82,6 +82,8 @@ JS_MESSAGES = [
     lazy_gettext("cpu (cuda emulated)"), lazy_gettext("Your draft, saved %(when)s"),
     lazy_gettext("Your draft from an earlier visit"), lazy_gettext("stops after %(seconds)s s"),
     lazy_gettext("Earlier Run, before this submission"), lazy_gettext("Earlier verdict, before this Run"),
+    # lesson.js: how long a 429 (too many Runs or submissions) asks the learner to wait (its `retry_after`)
+    lazy_gettext("Try again in %(seconds)s s."),
     # figures.js: its own headings and labels (the figures' titles and captions come from the grader)
     lazy_gettext("What your code did"), lazy_gettext("Line"), lazy_gettext("Call"), lazy_gettext("Autocast"),
     lazy_gettext("Output dtype"), lazy_gettext("Backward on"), lazy_gettext("Gradients"),

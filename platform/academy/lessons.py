@@ -179,11 +179,13 @@ def lesson_end(lesson_id: str) -> ResponseReturnValue:
     t = localize(lesson)
     exercises = [(s, s.exercise.id in passed) for s in lesson.steps if isinstance(s, ExerciseStep)]
     cards = [s for s in lesson.steps if isinstance(s, Card)]
+    still_open = [s for s, done in zip(lesson.steps, status.done) if not done]  # which, not only how many
     # The page lists steps by title: where any is shown in English (marked lang="en"), the notice says so too.
-    shown = [t.summary, *(t.step_title(s, count=False) for s in [*cards, *(e for e, _ in exercises)])]
+    listed = [*cards, *(e for e, _ in exercises), *still_open]
+    shown = [t.summary, *(t.step_title(s, count=False) for s in listed)]
     return render_template("lessons/end.html", lesson=lesson, t=t, status=status, quiz=quiz, first_tries=tries,
-                           exercises=exercises, cards=cards, following=following, localize=localize,
-                           english_shown=any(isinstance(text, Untranslated) for text in shown))
+                           exercises=exercises, cards=cards, still_open=still_open, following=following,
+                           localize=localize, english_shown=any(isinstance(text, Untranslated) for text in shown))
 
 
 @bp.post("/<lesson_id>/quiz/<question_id>")

@@ -11,11 +11,11 @@ import math
 import time
 from typing import Callable
 
-from flask import Flask, g, request
+from flask import Flask, Response, g, request
 from flask_babel import gettext
-from flask_limiter import Limiter
+from flask_limiter import Limiter, RateLimitExceeded
 from limits import parse_many
-from werkzeug.exceptions import TooManyRequests
+from werkzeug.exceptions import HTTPException, TooManyRequests
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from academy.settings import Settings, settings
@@ -55,9 +55,49 @@ def spend(name: str, scope: str, message: Callable[[], str]) -> None:
     for item in items:
         if not strategy.test(item, scope, address):
             reset = strategy.get_window_stats(item, scope, address).reset_time
-            raise TooManyRequests(description=message(), retry_after=max(1, math.ceil(reset - time.time())))
+            raise TooManyRequests(description=message(), retry_after=seconds_until(reset))
     for item in items:
         strategy.hit(item, scope, address)
+
+
+UNKNOWN_WAIT_S = 60  # the wait of a 429 that names none (no route answers one today)
+
+
+def seconds_until(reset_at: float) -> int:
+    """Whole seconds until `reset_at` (a Unix time), at least 1: what Retry-After and `retry_after` say."""
+    return max(1, math.ceil(reset_at - time.time()))
+
+
+def retry_after(exc: HTTPException) -> int | None:
+    """How long a 429 asks the client to wait: what its raiser set (`spend`, `TooManyRequests(retry_after=)`),
+    else, for a Flask-Limiter limit, when the limit it broke frees its next hit."""
+    given = exc.get_response().headers.get("Retry-After")
+    if given and given.isdigit():
+        return max(1, int(given))
+    breached = limiter.current_limit if isinstance(exc, RateLimitExceeded) else None
+    if breached is not None and breached.breached:
+        return seconds_until(breached.reset_at)
+    return None
+
+
+def too_many(response: Response, seconds: int) -> Response:
+    """Mark `response` as a 429 to retry after `seconds`: its Retry-After is this, whatever Flask-Limiter's
+    after-request hook would put there (`_keep_retry_after`)."""
+    response.status_code = 429
+    response.headers["Retry-After"] = str(seconds)
+    g.retry_after = seconds
+    return response
+
+
+def _keep_retry_after(response: Response) -> Response:
+    """Every 429 says when to come back, and says what its body says: Flask-Limiter's header hook (which runs
+    before this one) would otherwise replace a view's Retry-After by the reset time of whichever limit it
+    reports, and write 0 within the last second."""
+    if response.status_code == 429:
+        given = response.headers.get("Retry-After", "")
+        seconds = g.get("retry_after") or (max(1, int(given)) if given.isdigit() else UNKNOWN_WAIT_S)
+        response.headers["Retry-After"] = str(seconds)
+    return response
 
 
 def spend_new_guest() -> None:
@@ -73,6 +113,7 @@ def init_app(app: Flask) -> None:
     # Redis trouble must not turn every page into a 500: the limits then hold per process, in memory.
     app.config.setdefault("RATELIMIT_IN_MEMORY_FALLBACK_ENABLED", True)
     app.config.setdefault("RATELIMIT_STORAGE_OPTIONS", {"socket_connect_timeout": 3, "socket_timeout": 5})
+    app.after_request(_keep_retry_after)  # registered first, so it runs after Flask-Limiter's header hook
     limiter.init_app(app)
     proxies = settings(app).trusted_proxies
     if proxies > 0:

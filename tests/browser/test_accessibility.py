@@ -1,7 +1,8 @@
 """Accessibility in Chromium with axe-core (vendored: tests/browser/vendor/axe.min.js, from npm via
 platform/frontend's `npm run vendor-axe`; never from a CDN): no serious or critical violation on the course,
-card, exercise (before and after a verdict), quiz, account and instructor pages, in light and dark mode and in
-Arabic. Also: the verdict and the quiz answer take focus, the editor has a name and says how to leave it."""
+card, exercise (before and after a verdict), quiz, lesson end, account, sign-out and instructor pages, in light
+and dark mode and in Arabic. Also: the verdict and the quiz answer take focus, the editor has a name and says how
+to leave it."""
 from __future__ import annotations
 
 import re
@@ -43,7 +44,9 @@ def test_no_serious_violations(browser: Browser, live_server: str) -> None:
     learner = context_in(browser, "light")
     page = learner.new_page()
     pages = {"course": "/", "card": f"/lessons/{LESSON}/meet-autocast", "exercise": f"/lessons/{LESSON}/amp-step",
-             "quiz": f"/lessons/{LESSON}/quiz", "account": "/auth/account"}
+             "quiz": f"/lessons/{LESSON}/quiz", "account": "/auth/account",
+             # the guest's: the steps still open and the offer to save them; the sign-out that asks first
+             "lesson end": f"/lessons/{LESSON}/end", "sign-out": f"/auth/signout?next=/lessons/{LESSON}/end"}
     # A visitor first (no account): course, card, exercise before any verdict.
     for name in ("course", "card", "exercise"):
         check(page, live_server + pages[name], name + " (visitor)")

@@ -127,7 +127,7 @@ def test_every_exercise_has_a_solution_explanation() -> None:
 def test_guest_sign_out_warns(app) -> None:  # noqa: ANN001
     web = new_session(app).guest()
     page = web.client.get(f"/lessons/{LESSON}/amp-step").get_data(as_text=True)
-    assert 'href="/auth/signout"' in page
+    assert f'href="/auth/signout?next=/lessons/{LESSON}/amp-step"' in page  # and back there on Cancel
     warning = web.client.get("/auth/signout").get_data(as_text=True)
     assert "Signing out loses your progress" in warning and "/auth/signup" in warning
     web.signup("ada@example.org")

@@ -60,6 +60,15 @@
   // The grader names the device in English: its one fixed wording is translated; a GPU's name stays as it is.
   const DEVICE_WORDS = { "cpu (cuda emulated)": T("cpu (cuda emulated)") };
   const deviceName = (device) => DEVICE_WORDS[device] || device;
+  // A refused Run or Submit's message, and for a 429 (too many, or one still waiting) how long to wait: the
+  // API's `retry_after`, else its Retry-After header, in whole seconds.
+  function refusal(response, body, fallback) {
+    const message = body.error || fallback;
+    if (response.status !== 429) return message;
+    const wait = Number(body.retry_after) || Number(response.headers.get("Retry-After"));
+    if (!(wait > 0)) return message;
+    return message + " " + T("Try again in %(seconds)s s.", { seconds: upToOneDecimal.format(wait) });
+  }
   function api(method, url, body, extra) {
     return fetch(url, Object.assign({
       method,
@@ -513,7 +522,7 @@
     if (response.status !== 202) {
       clearInterval(ticking);
       submitButton.disabled = false;
-      showMessage("error", body.error || T("Submitting failed (%(status)s).", { status: response.status }));
+      showMessage("error", refusal(response, body, T("Submitting failed (%(status)s).", { status: response.status })));
       return;
     }
     await follow(body.id, startedAt);
@@ -558,7 +567,7 @@
       const response = await api("POST", "/api/runs", { exercise: data.exercise, code: editor.getCode() });
       const body = await response.json().catch(() => ({}));
       if (response.status !== 202) {
-        showRun(null, body.error || T("Run failed (%(status)s).", { status: response.status }));
+        showRun(null, refusal(response, body, T("Run failed (%(status)s).", { status: response.status })));
         return;
       }
       becameLearner();
