@@ -274,13 +274,18 @@ class QueueStack:
 
     def close(self) -> None:
         for process in self.workers:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-                try:
-                    process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(process.pid, signal.SIGKILL)
-                    process.wait()
+            stop_group(process)
+
+
+def stop_group(process: subprocess.Popen, timeout: float = 30) -> None:
+    """SIGTERM to a process started with start_new_session=True and its group; SIGKILL after `timeout`."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
 
 # --- an app whose instance is ready, as `flask --app academy init-db` leaves it

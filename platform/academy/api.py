@@ -13,7 +13,7 @@ from flask_babel import gettext
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from academy import jobs, progress
+from academy import jobs, progress, waiting
 from academy.content import get_content, highlight_code, render_markdown
 from academy.db import get_session
 from academy.limits import account_key, client_address, limit, limiter, too_many
@@ -206,12 +206,40 @@ def create_run() -> ResponseReturnValue:
     return _queue(SubmissionKind.RUN, exercise, _code_field(data), "api.get_run")
 
 
+def _wait_seconds() -> float:
+    """`?wait=S`: how long the GET may wait for the row to finish (academy/waiting.py); absent, 0."""
+    given = request.args.get("wait", "0")
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):
+        abort(400, description=gettext('"wait" must be a number of seconds, e.g. ?wait=20.'))
+    return seconds
+
+
+def _finished_or_waited(row: Submission) -> Submission:
+    """The row as it is once finished, or once `?wait=` ran out; read again by its id each time."""
+    seconds = _wait_seconds()
+    if row.status not in PENDING or not seconds:
+        return row
+    db = get_session()
+
+    def read() -> Submission:
+        db.rollback()  # a GET writes nothing: end the read, so the next one sees what a job committed since
+        return db.get(Submission, row.id)
+
+    return waiting.finishes().wait(read, lambda current: current is None or current.status not in PENDING,
+                                   seconds, who=f"user-{g.user.id}") or row
+
+
 @bp.get("/runs/<int:submission_id>")
 @login_required
 def get_run(submission_id: int) -> ResponseReturnValue:
     run = get_session().get(Submission, submission_id)
     if run is None or run.user_id != g.user.id or run.kind != SubmissionKind.RUN:
         abort(404, description=gettext("There is no such Run of yours."))
+    run = _finished_or_waited(run)
     ran = json.loads(run.result_json) if run.result_json and run.status == JobStatus.DONE else None
     if ran is not None and for_learners():
         ran = {key: ran[key] for key in LEARNER_RUN if key in ran}
@@ -227,7 +255,7 @@ def get_submission(submission_id: int) -> ResponseReturnValue:
     if submission is None or submission.kind != SubmissionKind.GRADE or \
             (submission.user_id != g.user.id and not g.user.is_instructor):
         abort(404, description=gettext("There is no such submission of yours."))
-    return jsonify(submission_json(submission, code=True))
+    return jsonify(submission_json(_finished_or_waited(submission), code=True))
 
 
 @bp.post("/submissions/<int:submission_id>/hints")

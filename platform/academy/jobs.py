@@ -29,6 +29,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from academy import waiting
 from academy.content import get_content
 from academy.db import get_session
 from academy.models import (
@@ -121,6 +122,7 @@ def grade_submission(submission_id: int) -> None:
     submission.passed = bool(result.get("passed"))  # a Run has no verdict: never passed
     submission.status, submission.error_message, submission.finished_at = JobStatus.DONE, None, utcnow()
     db.commit()
+    waiting.announce(submission_id)  # a request waiting for it answers now (academy/waiting.py)
     if submission.kind == SubmissionKind.GRADE:
         send_lms_scores(submission.user_id, submission.exercise_id)
 
@@ -420,6 +422,8 @@ def mark_failed(kind: JobKind, object_id: int, message: str, result: dict[str, A
         return False
     row.finished_at = utcnow()
     db.commit()
+    if kind == JobKind.GRADE_SUBMISSION:
+        waiting.announce(object_id)
     log.warning("%s %s finished as error: %s", kind, object_id, message)
     return True
 
@@ -521,5 +525,7 @@ def shutdown(app: Flask) -> None:
 
 
 def init_app(app: Flask) -> None:
-    """This process's grading sandbox, made on first use (the runner is academy.runners.init_app's)."""
+    """This process's grading sandbox, made on first use (the runner is academy.runners.init_app's), and its
+    news of finished submissions (academy/waiting.py)."""
     app.extensions["academy.sandbox"] = GradingSandbox(app)
+    waiting.init_app(app)

@@ -87,6 +87,14 @@ class Settings:
     submission_rate: tuple[int, int] = setting(
         "DLA_SUBMISSIONS_PER_MINUTE", (10, 60), "per-account submission limit; above it `429` with "
         "`Retry-After` (the other limits: [Limits](#limits))", per_minute, shown_default="`10`")
+    long_poll_s: int = setting(
+        "DLA_LONG_POLL_S", 20, "the longest a `GET` of a submission or Run with `?wait=` waits for it to finish "
+        "(keep it under the proxy's read timeout; nginx's default is 60 s)", int)
+    long_poll_waiters: int = setting(
+        "DLA_LONG_POLL_WAITERS", 4, "requests of one web process that may wait at once for a verdict, each "
+        "holding one of gunicorn's threads: keep it at most half of `--threads` (`scripts/run`: 4 of 8; the "
+        "compose image: half of its threads); the others are answered at once and the browser polls; "
+        "`0` = never wait", int)
     requeue_on_start: bool = setting(
         None, True, "recover unfinished jobs on the serving process's first request (tests turn it off)", flag)
 

@@ -63,15 +63,17 @@ def init_app(app: Flask) -> None:
     """The app's runner: RQ when REDIS_URL is set, else threads; and its recovery on the first request."""
     app.extensions["academy.jobs"] = RUNNERS[runner_name(app)](app)
     if settings(app).requeue_on_start:
-        app.before_request(FirstRequestRecovery(app))
+        app.extensions["academy.first_request"] = first = FirstRequestRecovery(app)
+        app.before_request(first)
 
 
 class FirstRequestRecovery:
     """Unfinished jobs get a live job again when a serving process (gunicorn, `flask run`) takes its first
-    request: by then it is the process that serves, so the thread runner's jobs run on threads that live as
-    long as the server. Not when the app is made: an administrator's command (`create-user`) makes the app
-    too, and would take the running server's jobs onto threads that end with the command. RQ workers also
-    recover on their own maintenance pass. Only one request runs it; the others do not wait for it."""
+    request (or earlier: start_serving): by then it is the process that serves, so the thread runner's jobs
+    run on threads that live as long as the server. Not when the app is made: an administrator's command
+    (`create-user`) makes the app too, and would take the running server's jobs onto threads that end with
+    the command. RQ workers also recover on their own maintenance pass. Only one request runs it; the
+    others do not wait for it."""
 
     def __init__(self, app: Flask):
         self.app = app
@@ -86,6 +88,24 @@ class FirstRequestRecovery:
                 self.done = recover(self.app)
         finally:
             self._lock.release()
+
+
+def start_serving(app: Flask) -> threading.Thread | None:
+    """What a gunicorn worker does once it has loaded the app (academy/gunicorn_hooks.py), before any request:
+    its grading sandbox starts warming in the background when its jobs run here (a warm pool takes seconds to
+    start, and the first Run should not wait for it), and the recovery runs now rather than on the first
+    request. The warming thread, or None."""
+    warming = None
+    if runner(app).runs_here:
+        from academy.jobs import grading_sandbox
+
+        # available(), not get(): a sandbox that cannot be made here is each job's own error, as before.
+        warming = threading.Thread(target=grading_sandbox(app).available, name="academy-warm-sandbox", daemon=True)
+        warming.start()
+    first = app.extensions.get("academy.first_request")
+    if first is not None:
+        first()
+    return warming
 
 
 def recover(app: Flask) -> bool:

@@ -478,12 +478,27 @@
     body.replaceChildren(explanation, code);
   });
 
+  // A submission's or Run's state once it has finished, or once the server's wait ran out (academy/waiting.py:
+  // `?wait=` answers the moment the verdict is stored). An answer that came back quickly and still pending was
+  // not held (every waiting seat taken, or a server without the long-poll): then a pause, as plain polling.
+  const WAIT_S = 20;
+  async function waitFor(path) {
+    const asked = Date.now();
+    const response = await api("GET", path + "?wait=" + WAIT_S);
+    if (response.ok) {
+      const body = await response.clone().json();
+      if ((body.status === "queued" || body.status === "running") && Date.now() - asked < 500) {
+        await new Promise((r) => setTimeout(r, 600));
+      }
+    }
+    return response;
+  }
+
   async function follow(id, startedAt) {
-    // Polling (not SSE): each poll is one short request, so no web worker is held while grading runs.
     for (;;) {
       let response;
       try {
-        response = await api("GET", "/api/submissions/" + id);
+        response = await waitFor("/api/submissions/" + id);
       } catch (e) {
         await new Promise((r) => setTimeout(r, 2000));
         continue;
@@ -495,7 +510,6 @@
       const sub = await response.json();
       if (sub.status === "done" || sub.status === "error") { showResult(sub); focusVerdict(); break; }
       if (resultBox.dataset.status !== sub.status) showProgress(sub.status, startedAt);
-      await new Promise((r) => setTimeout(r, 600));
     }
     submitButton.disabled = false;
   }
@@ -572,8 +586,7 @@
       }
       becameLearner();
       for (;;) {
-        await new Promise((r) => setTimeout(r, 500));
-        const r = await api("GET", "/api/runs/" + body.id);
+        const r = await waitFor("/api/runs/" + body.id);
         if (!r.ok) { showRun(null, T("Could not fetch the Run (%(status)s).", { status: r.status })); return; }
         const run = await r.json();
         if (run.status === "done") { showRun(run.run); return; }

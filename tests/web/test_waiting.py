@@ -1,0 +1,183 @@
+"""The verdict the moment it exists (academy/waiting.py): a `GET ?wait=` of a submission or Run answers when its
+row is finished, woken by the job's news, by reading the row again, or by its wait running out; a bounded
+number of requests wait at once. The jobs here are the test's own (the runner's handler for grading), so
+each test decides when a row finishes; RECHECK_S is set so that only the path under test can end a wait."""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from academy import jobs, waiting
+from academy.db import get_session
+from academy.jobs import JobKind
+from academy.models import JobStatus, Submission, utcnow
+from tests.helpers import EXERCISE, new_session
+
+CODE = "def train_step(model, optimizer, scaler, loss_fn, x, y):\n    pass\n"
+
+
+class HeldJobs:
+    """The runner's grading job replaced by one that waits for `release`, then ends its row as `finish` says."""
+
+    def __init__(self, app, finish: str = "announce") -> None:  # noqa: ANN001
+        self.app, self.finish = app, finish
+        self.release = threading.Event()
+        self.started = threading.Event()
+        app.extensions["academy.jobs"].handlers[JobKind.GRADE_SUBMISSION] = self.run
+
+    def run(self, object_id: int) -> None:
+        db = get_session()
+        db.get(Submission, object_id).status = JobStatus.RUNNING
+        db.commit()
+        self.started.set()
+        self.release.wait(60)
+        if self.finish == "announce":  # the one way a job ends a row as the platform's failure: it announces
+            jobs.mark_failed(JobKind.GRADE_SUBMISSION, object_id, "ended by the test")
+        else:  # "quietly": as another process would, without news reaching this one
+            db = get_session()
+            row = db.get(Submission, object_id)
+            row.status, row.error_message, row.finished_at = JobStatus.ERROR, "ended by the test", utcnow()
+            db.commit()
+
+
+@pytest.fixture
+def hold():  # noqa: ANN201
+    """HeldJobs for an app; every held job is let go at the end, so the app's shutdown never waits for one."""
+    made: list[HeldJobs] = []
+
+    def _hold(app, finish: str = "announce") -> HeldJobs:  # noqa: ANN001
+        made.append(HeldJobs(app, finish))
+        return made[-1]
+    yield _hold
+    for held in made:
+        held.release.set()
+
+
+def _get(learner, path: str, answers: list[Any]) -> threading.Thread:  # noqa: ANN001
+    def get() -> None:
+        started = time.monotonic()
+        response = learner.api("GET", path)
+        answers.append((response.status_code, response.json, time.monotonic() - started))
+    thread = threading.Thread(target=get)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("kind", ["submissions", "runs"])
+def test_a_waiting_get_answers_when_the_job_announces_its_row(app, hold, monkeypatch, kind) -> None:  # noqa: ANN001
+    monkeypatch.setattr(waiting, "RECHECK_S", 60.0)  # no second read: only the news ends the wait early
+    held = hold(app)
+    learner = new_session(app).guest()
+    created = learner.api("POST", f"/api/{kind}", {"exercise": EXERCISE, "code": CODE})
+    assert created.status_code == 202
+    assert held.started.wait(30)
+    answers: list[Any] = []
+    thread = _get(learner, f"/api/{kind}/{created.json['id']}?wait=20", answers)
+    time.sleep(0.3)
+    assert not answers, "the GET answered while the row was still running"
+    held.release.set()
+    thread.join(30)
+    status, body, seconds = answers[0]
+    assert status == 200 and body["status"] == "error", body
+    assert seconds < 15, f"the GET answered after {seconds:.1f} s: it waited out its time, not for the news"
+
+
+def test_a_row_finished_elsewhere_is_seen_by_reading_it_again(app, hold, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setattr(waiting, "RECHECK_S", 0.05)
+    held = hold(app, finish="quietly")
+    learner = new_session(app).guest()
+    created = learner.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": CODE}).json
+    assert held.started.wait(30)
+    answers: list[Any] = []
+    thread = _get(learner, f"/api/submissions/{created['id']}?wait=20", answers)
+    held.release.set()
+    thread.join(30)
+    status, body, seconds = answers[0]
+    assert status == 200 and body["status"] == "error" and body["error"] == "ended by the test", body
+    assert seconds < 15
+
+
+def test_a_wait_that_runs_out_answers_the_row_as_it_is(app, hold, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setattr(waiting, "RECHECK_S", 0.05)
+    held = hold(app)
+    learner = new_session(app).guest()
+    created = learner.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": CODE}).json
+    assert held.started.wait(30)
+    started = time.monotonic()
+    body = learner.api("GET", f"/api/submissions/{created['id']}?wait=0.4").json
+    assert body["status"] == "running" and time.monotonic() - started >= 0.4, body
+    held.release.set()
+
+
+def test_waiting_requests_are_bounded_and_the_rest_answer_at_once(make_app, hold, monkeypatch) -> None:  # noqa: ANN001
+    """With one seat, a second learner's wait is not held: their GET answers at once, still pending, and the
+    browser polls. The first learner's wait is not cut short by it."""
+    monkeypatch.setattr(waiting, "RECHECK_S", 60.0)
+    app = make_app(LONG_POLL_WAITERS=1, GRADING_WORKERS=2)
+    held = hold(app)
+    first, second = new_session(app).guest(), new_session(app).guest()
+    ids = [who.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": CODE}).json["id"]
+           for who in (first, second)]
+    answers: list[Any] = []
+    thread = _get(first, f"/api/submissions/{ids[0]}?wait=20", answers)
+    deadline = time.monotonic() + 10
+    while not waiting.finishes(app).waiting_now and time.monotonic() < deadline:  # the first holds the seat
+        time.sleep(0.01)
+    started = time.monotonic()
+    body = second.api("GET", f"/api/submissions/{ids[1]}?wait=20").json
+    assert body["status"] in ("queued", "running") and time.monotonic() - started < 5
+    assert not answers and thread.is_alive()
+    held.release.set()
+    thread.join(30)
+    assert answers[0][1]["status"] == "error"
+
+
+@pytest.mark.parametrize("wait", ["abc", "-1", "inf", "nan", ""])
+def test_a_wait_that_is_not_a_number_of_seconds_is_refused(app, hold, wait) -> None:  # noqa: ANN001
+    held = hold(app)
+    learner = new_session(app).guest()
+    created = learner.api("POST", "/api/runs", {"exercise": EXERCISE, "code": CODE}).json
+    response = learner.api("GET", f"/api/runs/{created['id']}?wait={wait}")
+    held.release.set()
+    assert response.status_code == 400 and "seconds" in response.json["error"]
+
+
+def test_no_one_waits_on_someone_elses_submission(app, hold) -> None:  # noqa: ANN001
+    held = hold(app)
+    owner, other = new_session(app).guest(), new_session(app).guest()
+    created = owner.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": CODE}).json
+    started = time.monotonic()
+    assert other.api("GET", f"/api/submissions/{created['id']}?wait=20").status_code == 404
+    assert time.monotonic() - started < 5
+    held.release.set()
+
+
+def test_one_learner_holds_one_waiting_seat_however_many_they_ask_for(app, hold, monkeypatch) -> None:  # noqa: ANN001
+    """Four GETs of one learner's pending row at once: one waits, the others answer at once, and another
+    learner still finds a seat (DLA_LONG_POLL_WAITERS is 4 here)."""
+    monkeypatch.setattr(waiting, "RECHECK_S", 60.0)
+    held = hold(app)
+    learner, other = new_session(app).guest(), new_session(app).guest()
+    mine = learner.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": CODE}).json["id"]
+    theirs = other.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": CODE}).json["id"]
+    answers: list[Any] = []
+    first = _get(learner, f"/api/submissions/{mine}?wait=20", answers)
+    deadline = time.monotonic() + 10
+    while not waiting.finishes(app).waiting_now and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for _ in range(3):
+        started = time.monotonic()
+        assert learner.api("GET", f"/api/submissions/{mine}?wait=20").json["status"] in ("queued", "running")
+        assert time.monotonic() - started < 5
+    theirs_answers: list[Any] = []
+    second = _get(other, f"/api/submissions/{theirs}?wait=20", theirs_answers)
+    while waiting.finishes(app).waiting_now < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert waiting.finishes(app).waiting_now == 2 and not answers and not theirs_answers
+    held.release.set()
+    first.join(30)
+    second.join(30)
+    assert answers[0][1]["status"] == theirs_answers[0][1]["status"] == "error"
