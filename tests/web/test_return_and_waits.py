@@ -7,7 +7,6 @@ import html
 import re
 from urllib.parse import quote
 
-import pytest
 from flask import Flask
 
 from academy.db import get_session
@@ -32,7 +31,9 @@ def _href(page: str, pattern: str) -> str:
 
 
 def _hidden_next(page: str) -> str:
-    return html.unescape(re.search(r'name="next" value="([^"]*)"', page).group(1))
+    """The `next` of the page's sign-in or sign-up form (the header's language form carries the page itself)."""
+    form = re.search(r'<form[^>]*action="[^"]*/auth/sign(?:in|up)"[^>]*>.*?name="next" value="([^"]*)"', page, re.S)
+    return html.unescape(form.group(1))
 
 
 def test_safe_next_refuses_every_way_off_the_site() -> None:
