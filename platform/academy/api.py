@@ -219,17 +219,18 @@ def _wait_seconds() -> float:
 
 
 def _finished_or_waited(row: Submission) -> Submission:
-    """The row as it is once finished, or once `?wait=` ran out; read again by its id each time."""
+    """The row as it is once its status changed (queued to running, or finished), or once `?wait=` ran out;
+    read again by its id each time. A page then says "Running" as soon as it runs."""
     seconds = _wait_seconds()
     if row.status not in PENDING or not seconds:
         return row
-    db = get_session()
+    db, asked = get_session(), row.status
 
     def read() -> Submission:
         db.rollback()  # a GET writes nothing: end the read, so the next one sees what a job committed since
         return db.get(Submission, row.id)
 
-    return waiting.finishes().wait(read, lambda current: current is None or current.status not in PENDING,
+    return waiting.finishes().wait(read, lambda current: current is None or current.status != asked,
                                    seconds, who=f"user-{g.user.id}") or row
 
 

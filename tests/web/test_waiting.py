@@ -180,4 +180,22 @@ def test_one_learner_holds_one_waiting_seat_however_many_they_ask_for(app, hold,
     held.release.set()
     first.join(30)
     second.join(30)
-    assert answers[0][1]["status"] == theirs_answers[0][1]["status"] == "error"
+    assert answers[0][1]["status"] == "error" and theirs_answers[0][1]["status"] in ("running", "error")
+
+
+def test_a_wait_on_a_queued_row_ends_when_it_starts_running(app, hold, monkeypatch) -> None:  # noqa: ANN001
+    """The page says "Running" as soon as the job starts: a wait ends on any change of status, not only at
+    the verdict. Two guests of one address take one turn, so the second's row waits queued behind the first."""
+    monkeypatch.setattr(waiting, "RECHECK_S", 0.05)
+    held = hold(app)
+    first, second = new_session(app).guest(), new_session(app).guest()
+    first.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": CODE})
+    assert held.started.wait(30)
+    then = hold(app)  # the second job, when its turn comes, runs and is held in turn
+    queued = second.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": CODE}).json["id"]
+    answers: list[Any] = []
+    thread = _get(second, f"/api/submissions/{queued}?wait=20", answers)
+    held.release.set()
+    thread.join(30)
+    status, body, seconds = answers[0]
+    assert then.started.is_set() and body["status"] == "running" and seconds < 15, (body, seconds)
