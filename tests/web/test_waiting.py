@@ -199,3 +199,34 @@ def test_a_wait_on_a_queued_row_ends_when_it_starts_running(app, hold, monkeypat
     thread.join(30)
     status, body, seconds = answers[0]
     assert then.started.is_set() and body["status"] == "running" and seconds < 15, (body, seconds)
+
+
+def test_a_wait_from_a_page_that_saw_queued_answers_a_running_row_at_once(app, hold, monkeypatch) -> None:  # noqa: ANN001
+    """The job may start between the page's POST and its first GET: the page says what it last showed
+    (`seen=queued`), and a row already running answers at once, not at the verdict (the page would say
+    "Queued" through the whole grading). Without `seen`, the status at the GET is the one that must change."""
+    monkeypatch.setattr(waiting, "RECHECK_S", 60.0)
+    held = hold(app)
+    learner = new_session(app).guest()
+    created = learner.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": CODE}).json["id"]
+    assert held.started.wait(30)
+    started = time.monotonic()
+    answer = learner.api("GET", f"/api/submissions/{created}?wait=20&seen=queued")
+    assert answer.json["status"] == "running" and time.monotonic() - started < 5
+    answers: list[Any] = []
+    thread = _get(learner, f"/api/submissions/{created}?wait=20&seen=running", answers)
+    time.sleep(0.3)
+    assert not answers, "a running row answered a page that already showed it running"
+    held.release.set()
+    thread.join(30)
+    assert answers[0][1]["status"] == "error"
+
+
+@pytest.mark.parametrize("seen", ["done", "bogus", ""])
+def test_a_seen_status_that_cannot_change_is_refused(app, hold, seen) -> None:  # noqa: ANN001
+    held = hold(app)
+    learner = new_session(app).guest()
+    created = learner.api("POST", "/api/runs", {"exercise": EXERCISE, "code": CODE}).json
+    response = learner.api("GET", f"/api/runs/{created['id']}?wait=20&seen={seen}")
+    held.release.set()
+    assert response.status_code == 400 and "queued or running" in response.json["error"]

@@ -476,7 +476,7 @@
   const WAIT_S = 20;
   async function waitFor(path, known) {
     const asked = Date.now();
-    const response = await api("GET", path + "?wait=" + WAIT_S);
+    const response = await api("GET", path + "?wait=" + WAIT_S + "&seen=" + known);
     if (response.ok) {
       const body = await response.clone().json();
       if (body.status === known && Date.now() - asked < 500) await new Promise((r) => setTimeout(r, 600));
