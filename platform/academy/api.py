@@ -219,9 +219,14 @@ def _wait_seconds() -> float:
 
 
 def _finished_or_waited(row: Submission) -> Submission:
-    """The row as it is once finished, or once `?wait=` ran out; read again by its id each time."""
-    seconds = _wait_seconds()
-    if row.status not in PENDING or not seconds:
+    """The row once its status differs from `?seen=` (the status the page last showed: queued or running;
+    absent, the status now), or once `?wait=` ran out; read again by its id each time. A page then says
+    "Running" as soon as it runs, even when the job started between the page's POST and its first GET."""
+    seconds, seen = _wait_seconds(), request.args.get("seen")
+    if seen is not None and seen not in PENDING:
+        abort(400, description=gettext('"seen" must be a status that can change: queued or running.'))
+    seen = seen or row.status
+    if row.status not in PENDING or row.status != seen or not seconds:
         return row
     db = get_session()
 
@@ -229,7 +234,7 @@ def _finished_or_waited(row: Submission) -> Submission:
         db.rollback()  # a GET writes nothing: end the read, so the next one sees what a job committed since
         return db.get(Submission, row.id)
 
-    return waiting.finishes().wait(read, lambda current: current is None or current.status not in PENDING,
+    return waiting.finishes().wait(read, lambda current: current is None or current.status != seen,
                                    seconds, who=f"user-{g.user.id}") or row
 
 

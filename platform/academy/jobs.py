@@ -98,6 +98,7 @@ def grade_submission(submission_id: int) -> None:
         return  # already graded (a retried job) or deleted
     submission.status, submission.started_at = JobStatus.RUNNING, utcnow()
     db.commit()
+    waiting.announce(submission_id)  # a page waiting on it says "Running" now
     try:
         exercise = get_content().exercise(submission.exercise_id)
         # A Run (kind "run") goes through the same sandbox and protocol, as a request of kind "run".

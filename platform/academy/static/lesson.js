@@ -478,27 +478,27 @@
     body.replaceChildren(explanation, code);
   });
 
-  // A submission's or Run's state once it has finished, or once the server's wait ran out (academy/waiting.py:
-  // `?wait=` answers the moment the verdict is stored). An answer that came back quickly and still pending was
-  // not held (every waiting seat taken, or a server without the long-poll): then a pause, as plain polling.
+  // A submission's or Run's state once it changed from `known` (queued to running, or finished), or once the
+  // server's wait ran out (academy/waiting.py: `?wait=` answers the moment the row changes). An answer that came
+  // back quickly with nothing new was not held (every waiting seat taken, or a server without the long-poll):
+  // then a pause, as plain polling.
   const WAIT_S = 20;
-  async function waitFor(path) {
+  async function waitFor(path, known) {
     const asked = Date.now();
-    const response = await api("GET", path + "?wait=" + WAIT_S);
+    const response = await api("GET", path + "?wait=" + WAIT_S + "&seen=" + known);
     if (response.ok) {
       const body = await response.clone().json();
-      if ((body.status === "queued" || body.status === "running") && Date.now() - asked < 500) {
-        await new Promise((r) => setTimeout(r, 600));
-      }
+      if (body.status === known && Date.now() - asked < 500) await new Promise((r) => setTimeout(r, 600));
     }
     return response;
   }
 
   async function follow(id, startedAt) {
+    let known = "queued";
     for (;;) {
       let response;
       try {
-        response = await waitFor("/api/submissions/" + id);
+        response = await waitFor("/api/submissions/" + id, known);
       } catch (e) {
         await new Promise((r) => setTimeout(r, 2000));
         continue;
@@ -510,6 +510,7 @@
       const sub = await response.json();
       if (sub.status === "done" || sub.status === "error") { showResult(sub); focusVerdict(); break; }
       if (resultBox.dataset.status !== sub.status) showProgress(sub.status, startedAt);
+      known = sub.status;
     }
     submitButton.disabled = false;
   }
@@ -585,12 +586,13 @@
         return;
       }
       becameLearner();
-      for (;;) {
-        const r = await waitFor("/api/runs/" + body.id);
+      for (let known = "queued"; ;) {
+        const r = await waitFor("/api/runs/" + body.id, known);
         if (!r.ok) { showRun(null, T("Could not fetch the Run (%(status)s).", { status: r.status })); return; }
         const run = await r.json();
         if (run.status === "done") { showRun(run.run); return; }
         if (run.status === "error") { showRun(null, run.error); return; }
+        known = run.status;
       }
     } catch (e) {
       showRun(null, T("Could not reach the server. Your code is still in the editor; try again."));
