@@ -76,7 +76,7 @@ def retry_after(exc: HTTPException) -> int | None:
         return max(1, int(given))
     breached = limiter.current_limit if isinstance(exc, RateLimitExceeded) else None
     if breached is not None and breached.breached:
-        return seconds_until(breached.reset_at)
+        return seconds_until(breached.window[0])  # its reset time (`reset_at` adds a second)
     return None
 
 
