@@ -61,6 +61,9 @@ GRADED = """
     folder = Path({folder!r})
     exercise = load_exercise(folder, "mixed-precision/amp-step")
     verdict = grade.verdict_for(exercise, (folder / "solution.py").read_text(), Confinement.NONE, seed=3)
+    # What did not pass, should anything not (a failure then says which check, and why).
+    print({{name: check.get("message") for name, check in verdict.checks.items() if not check.get("passed")}},
+          verdict.error, verdict.problems)
     print(verdict.status.value, *(value != resource.RLIM_INFINITY for value in seen[0]))
 """
 
