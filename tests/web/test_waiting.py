@@ -66,6 +66,18 @@ def _get(learner, path: str, answers: list[Any]) -> threading.Thread:  # noqa: A
     return thread
 
 
+def _held_until_release(learner, path: str, held: HeldJobs, why: str) -> tuple[int, Any, float]:  # noqa: ANN001
+    """GET `path` in a thread; it must still wait 0.3 s later (`why` it should); then let the held job end its
+    row, and return the GET's (status code, body, seconds)."""
+    answers: list[Any] = []
+    thread = _get(learner, path, answers)
+    time.sleep(0.3)
+    assert not answers, why
+    held.release.set()
+    thread.join(30)
+    return answers[0]
+
+
 @pytest.mark.parametrize("kind", ["submissions", "runs"])
 def test_a_waiting_get_answers_when_the_job_announces_its_row(app, hold, monkeypatch, kind) -> None:  # noqa: ANN001
     monkeypatch.setattr(waiting, "RECHECK_S", 60.0)  # no second read: only the news ends the wait early
@@ -74,13 +86,8 @@ def test_a_waiting_get_answers_when_the_job_announces_its_row(app, hold, monkeyp
     created = learner.api("POST", f"/api/{kind}", {"exercise": EXERCISE, "code": CODE})
     assert created.status_code == 202
     assert held.started.wait(30)
-    answers: list[Any] = []
-    thread = _get(learner, f"/api/{kind}/{created.json['id']}?wait=20", answers)
-    time.sleep(0.3)
-    assert not answers, "the GET answered while the row was still running"
-    held.release.set()
-    thread.join(30)
-    status, body, seconds = answers[0]
+    status, body, seconds = _held_until_release(learner, f"/api/{kind}/{created.json['id']}?wait=20", held,
+                                                "the GET answered while the row was still running")
     assert status == 200 and body["status"] == "error", body
     assert seconds < 15, f"the GET answered after {seconds:.1f} s: it waited out its time, not for the news"
 
@@ -218,10 +225,6 @@ def test_a_wait_from_a_page_that_saw_queued_answers_a_running_row_at_once(app, h
     started = time.monotonic()
     answer = learner.api("GET", f"/api/submissions/{created}?wait=20&seen=queued")
     assert answer.json["status"] == "running" and time.monotonic() - started < 5
-    answers: list[Any] = []
-    thread = _get(learner, f"/api/submissions/{created}?wait=20&seen=running", answers)
-    time.sleep(0.3)
-    assert not answers, "a running row answered a page that already showed it running"
-    held.release.set()
-    thread.join(30)
-    assert answers[0][1]["status"] == "error"
+    _, body, _ = _held_until_release(learner, f"/api/submissions/{created}?wait=20&seen=running", held,
+                                     "a running row answered a page that already showed it running")
+    assert body["status"] == "error"
