@@ -41,3 +41,28 @@ def warm_sandbox() -> Iterator[Callable[[str], object]]:
         if not isinstance(sandbox, Exception):
             sandbox.close()
             SHARED_POOLS.remove(sandbox.pool)
+
+
+# --- two workers (scripts/test runs pytest-xdist's `-n 2`): which tests share one
+
+# Every test that makes grading containers, or counts them (`tests.helpers.grading_containers` sees the whole
+# engine, not one worker's), runs on one worker, one at a time, as in a single-process run.
+ONE_ENGINE = ("tests/integrity/", "tests/sandbox/", "tests/deploy/test_compose.py")
+
+
+def work_unit(nodeid: str) -> str:
+    """What one worker runs as a whole: a test module (so a module's fixtures, such as the corpus's and the
+    validation's one grading of every selected file, run once), or every test of the Docker Engine."""
+    module = nodeid.split("::", 1)[0]
+    return "docker engine" if module.startswith(ONE_ENGINE) else module
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByWorkUnit(LoadScopeScheduling):
+        # The largest units go first (xdist's default order by test count), so no long one starts last.
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return ByWorkUnit(config, log)
