@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import io
+import os
 import random
 import socket
 import sys
@@ -72,6 +73,23 @@ def pytest_args(folder: Path) -> list[str]:
     return args
 
 
+# pytest reads these from the environment whatever its arguments say. A grading's sessions are the harness's
+# alone: with the host's PYTEST_ADDOPTS="--junitxml=..." (a CI run's), every in-process grading exited 4, a
+# usage error, since junitxml is one of UNUSED_PYTEST_PLUGINS.
+PYTEST_ENVIRONMENT = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")
+
+
+def harness_pytest(args: list[str]) -> int:
+    """`pytest.main(args)` with none of PYTEST_ENVIRONMENT (restored after, for the rest of the process)."""
+    import pytest
+
+    kept = {name: os.environ.pop(name) for name in PYTEST_ENVIRONMENT if name in os.environ}
+    try:
+        return pytest.main(args)
+    finally:
+        os.environ.update(kept)
+
+
 def run_pytest_once() -> None:
     """One pytest session on a trivial test: pytest's first session in a process imports and sets up
     much of itself lazily (~80 ms of a warm verdict's ~170 ms of checks, measured), so a process that
@@ -79,13 +97,11 @@ def run_pytest_once() -> None:
     import shutil
     import tempfile
 
-    import pytest
-
     folder = tempfile.mkdtemp(prefix="dla-warm-")
     try:
         Path(folder, "test_warm.py").write_text("def test_warm():\n    assert True\n")
         with contextlib.redirect_stdout(io.StringIO()):
-            pytest.main(pytest_args(Path(folder)))
+            harness_pytest(pytest_args(Path(folder)))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -103,8 +119,6 @@ def _syntax_error(code: str) -> RawVerdict | None:
 
 def _run_checks(exercise_dir: Path, observed: dict[str, Any], run_facts: dict[str, Any],
                 outside: dict[str, Any]):  # noqa: ANN202 - plugin.CheckRun
-    import pytest
-
     from grader.harness import plugin
 
     check_run = plugin.CheckRun(observed=observed, run=run_facts, outside=outside)
@@ -114,7 +128,7 @@ def _run_checks(exercise_dir: Path, observed: dict[str, Any], run_facts: dict[st
     args = [*pytest_args(checks_dir), "-p", "grader.harness.plugin", "--no-header", "-W", "ignore::DeprecationWarning"]
     captured = io.StringIO()
     with contextlib.redirect_stdout(captured):
-        code = pytest.main(args)
+        code = harness_pytest(args)
     if code not in (0, 1):
         check_run.problems.append(f"pytest exited {code}: {captured.getvalue()[-2000:]}")
     return check_run

@@ -3,6 +3,7 @@ it has an address space of its own (GRADER_MEMORY_MB above what it holds when gr
 limit, while the learner's processes it forks still get their own, larger, memory limit."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -70,7 +71,10 @@ GRADED = """
 
 def test_a_real_grading_runs_its_checks_under_the_grading_processs_limits():
     # Through verdict_for itself, not the helper it calls: a grading that forgot to bound itself fails here.
+    # With a pytest environment that would break the harness's own sessions (junitxml is a plugin it leaves out):
+    # a CI run with --junitxml in PYTEST_ADDOPTS once failed this grading with pytest's usage error (exit 4).
     code = textwrap.dedent(GRADED.format(folder=str(REPO / "exercises" / "mixed-precision" / "amp-step")))
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    env = {**os.environ, "PYTEST_ADDOPTS": "--junitxml=/nonexistent/junit.xml", "PYTEST_PLUGINS": "no_such_plugin"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[-2] == "passed True True", proc.stdout
