@@ -66,3 +66,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
             return work_unit(nodeid)
 
     return ByWorkUnit(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A Docker test outside ONE_ENGINE would run beside another worker's containers: refuse it by name."""
+    strays = [item.nodeid for item in items
+              if item.get_closest_marker("docker") and work_unit(item.nodeid) != "docker engine"]
+    if strays:
+        raise pytest.UsageError("tests marked docker must live under one of " + ", ".join(ONE_ENGINE) +
+                                " (tests/conftest.py: ONE_ENGINE), so one worker runs them all: " + ", ".join(strays))
