@@ -25,3 +25,44 @@ def test_a_docker_test_outside_the_engine_unit_is_refused_at_collection():
                                    _item("tests/web/test_app.py::test_b", False)])
     with pytest.raises(pytest.UsageError, match="tests/web/test_app.py::test_c"):
         pytest_collection_modifyitems([_item("tests/web/test_app.py::test_c", True)])
+
+
+PROBE = '''
+import json, os, time
+import pytest
+
+def _note(name, started):
+    with open(os.environ["SPANS"], "a") as f:
+        f.write(json.dumps([name, started, time.monotonic()]) + "\\n")
+
+{tests}
+'''
+
+
+def test_an_alone_test_runs_while_the_other_worker_runs_nothing(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers import REPO
+
+    (tmp_path / "conftest.py").write_text("from tests.conftest import pytest_runtest_protocol  # noqa: F401\n"
+                                          "def pytest_configure(config):\n"
+                                          "    config.addinivalue_line('markers', 'alone: x')\n")
+    busy = "\n".join(f"def test_busy_{i}():\n    t = time.monotonic(); time.sleep(0.3); _note('busy', t)\n"
+                     for i in range(8))
+    alone = ("@pytest.mark.alone\ndef test_alone():\n    t = time.monotonic(); time.sleep(0.5); _note('alone', t)\n")
+    (tmp_path / "test_busy.py").write_text(PROBE.format(tests=busy))
+    (tmp_path / "test_alone.py").write_text(PROBE.format(tests=alone + busy.replace("busy_", "b2_")))
+    spans = tmp_path / "spans.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "load", "-p", "no:cacheprovider",
+                           "-c", os.devnull, "--rootdir", str(tmp_path), str(tmp_path)],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "SPANS": str(spans)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [json.loads(line) for line in spans.read_text().splitlines()]
+    (_, start, end), = [row for row in rows if row[0] == "alone"]
+    assert len(rows) == 17
+    overlapping = [row for row in rows if row[0] != "alone" and row[1] < end and row[2] > start]
+    assert not overlapping, f"ran beside the alone test: {overlapping}"

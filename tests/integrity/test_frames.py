@@ -156,6 +156,7 @@ for _ in range(40_000):
 '''
 
 
+@pytest.mark.alone
 def test_forty_thousand_streamed_events_are_judged_in_linear_time(sandbox):
     # Judged quadratically, they kept the grading process busy for half a minute, outside the learner's
     # limits, and the verdict was the platform's failure.
@@ -164,6 +165,7 @@ def test_forty_thousand_streamed_events_are_judged_in_linear_time(sandbox):
     assert seconds < 20
 
 
+@pytest.mark.alone
 def test_twenty_thousand_model_calls_leave_a_verdict_of_bounded_size(sandbox):
     many_calls = AMP_SOLUTION.replace("        out = model(x)\n",
                                       "        for _ in range(20_000 if not CALLED else 1):\n"
