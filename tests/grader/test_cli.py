@@ -1,6 +1,8 @@
 """The `grader` CLI contract: exit codes, the JSON shape, readable reports and bad input."""
 import json
 import shutil
+import subprocess
+import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -14,7 +16,15 @@ AMP = EXERCISES / "mixed-precision" / "amp-step"
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "grader" / "core" / "schemas" / "result.json").read_text())
 
 
+def torch_import_s() -> float:
+    """The floor a fresh grading process cannot beat, on this machine now: `python -c "import torch"`."""
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-c", "import torch"], check=True)
+    return time.monotonic() - started
+
+
 def test_reference_solution_passes_with_the_documented_json_shape():
+    floor = torch_import_s()
     started = time.monotonic()
     code, result = check_json("mixed-precision/amp-step", AMP / "solution.py")
     assert code == 0
@@ -26,7 +36,9 @@ def test_reference_solution_passes_with_the_documented_json_shape():
     assert {c["id"] for c in result["checks"]} >= {"autocast-scope", "scaled-backward", "step-update-order"}
     for check in result["checks"]:
         assert set(check) >= {"id", "title", "passed", "message", "hint", "line"}
-    assert time.monotonic() - started < 15  # the 5 s target is measured in benchmarks/grader_check.py
+    # The 5 s target is measured in benchmarks/grader_check.py. This bounds a regression on a quiet machine
+    # (15 s) and scales with the floor when the other test worker slows both (a fresh interpreter took 3x as long).
+    assert time.monotonic() - started < max(15, 5 * floor)
 
 
 def test_a_failing_check_exits_1_and_names_the_line():

@@ -1,6 +1,7 @@
 """Hostile submissions against the local sandbox. Each attack would make the submission pass if it
 worked (it falls back to, or smuggles in, the reference solution); none may pass, every verdict
 arrives within the time limit plus a few seconds, and nothing is left running."""
+import re
 import shutil
 import subprocess
 import time
@@ -59,12 +60,22 @@ def grade(code: str) -> dict:
     return result
 
 
+# Appended to an attack that runs until stopped: it prints the wall clock when the learner's module is imported.
+# The jail's deadline starts before that import (at the learner's spawn), so from that moment the verdict is at most
+# the limit plus STOPPED_GRACE away. Measured from the request instead, a cold grading also counts a fresh
+# interpreter's imports, which a busy second core stretched from 4 s to 12 s (CI, two workers).
+IMPORTED = "\nimport time as _clock\nprint(f'imported at {_clock.time()!r}', flush=True)\n"
+STOPPED_GRACE = 5  # seconds after the deadline: the stack, the kill, the checks and the reply
+
+
 def grade_until_stopped(code: str) -> dict:
     """`code` graded on amp-step with its time limit cut to QUICK_LIMIT (an attack that runs until stopped)."""
     sandbox, exercise = QUICK
-    started = time.monotonic()
-    result = run_submission(exercise, code, sandbox=sandbox)
-    assert time.monotonic() - started < QUICK_LIMIT + GRACE
+    result = run_submission(exercise, code + IMPORTED, sandbox=sandbox)
+    answered = time.time()
+    imported = re.search(r"imported at ([0-9.]+)", result["output"])
+    assert imported, result["output"]
+    assert answered - float(imported[1]) < QUICK_LIMIT + STOPPED_GRACE
     return result
 
 
