@@ -51,13 +51,14 @@ def warm_sandbox() -> Iterator[Callable[[str], object]]:
 # Every test that makes grading containers, or counts them (`tests.helpers.grading_containers` sees the whole
 # engine, not one worker's), runs on one worker, one at a time, as in a single-process run.
 ONE_ENGINE = ("tests/integrity/", "tests/sandbox/", "tests/deploy/test_compose.py")
+ENGINE_UNIT = "docker engine"  # the name of that one unit
 
 
 def work_unit(nodeid: str) -> str:
     """What one worker runs as a whole: a test module (so a module's fixtures, such as the corpus's and the
     validation's one grading of every selected file, run once), or every test of the Docker Engine."""
     module = nodeid.split("::", 1)[0]
-    return "docker engine" if module.startswith(ONE_ENGINE) else module
+    return ENGINE_UNIT if module.startswith(ONE_ENGINE) else module
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
@@ -74,7 +75,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A Docker test outside ONE_ENGINE would run beside another worker's containers: refuse it by name."""
     strays = [item.nodeid for item in items
-              if item.get_closest_marker("docker") and work_unit(item.nodeid) != "docker engine"]
+              if item.get_closest_marker("docker") and work_unit(item.nodeid) != ENGINE_UNIT]
     if strays:
         raise pytest.UsageError("tests marked docker must live under one of " + ", ".join(ONE_ENGINE) +
                                 " (tests/conftest.py: ONE_ENGINE), so one worker runs them all: " + ", ".join(strays))
@@ -86,12 +87,26 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     every other test holds it shared. Such a test grades against a wall-clock limit that a busy second core
     can push it past (20,000 model calls in a 1-CPU container took 5 s alone and hit amp-step's 10-s limit
     beside another worker)."""
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    if run is None:  # one process: nothing runs beside it
+    path = run_lock()
+    if path is None:  # one process: nothing runs beside it
         return (yield)
-    with open(Path(tempfile.gettempdir()) / f"dla-tests-{run}.lock", "a") as lock:
+    with open(path, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX if item.get_closest_marker("alone") else fcntl.LOCK_SH)
         try:
             return (yield)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def run_lock() -> Path | None:
+    """This run's lock file, shared by its workers; None outside xdist."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    return None if run is None else Path(tempfile.gettempdir()) / f"dla-tests-{run}.lock"
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A worker that has finished runs no more tests, so the lock no longer matters to it: the first to finish
+    removes the file. The other, still running, opens a new one at its next test and has it to itself."""
+    path = run_lock()
+    if path is not None:
+        path.unlink(missing_ok=True)

@@ -3,7 +3,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.conftest import pytest_collection_modifyitems, work_unit
+from tests.conftest import ENGINE_UNIT, pytest_collection_modifyitems, work_unit
 
 
 def test_a_module_is_one_unit_and_every_docker_engine_test_is_one():
@@ -11,7 +11,7 @@ def test_a_module_is_one_unit_and_every_docker_engine_test_is_one():
     assert work_unit("tests/web/test_app.py::TestX::test_y") == "tests/web/test_app.py"
     for nodeid in ("tests/integrity/test_memory.py::test_x[docker]", "tests/sandbox/test_pool.py::test_y",
                    "tests/deploy/test_compose.py::test_z"):
-        assert work_unit(nodeid) == "docker engine", nodeid
+        assert work_unit(nodeid) == ENGINE_UNIT, nodeid
     assert work_unit("tests/deploy/test_compose_file.py::test_z") == "tests/deploy/test_compose_file.py"
 
 
@@ -47,7 +47,8 @@ def test_an_alone_test_runs_while_the_other_worker_runs_nothing(tmp_path):
 
     from tests.helpers import REPO
 
-    (tmp_path / "conftest.py").write_text("from tests.conftest import pytest_runtest_protocol  # noqa: F401\n"
+    (tmp_path / "conftest.py").write_text("from tests.conftest import (pytest_runtest_protocol,  # noqa: F401\n"
+                                          "                            pytest_sessionfinish)\n"
                                           "def pytest_configure(config):\n"
                                           "    config.addinivalue_line('markers', 'alone: x')\n")
     busy = "\n".join(f"def test_busy_{i}():\n    t = time.monotonic(); time.sleep(0.3); _note('busy', t)\n"
@@ -55,14 +56,16 @@ def test_an_alone_test_runs_while_the_other_worker_runs_nothing(tmp_path):
     alone = ("@pytest.mark.alone\ndef test_alone():\n    t = time.monotonic(); time.sleep(0.5); _note('alone', t)\n")
     (tmp_path / "test_busy.py").write_text(PROBE.format(tests=busy))
     (tmp_path / "test_alone.py").write_text(PROBE.format(tests=alone + busy.replace("busy_", "b2_")))
-    spans = tmp_path / "spans.jsonl"
+    spans, temp = tmp_path / "spans.jsonl", tmp_path / "temp"
+    temp.mkdir()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "load", "-p", "no:cacheprovider",
                            "-c", os.devnull, "--rootdir", str(tmp_path), str(tmp_path)],
                           capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(REPO), "SPANS": str(spans)})
+                          env={**os.environ, "PYTHONPATH": str(REPO), "SPANS": str(spans), "TMPDIR": str(temp)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = [json.loads(line) for line in spans.read_text().splitlines()]
     (_, start, end), = [row for row in rows if row[0] == "alone"]
     assert len(rows) == 17
     overlapping = [row for row in rows if row[0] != "alone" and row[1] < end and row[2] > start]
     assert not overlapping, f"ran beside the alone test: {overlapping}"
+    assert not list(temp.glob("dla-tests-*.lock")), "the run's lock file was left behind"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import enum
 import os
-import tempfile
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
@@ -120,8 +119,8 @@ def own_scratch(child: Child) -> None:
     os.chdir(child.scratch)
 
 
-def temp_scratch(child: Child) -> None:
-    child.scratch = tempfile.mkdtemp(prefix="dla-unconfined-")
+def enter_host_scratch(child: Child) -> None:
+    """The folder Jail.run made for this job in the host's temp folder, and removes after it."""
     os.chdir(child.scratch)
 
 
@@ -148,6 +147,7 @@ class Strategy:
     middle: tuple[MiddleStep, ...]
     child: tuple[Step, ...]
     uses_cgroup: bool = False
+    host_scratch: bool = False  # no view or container gives the job a /tmp of its own: the jail makes one
 
 
 STRATEGIES: dict[Confinement, Strategy] = {
@@ -160,7 +160,8 @@ STRATEGIES: dict[Confinement, Strategy] = {
         middle=(),
         child=(set_rlimits, drop_privileges_in_container, own_scratch, die_with_parent, not_dumpable,
                install_seccomp)),
-    Confinement.NONE: Strategy(middle=(), child=(set_rlimits_unprivileged, temp_scratch, die_with_parent)),
+    Confinement.NONE: Strategy(middle=(), child=(set_rlimits_unprivileged, enter_host_scratch, die_with_parent),
+                               host_scratch=True),
 }
 
 

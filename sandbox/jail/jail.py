@@ -17,8 +17,10 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import socket
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -132,8 +134,10 @@ class Jail:
                 for sock in (sockets or {}).values():
                     sock.close()
                 return refused(f"no cgroup for the submission: {exc}")
+        scratch = tempfile.mkdtemp(prefix="dla-unconfined-") if self.strategy.host_scratch else None
         try:
-            outcome = self._run(job, limits, dict(sockets or {}), cgroup, on_start, stop_when, meter_memory)
+            outcome = self._run(job, limits, dict(sockets or {}), cgroup, on_start, stop_when, meter_memory,
+                                scratch)
             if cgroup is not None:
                 outcome.out_of_memory = cgroup.oom_killed()
                 outcome.memory_limit_reached = cgroup.memory_limit_reached()
@@ -142,10 +146,12 @@ class Jail:
         finally:
             if cgroup is not None:
                 cgroup.remove()  # kills whatever the job left running, daemons included
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)  # what the job wrote there, once it has ended
 
     def _run(self, job: Job, limits: Limits, sockets: dict[str, socket.socket], cgroup: SubmissionCgroup | None,
              on_start: Callable[[LearnerHandle], None] | None, stop_when: Callable[[], bool] | None,
-             meter_memory: bool) -> Outcome:
+             meter_memory: bool, scratch: str | None) -> Outcome:
         result_r, result_w = os.pipe()
         output_r, output_w = os.pipe()
         info_r, info_w = os.pipe()
@@ -153,7 +159,7 @@ class Jail:
         counter = meter.container_counter() if meter_memory and self.confinement is Confinement.CONTAINER else None
         sampler = meter.Sampler(counter) if counter is not None else None
         as_root = os.geteuid() == 0
-        spawn = Spawn(job, self.confinement, limits, self.view, cgroup, tuple(sockets))
+        spawn = Spawn(job, self.confinement, limits, self.view, cgroup, tuple(sockets), scratch)
         started = time.monotonic()
         if sampler is not None:
             sampler.start()

@@ -61,6 +61,7 @@ class Spawn:
     view: View | None
     cgroup: SubmissionCgroup | None
     names: tuple[str, ...]
+    scratch: str | None = None  # the folder the jail made for it (Strategy.host_scratch)
 
 
 def say(fd: int, message: dict) -> None:
@@ -156,7 +157,8 @@ def _child(spawn: Spawn, uid: int, libc: Libc, as_root: bool, result_w: int, out
         except Exception:  # noqa: BLE001 - reported as the job's own failure, not the confined code's
             say(info_w, {"setup_failed": traceback.format_exc(limit=-3)})
             os._exit(EXIT_CONFINEMENT)
-        state = Child(spawn.limits, spawn.view, as_root, uid, parent=os.getppid(), libc=libc)
+        state = Child(spawn.limits, spawn.view, as_root, uid, parent=os.getppid(), libc=libc,
+                      scratch=spawn.scratch or "/tmp")
         try:
             for step in STRATEGIES[spawn.confinement].child:
                 step(state)
