@@ -229,3 +229,13 @@ def test_every_kind_of_step_has_its_page_and_its_translation_coverage() -> None:
 
     assert set(STEP_PAGES) == set(STEP_KINDS.values()) == set(STEP_COVERAGE)
     assert [STEP_PAGES[kind].editor for kind in STEP_KINDS.values()] == [False, True, False]  # card, exercise, quiz
+
+
+def test_the_editor_buttons_come_disabled_until_the_script_attaches_them(web) -> None:  # noqa: ANN001
+    # A click on Run during a slow load once did nothing (a browser test beside the other worker); the buttons
+    # are now dead-looking until lesson.js has its handlers on them, and it enables them itself.
+    page = web.client.get("/lessons/mixed-precision/amp-step").get_data(as_text=True)
+    for button in ("submit-code", "run-code", "reset-code"):
+        assert re.search(rf'<button type="button" disabled id="{button}"', page), button
+    script = (REPO / "platform" / "academy" / "static" / "lesson.js").read_text()
+    assert 'runButton.addEventListener("click"' in script.split("button.disabled = false")[0]

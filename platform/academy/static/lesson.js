@@ -612,6 +612,10 @@
     runButton.focus();
   });
 
+  // The buttons come disabled from the server, so a click before this script attached its handlers (a slow
+  // load) cannot vanish: the learner sees them come alive instead.
+  for (const button of [submitButton, runButton, document.getElementById("reset-code")]) button.disabled = false;
+
   if (data.latest) {
     api("GET", "/api/submissions/" + data.latest).then((r) => r.ok ? r.json() : null).then((sub) => {
       if (!sub) return;
