@@ -6,7 +6,6 @@ The delays are a minute and more here, and time passes by moving the recorded wr
 database (`_later`): nothing sleeps."""
 from __future__ import annotations
 
-import statistics
 import threading
 import time
 from datetime import timedelta
@@ -172,18 +171,22 @@ def test_guesses_sent_together_when_a_delay_ends_get_one_try(signin_server: Live
 def test_unknown_email_costs_the_same_as_a_known_one(signin_server: LiveServer) -> None:
     Client(signin_server, "127.0.2.40").signup("known@example.org")
 
-    def median_signin(email: str, network: str) -> float:
-        times = []
-        for n in range(5):  # each from its own address; 5 wrong passwords are free for the account
-            client = Client(signin_server, f"{network}.{n + 1}")
-            start = time.perf_counter()
-            response = client.signin(email, f"wrong-{n}")
-            times.append(time.perf_counter() - start)
-            assert response.status == 401 and "Wrong email or password" in response.text
-        return statistics.median(times)
+    def signin_s(email: str, address: str, n: int) -> float:
+        client = Client(signin_server, address)
+        start = time.perf_counter()
+        response = client.signin(email, f"wrong-{n}")
+        took = time.perf_counter() - start
+        assert response.status == 401 and "Wrong email or password" in response.text
+        return took
 
-    known = median_signin("known@example.org", "127.0.12")
-    unknown = median_signin("nobody@example.org", "127.0.13")
+    # Known and unknown in turns, each from its own address (5 wrong passwords are free for the account), and
+    # the fastest of each: a busy second core only adds time, and a median of one kind taken while the other
+    # test worker was busy once made a known email look twice as costly (0.37 s against 0.17 s).
+    known_s, unknown_s = [], []
+    for n in range(5):
+        known_s.append(signin_s("known@example.org", f"127.0.12.{n + 1}", n))
+        unknown_s.append(signin_s("nobody@example.org", f"127.0.13.{n + 1}", n))
+    known, unknown = min(known_s), min(unknown_s)
     # Before: 0.107 s known, 0.003 s unknown. Both now pay one scrypt hash (the CSRF page fetch is included).
     assert 0.5 < unknown / known < 2.0, (known, unknown)
 
