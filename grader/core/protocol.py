@@ -27,7 +27,6 @@ import json
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from sandbox.settings import REPLY_CAP
@@ -164,11 +163,13 @@ class RawVerdict:
     @classmethod
     def from_dict(cls, data: Any) -> RawVerdict:
         """A verdict that crossed a process or container boundary: trust nothing unchecked."""
-        import jsonschema
+        from jsonschema import ValidationError
+
+        from grader.core import jsonschemas
 
         try:
-            jsonschema.validate(data, _raw_schema())
-        except jsonschema.ValidationError as exc:
+            jsonschemas.validate(data, "raw-verdict")
+        except ValidationError as exc:
             raise ProtocolError(f"malformed verdict: {exc.message}") from None
         error = data.get("error")
         return cls(status=Status(data["status"]), error=ErrorInfo(**error) if error else None,
@@ -179,10 +180,6 @@ class RawVerdict:
 
 
 @cache
-def _raw_schema() -> dict[str, Any]:
-    return json.loads((Path(__file__).parent / "schemas" / "raw-verdict.json").read_text())
-
-
 def _cut(text: str) -> str:
     return text if len(text) <= TEXT_CAP else text[:TEXT_CAP - 20] + " ... (cut)"
 

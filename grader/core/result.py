@@ -3,12 +3,10 @@ returns and the database stores. One type (`Result`, a typed mapping: it is stor
 builder, one schema (grader/core/schemas/result.json), one upgrade path for stored ones."""
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
-from functools import cache
-from pathlib import Path
 from typing import Any, Literal, TypedDict
 
+from grader.core import jsonschemas
 from grader.core.course import Exercise
 from grader.core.protocol import RawVerdict
 
@@ -121,15 +119,8 @@ def _explain(checks: list[CheckResult], causes: dict[str, list[str]]) -> None:
                                             "explains this one.")
 
 
-@cache
-def _schema(name: str) -> dict[str, Any]:
-    return json.loads((Path(__file__).parent / "schemas" / f"{name}.json").read_text())
-
-
 def validate_result(result: Result) -> None:
-    import jsonschema  # here, not at the top: the web app's commands import this module and need no schema
-
-    jsonschema.validate(result, _schema("result"))
+    jsonschemas.validate(result, "result")
 
 
 SCHEMA_VERSION = 2  # 2: per-check "status" and "because", "grader_notes", a null device
@@ -202,17 +193,16 @@ def build_result(exercise: Exercise, raw: RawVerdict, sandbox: str, duration_s: 
 def _display(raw: RawVerdict) -> tuple[dict[str, Any] | None, list[dict[str, Any]], list[str]]:
     """The raw verdict's trace and figures, each checked against result.json (one that does not fit is
     left out, said for the author) and together within grader.core.display.DISPLAY_CAP."""
-    import jsonschema
+    from jsonschema import ValidationError
 
     from grader.core.display import capped
 
-    defs = _schema("result")["$defs"]
     problems: list[str] = []
 
     def valid(part: Any, name: str) -> bool:
         try:
-            jsonschema.validate(part, {**defs[name], "$defs": defs})
-        except jsonschema.ValidationError as exc:
+            jsonschemas.validate(part, "result", name)
+        except ValidationError as exc:
             problems.append(f"{name} left out of the verdict: {exc.message}")
             return False
         return True

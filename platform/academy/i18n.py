@@ -29,6 +29,7 @@ from academy.db import get_session
 from academy.inputs import safe_next
 from academy.settings import settings
 from grader.core.course import Card, Course, CourseError, ExerciseStep, Lesson, Quiz, QuizOption, QuizQuestion, Step
+from grader.core.exercise import parse_yaml
 
 LANGUAGES = {"en": "English", "it": "Italiano", "ja": "日本語", "ar": "العربية"}
 TRANSLATED = tuple(code for code in LANGUAGES if code != "en")
@@ -326,7 +327,7 @@ def _file(path: Path, allowed: set[str]) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = parse_yaml(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise CourseError(f"{path}: not valid YAML: {exc}") from None
     return _mapping(data, allowed, str(path))
@@ -418,7 +419,7 @@ def load_translations(course: Course) -> dict[tuple[str, str], LessonText]:
     for lesson in course.lessons:
         folder = Path(course.root) / lesson.id
         refs = [next(v for k, v in raw.items() if k != "id")
-                for raw in (yaml.safe_load((folder / "lesson.yaml").read_text()) or {}).get("steps", [])]
+                for raw in (parse_yaml((folder / "lesson.yaml").read_text()) or {}).get("steps", [])]
         cards = {Path(str(ref)).name: step for ref, step in zip(refs, lesson.steps) if isinstance(step, Card)}
         for language in TRANSLATED:
             text = LessonText(**_heading(folder / f"lesson.{language}.yaml"))

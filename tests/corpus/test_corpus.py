@@ -15,6 +15,7 @@ format's per-check status) is not a failure.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import zlib
@@ -33,6 +34,12 @@ FIELDS = ("pattern", "class", "expect", "expect-fail", "why")
 REQUIRED = ("pattern", "class", "expect", "why")
 HEADER_LINE = re.compile(r"^#\s*([a-z-]+):\s*(.*?)\s*$")
 CHECK_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+
+@functools.cache
+def disk_course():
+    """The course on disk, read once for this module (every file's header names one of its exercises)."""
+    return load_course()
 
 
 class HeaderError(ValueError):
@@ -62,7 +69,7 @@ def corpus_id(path: Path) -> str:
 
 def parse(path: Path, course=None, root: Path = CORPUS) -> CorpusFile:
     """Read and validate a corpus file's header; HeaderError says what is wrong and where."""
-    course = course or load_course()
+    course = course or disk_course()
     where = path.relative_to(root).as_posix()
     exercise_id = path.parent.relative_to(root).as_posix()
     if exercise_id not in course.exercises:
@@ -134,7 +141,7 @@ def corpus_sandbox(warm_sandbox):
 
 def test_every_exercise_has_corpus_files():
     covered = {path.parent.relative_to(CORPUS).as_posix() for path in corpus_files()}
-    assert set(load_course().exercises) <= covered, "exercises without a corpus file"
+    assert set(disk_course().exercises) <= covered, "exercises without a corpus file"
 
 
 GOOD_HEADER = """# pattern: somewhere
@@ -180,7 +187,7 @@ def corpus_seed(path: Path) -> int | None:
 
 def timed(exercise_id: str) -> bool:
     """Exercises with a `faster` check: their gradings time two processes against each other, so they run alone."""
-    return any(check.id == "faster" for check in load_course().exercises[exercise_id].checks)
+    return any(check.id == "faster" for check in disk_course().exercises[exercise_id].checks)
 
 
 @pytest.fixture(scope="module")
@@ -219,7 +226,7 @@ def test_corpus_file(path, corpus_results):
         pytest.fail(f"malformed corpus header: {exc}", pytrace=False)
     result = corpus_results[path].result()
     assert result["status"] != "infra-error", f"the grader failed: {result.get('error')}"
-    false_claims = contradictions(result, load_course().exercises[entry.exercise].checks)
+    false_claims = contradictions(result, disk_course().exercises[entry.exercise].checks)
     assert not false_claims, f"{entry.klass}: messages contradict the evidence: {false_claims}\n{describe(result)}"
     failed = failed_ids(result)
     if entry.expect == "pass":

@@ -181,3 +181,20 @@ def test_every_exercise_has_an_example_that_matches_its_parameters():
     for exercise in load_course(EXERCISES).exercises.values():
         args = load_example(exercise.path).example("cpu")
         assert isinstance(args, tuple) and len(args) == len(exercise.params), exercise.id
+
+
+def test_the_fast_yaml_reader_reads_every_course_file_as_the_safe_loader_does():
+    """grader.core.exercise.parse_yaml reads with libyaml where PyYAML has it: every YAML file of the course
+    must come out as yaml.safe_load reads it, and a malformed one still quotes its line under a caret."""
+    import yaml
+
+    from grader.core.exercise import parse_yaml
+
+    files = sorted(EXERCISES.rglob("*.yaml"))
+    assert len(files) > 30
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert parse_yaml(text) == yaml.safe_load(text), path
+    with pytest.raises(yaml.YAMLError) as raised:
+        parse_yaml("title: L\nsummary: a: b\n")
+    assert "line 2, column 11:\n    summary: a: b\n              ^" in str(raised.value)

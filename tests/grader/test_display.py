@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 
 from grader.core.display import DISPLAY_CAP, as_text, bar_figure, capped, focus, line_figure, table_figure, timeline
-from grader.core.result import _schema
+from grader.core.jsonschemas import schema as result_schemas
 from tests.helpers import EXERCISES
 
 
@@ -37,7 +37,7 @@ EVENTS = [
 
 
 def trace_schema() -> dict:
-    defs = _schema("result")["$defs"]
+    defs = result_schemas("result")["$defs"]
     return {**defs["trace"], "$defs": defs}
 
 
@@ -75,7 +75,7 @@ def test_focus_keeps_the_group_of_the_first_marked_event_and_marks_only_it() -> 
 
 
 def test_figures_have_labels_captions_and_alternatives_and_drop_what_cannot_be_drawn() -> None:
-    defs = _schema("result")["$defs"]
+    defs = result_schemas("result")["$defs"]
     schema = {**defs["figure"], "$defs": defs}
     line = line_figure("loss", "Loss", "step", "loss (log)", "Look for a fall.", "Line chart of the loss.",
                        {"Yours": [(1, 1.0), (2, float("nan")), (3, 0.0), (4, 0.5)]}, log_y=True)

@@ -42,7 +42,7 @@ from flask import Flask
 from redis import Redis
 from redis.exceptions import RedisError
 from rq import Callback, Queue, Retry, SimpleWorker
-from rq.exceptions import AbandonedJobError, DeserializationError, DuplicateJobError, NoSuchJobError
+from rq.exceptions import AbandonedJobError, DeserializationError, DuplicateJobError, NoSuchJobError, StopRequested
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 from rq.timeouts import JobTimeoutException, UnixSignalDeathPenalty
@@ -405,6 +405,11 @@ class GradingWorker(SimpleWorker):
         if self.connection.set(RECOVERY_LOCK, self.name, nx=True, ex=max(1, self.runner.settings.queue_sweep_s - 1)):
             try:
                 self.runner.recover()
+            except StopRequested:
+                # An idle worker's SIGTERM handler raises this wherever the main thread is, this pass's query
+                # included: it must reach RQ's loop. Swallowed, the worker ignored the stop until SIGKILL
+                # (3 test workers waited out their 30 s in one run; an operator's `docker stop` alike).
+                raise
             except Exception:  # noqa: BLE001 - a database hiccup must not stop the worker; next pass retries
                 log.exception("recovery pass failed")
 
