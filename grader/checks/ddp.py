@@ -13,6 +13,7 @@ The learner's rank counts its own all-reduces per micro-batch too (`AllReduceLog
 say where they fell (verdicts.early_allreduces); how many there were is the grader's rank's count.
 """
 # No `from __future__ import annotations` here: DDP checks a comm hook's annotations as objects.
+import contextlib
 import os
 import tempfile
 import threading
@@ -112,6 +113,24 @@ def count_allreduces(report: dict[str, Any], ddp: DistributedDataParallel, loop:
         report["error"] = f"the other process did not finish its all-reduces within {timeout_s} s"
     elif failed and not report["done"]:
         raise failed[0]
+
+
+def accumulate_windows(ddp: DistributedDataParallel, micro_batches: list[tuple[torch.Tensor, torch.Tensor]],
+                       windows: list[list[int]], loss_fn: Callable[..., torch.Tensor],
+                       stopped: Callable[[], bool], end_window: Callable[[], None],
+                       backward: Callable[[torch.Tensor], None] = torch.Tensor.backward) -> bool:
+    """The grader's rank's correct accumulation: each window's losses divided by its length, `backward` on
+    each (DDP all-reduces only at the window's last micro-batch: the others run under no_sync), then
+    `end_window()` (the step). False as soon as `stopped()` (after any micro-batch), else True at the end."""
+    for window in windows:
+        for i in window:
+            x, y = micro_batches[i]
+            with ddp.no_sync() if i != window[-1] else contextlib.nullcontext():
+                backward(loss_fn(ddp(x), y) / len(window))
+            if stopped():
+                return False
+        end_window()
+    return True
 
 
 # --- the learner's rank -----------------------------------------------------------------------------------

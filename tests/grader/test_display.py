@@ -113,21 +113,23 @@ def test_text_form_marks_the_row() -> None:
 
 
 @pytest.mark.slow
-def test_grader_check_shows_the_failing_checks_event_in_the_timeline(tmp_path) -> None:
-    """End to end on the local sandbox: a raw backward's row is marked and belongs to the check that failed."""
+def test_grader_check_shows_the_failing_checks_event_in_the_timeline(warm_sandbox) -> None:
+    """End to end on the local sandbox (the session's warm pool): a raw backward's row is marked and belongs to
+    the check that failed."""
     from grader.core.course import load_course
     from grader.host.grading import run_submission
 
     course = load_course()
     mistake = (EXERCISES / "mixed-precision/amp-step/mistakes/raw_backward.py").read_text()
-    result = run_submission(course.exercises["mixed-precision/amp-step"], mistake, sandbox="local")
+    local = warm_sandbox("local")
+    result = run_submission(course.exercises["mixed-precision/amp-step"], mistake, sandbox=local)
     failed = [c for c in result["checks"] if c["status"] == "failed"]
     assert [c["id"] for c in failed] == ["scaled-backward"]
     marked = [row for row in result["trace"]["rows"] if row["marked"]]
     assert len(marked) == 1 and marked[0]["event"] == failed[0]["event"] and marked[0]["call"] == "backward()"
     assert marked[0]["line"] == failed[0]["line"]
     solution = (EXERCISES / "mixed-precision/amp-step/solution.py").read_text()
-    right = run_submission(course.exercises["mixed-precision/amp-step"], solution, sandbox="local")
+    right = run_submission(course.exercises["mixed-precision/amp-step"], solution, sandbox=local)
     assert right["passed"] and right["trace"]["rows"] and not any(r["marked"] for r in right["trace"]["rows"])
 
 

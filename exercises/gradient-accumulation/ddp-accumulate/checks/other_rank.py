@@ -5,8 +5,6 @@ It runs a correct accumulation loop on micro-batches drawn by the grading side a
 all-reduce the learner's rank joins (grader/checks/ddp.py says how), where the learner's code cannot
 write the count.
 """
-import contextlib
-
 from torch.nn.parallel import DistributedDataParallel
 
 import scenario
@@ -20,17 +18,14 @@ def count(report: dict, store: str, told: dict) -> None:
     ddp = DistributedDataParallel(model)
     micro_batches = scenario.micro_batches(told["seed"])
 
+    def step() -> None:
+        optimizer.step()
+        optimizer.zero_grad()
+
     def loop(stopped) -> bool:
         optimizer.zero_grad()
-        for window in scenario.windows():
-            for i in window:
-                x, y = micro_batches[i]
-                with ddp.no_sync() if i != window[-1] else contextlib.nullcontext():
-                    (loss_fn(ddp(x), y) / len(window)).backward()
-                if stopped():
-                    return False
-            optimizer.step()
-            optimizer.zero_grad()
+        if not two_ranks.accumulate_windows(ddp, micro_batches, scenario.windows(), loss_fn, stopped, step):
+            return False
         report["params_after"] = scenario.params(model)
         return True
 

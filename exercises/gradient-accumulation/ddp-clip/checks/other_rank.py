@@ -8,8 +8,6 @@ and the norm of the gradient DDP gave it, unscaled, before its own clipping: bot
 all-reduced gradient, so it is also the norm the learner's rank had to clip, measured where the learner's
 code cannot write.
 """
-import contextlib
-
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
@@ -25,22 +23,18 @@ def count(report: dict, store: str, told: dict) -> None:
     scaler = scenario.make_scaler()
     micro_batches = scenario.micro_batches(told["seed"])
 
+    def step() -> None:
+        scaler.unscale_(optimizer)  # once, after the window's last backward: DDP has all-reduced
+        report["synced_norms"].append(scenario.grad_norm(model))
+        torch.nn.utils.clip_grad_norm_(model.parameters(), scenario.MAX_NORM)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+        report["weights"].append(scenario.params(model))
+
     def loop(stopped) -> bool:
         optimizer.zero_grad()
-        for window in scenario.windows():
-            for i in window:
-                x, y = micro_batches[i]
-                with ddp.no_sync() if i != window[-1] else contextlib.nullcontext():
-                    scaler.scale(loss_fn(ddp(x), y) / len(window)).backward()
-                if stopped():
-                    return False
-            scaler.unscale_(optimizer)  # once, after the window's last backward: DDP has all-reduced
-            report["synced_norms"].append(scenario.grad_norm(model))
-            torch.nn.utils.clip_grad_norm_(model.parameters(), scenario.MAX_NORM)
-            scaler.step(optimizer)
-            scaler.update()
-            optimizer.zero_grad()
-            report["weights"].append(scenario.params(model))
-        return True
+        return two_ranks.accumulate_windows(ddp, micro_batches, scenario.windows(), loss_fn, stopped, step,
+                                            backward=lambda loss: scaler.scale(loss).backward())
 
     two_ranks.count_allreduces(report, ddp, loop, size, scenario.TIMEOUT_S)
