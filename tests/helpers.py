@@ -136,6 +136,10 @@ SOLUTION = (REPO / "exercises/mixed-precision/amp-step/solution.py").read_text()
 # after it started, and idle workers run their maintenance pass every SWEEP seconds.
 QUEUE_ENV = {"DLA_JOB_TIMEOUT": "20", "DLA_HEARTBEAT_GRACE_S": "3", "DLA_QUEUE_SWEEP_S": "2",
              "DLA_RECOVER_AFTER_S": "0", "DLA_JOB_RETRIES": "1", "DLA_WARM_POOL": "0"}
+# A worker that grades several jobs keeps one grading process warm, as a deployed worker does (its pool): one
+# torch start-up for all of them, not one each. The tests that kill or time out a grade keep cold ones, whose
+# length their assertions count on.
+ONE_WORKER_MANY_JOBS = {"DLA_WARM_POOL": "1"}
 
 
 def free_port() -> int:

@@ -6,7 +6,7 @@ import time
 import pytest
 from rq.registry import FailedJobRegistry
 
-from tests.helpers import QueueStack
+from tests.helpers import ONE_WORKER_MANY_JOBS, QueueStack
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -65,7 +65,7 @@ def test_killed_worker_job_retried_on_another_worker_finishes(make_stack) -> Non
 
 
 def test_jobs_lost_by_a_redis_restart_are_reenqueued(make_stack, redis_server) -> None:  # noqa: ANN001
-    stack: QueueStack = make_stack()
+    stack: QueueStack = make_stack(**ONE_WORKER_MANY_JOBS)
     ids = [stack.submit(), stack.submit(token=stack.learner("two@example.org"))]
     redis_server.stop()
     # Redis is down: the web app still takes the submission (stored as queued, 202) and loses nothing.
@@ -81,7 +81,7 @@ def test_jobs_lost_by_a_redis_restart_are_reenqueued(make_stack, redis_server) -
 
 
 def test_redis_restart_while_a_worker_waits(make_stack, redis_server) -> None:  # noqa: ANN001
-    stack: QueueStack = make_stack()
+    stack: QueueStack = make_stack(**ONE_WORKER_MANY_JOBS)
     stack.start_worker()
     first = stack.submit()
     assert stack.wait(first)["status"] == "done"

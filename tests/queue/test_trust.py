@@ -14,7 +14,7 @@ from redis import Redis
 from rq import Callback, Queue
 from rq.serializers import JSONSerializer
 
-from tests.helpers import QueueStack
+from tests.helpers import ONE_WORKER_MANY_JOBS, QueueStack
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -65,7 +65,7 @@ def _wait(client, submission_id: int, timeout: float = 120) -> dict:  # noqa: AN
 
 
 def test_guests_of_one_client_take_one_turn_on_the_queue(make_stack) -> None:  # noqa: ANN001
-    stack: QueueStack = make_stack()
+    stack: QueueStack = make_stack(**ONE_WORKER_MANY_JOBS)
     hostile = []
     for _ in range(3):
         guest = stack.app.test_client()
