@@ -258,6 +258,18 @@ class QueueStack:
                                      f"worker logs:\n{self.logs()}")
             time.sleep(0.1)
 
+    def wait_idle(self, timeout: float = 30) -> None:
+        """Until every worker says it is idle (RQ's state in Redis): a job's row is stored before RQ finishes the
+        job (its heartbeat, its result), so a row that reads done does not yet mean a waiting worker."""
+        from rq import Worker
+
+        deadline = time.monotonic() + timeout
+        while not (workers := Worker.all(connection=self.runner.connection)) or \
+                any(worker.get_state() != "idle" for worker in workers):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the workers were not idle after {timeout} s; worker logs:\n{self.logs()}")
+            time.sleep(0.1)
+
     def start_worker(self, *args: str) -> subprocess.Popen:
         log = open(self.tmp_path / f"worker-{len(self.workers)}.log", "wb")
         # Own session: killing its process group takes the worker *and* its grading child, like a
