@@ -26,9 +26,9 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from functools import cache
 from typing import Any
 
+from grader.core import jsonschemas
 from sandbox.settings import REPLY_CAP
 
 MAX_CODE_BYTES = 256 * 1024  # a submission's source, UTF-8
@@ -163,9 +163,7 @@ class RawVerdict:
     @classmethod
     def from_dict(cls, data: Any) -> RawVerdict:
         """A verdict that crossed a process or container boundary: trust nothing unchecked."""
-        from jsonschema import ValidationError
-
-        from grader.core import jsonschemas
+        from jsonschema import ValidationError  # here: the web app's commands import this module
 
         try:
             jsonschemas.validate(data, "raw-verdict")
@@ -179,7 +177,6 @@ class RawVerdict:
                    trace=data.get("trace"), figures=list(data.get("figures") or []))
 
 
-@cache
 def _cut(text: str) -> str:
     return text if len(text) <= TEXT_CAP else text[:TEXT_CAP - 20] + " ... (cut)"
 
