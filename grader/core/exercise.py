@@ -15,6 +15,7 @@ CHECK_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 EVIDENCE = ("outside", "learner")
 EXPECT_LINE = re.compile(r"^#\s*expect-fail:\s*(.*)$", re.MULTILINE)
 EXPECT_SKIP_LINE = re.compile(r"^#\s*expect-skip:\s*(.*)$", re.MULTILINE)
+MAY_PASS_LINE = re.compile(r"^#\s*may-pass:\s*(.*)$", re.MULTILINE)
 
 
 class CourseError(Exception):
@@ -53,6 +54,9 @@ class Mistake:
     expect_fail: frozenset[str]
     description: str
     expect_skip: frozenset[str] | None = None  # declared: exactly these are skipped; None: not checked
+    # Declared failed or skipped, but passing for some scenario seeds: a mistake whose effect on an outcome
+    # is under the check's tolerance for some draws (`# may-pass:`).
+    may_pass: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -112,15 +116,28 @@ class Exercise:
             match = EXPECT_LINE.search(text)
             if not match:
                 raise CourseError(f"{path}: a mistake must declare '# expect-fail: <check-id>, ...'")
-            ids = frozenset(part.strip() for part in match.group(1).split(",") if part.strip())
+            ids = _ids(match)
             skip_match = EXPECT_SKIP_LINE.search(text)
-            skips = frozenset(p.strip() for p in skip_match.group(1).split(",") if p.strip()) if skip_match else None
-            unknown = (ids | (skips or frozenset())) - {c.id for c in self.checks}
+            skips = _ids(skip_match) if skip_match else None
+            may_pass = _ids(MAY_PASS_LINE.search(text))
+            unknown = (ids | (skips or frozenset()) | may_pass) - {c.id for c in self.checks}
             if unknown:
-                raise CourseError(f"{path}: expect-fail/expect-skip name unknown checks {sorted(unknown)}")
+                raise CourseError(f"{path}: expect-fail/expect-skip/may-pass name unknown checks {sorted(unknown)}")
+            if may_pass - ids - (skips or frozenset()):
+                raise CourseError(f"{path}: may-pass names {sorted(may_pass - ids - (skips or frozenset()))}, which "
+                                  "expect-fail and expect-skip do not declare")
+            if not ids - may_pass:
+                raise CourseError(f"{path}: may-pass names every check of expect-fail; a mistake must always fail one")
             doc = re.search(r"^#\s*mistake:\s*(.*)$", text, re.MULTILINE)
-            found.append(Mistake(path, ids, doc.group(1).strip() if doc else path.stem, skips))
+            found.append(Mistake(path, ids, doc.group(1).strip() if doc else path.stem, skips, may_pass))
         return found
+
+
+def _ids(match: re.Match[str] | None) -> frozenset[str]:
+    """The check ids of a header line (`# expect-fail: a, b`); a reason in parentheses may follow them."""
+    if not match:
+        return frozenset()
+    return frozenset(part.strip() for part in match.group(1).split("(", 1)[0].split(",") if part.strip())
 
 
 # libyaml's safe loader where PyYAML has it (its wheels do): the same documents at a fifth of the CPU (the

@@ -196,7 +196,9 @@ def run_command(exercise: str, file: Path, as_json: bool, sandbox: str) -> None:
 @click.argument("exercises", nargs=-1)
 @click.option("--sandbox", type=click.Choice(["auto", "docker", "local", "unconfined"]), default="local",
               show_default=True)
-def validate(exercises: tuple[str, ...], sandbox: str) -> None:
+@click.option("--seeds", type=click.IntRange(1, 1000), default=1, show_default=True,
+              help="Grade each file this many times, each with a random scenario seed.")
+def validate(exercises: tuple[str, ...], sandbox: str, seeds: int) -> None:
     """Check that each solution passes and each mistake fails exactly what it declares."""
     from grader.host.validate import validate_exercise, validation_sandbox
 
@@ -207,7 +209,7 @@ def validate(exercises: tuple[str, ...], sandbox: str) -> None:
         for exercise in targets:
             click.echo(click.style(exercise.id, bold=True))
             try:
-                cases = validate_exercise(exercise, sandbox=grading)
+                cases = validate_exercise(exercise, sandbox=grading, seeds=seeds)
             except CourseError as exc:
                 click.echo(click.style(f"  invalid: {exc}", fg="red"))
                 bad += 1
@@ -221,18 +223,31 @@ def validate(exercises: tuple[str, ...], sandbox: str) -> None:
 
 
 def _report_cases(exercise: Exercise, cases: list) -> int:  # list of validate.Case
-    """Print one line per case; returns how many are wrong."""
-    bad = 0
+    """Print one line per file, or one per wrong grading with the seed that replays it; returns how many
+    gradings are wrong."""
+    by_file: dict[Path, list] = {}
     for case in cases:
-        name = case.path.relative_to(exercise.path)
-        what = case.report()
-        if case.expected_fail and case.ok:  # the outside-evidence column (docs/threat-model.md)
-            what += "   [outside: caught]" if case.caught_outside else "   [outside: not caught]"
-        if case.ok:
-            click.echo(f"  {click.style('ok', fg='green')}    {name}: {what}")
-        else:
-            bad += 1
-            click.echo(f"  {click.style('WRONG', fg='red', bold=True)} {name}: {what}")
+        by_file.setdefault(case.path, []).append(case)
+    bad = 0
+    for path, gradings in by_file.items():
+        name = path.relative_to(exercise.path)
+        wrong = [case for case in gradings if not case.ok]
+        for case in wrong:
+            click.echo(f"  {click.style('WRONG', fg='red', bold=True)} {name}: {case.report()} "
+                       f"(seed {case.result.get('seed')})")
+        bad += len(wrong)
+        if wrong:
+            continue
+        case = next((c for c in gradings if not c.passed_may_pass), gradings[0])  # as declared, where one is
+        what = case.report() + (f" ({len(gradings)} seeds)" if len(gradings) > 1 else "")
+        passing = [c for c in gradings if c.passed_may_pass]
+        if len(gradings) > 1 and passing:
+            ids = ", ".join(sorted(frozenset().union(*(c.passed_may_pass for c in passing))))
+            what += f"; passed {ids} with {len(passing)} of them (may pass)"
+        if case.expected_fail:  # the outside-evidence column (docs/threat-model.md)
+            caught = all(c.caught_outside for c in gradings)
+            what += "   [outside: caught]" if caught else "   [outside: not caught]"
+        click.echo(f"  {click.style('ok', fg='green')}    {name}: {what}")
     return bad
 
 

@@ -3,8 +3,9 @@
 The reference solution must pass every check, and each known-wrong submission in `mistakes/` must fail
 exactly the checks its `# expect-fail:` line declares (no more, no fewer). Checks a failure explains are
 "skipped", not failed (grader/core/result.py); a mistake may declare them with `# expect-skip:`, and then
-exactly those must be skipped. No failing message may claim an outcome the outside checks disprove
-(grader.host.claims).
+exactly those must be skipped. A check named in `# may-pass:` as well may pass instead, for the scenario
+seeds where the mistake's effect on it stays under its tolerance (every grading draws a seed). No failing
+message may claim an outcome the outside checks disprove (grader.host.claims).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from grader.core.course import CheckSpec, Exercise
+from grader.core.course import CheckSpec, Exercise, Mistake
 from grader.host.claims import contradictions
 from grader.host.grading import run_submission
 
@@ -26,13 +27,30 @@ if TYPE_CHECKING:
 class Case:
     exercise: str
     path: Path
-    expected_fail: frozenset[str]
+    declared_fail: frozenset[str]
     result: dict[str, Any]
     checks: tuple[CheckSpec, ...] = ()
-    expected_skip: frozenset[str] | None = None
+    declared_skip: frozenset[str] | None = None
+    may_pass: frozenset[str] = frozenset()
 
     def _with(self, status: str) -> frozenset[str]:
         return frozenset(c["id"] for c in self.result["checks"] if c["status"] == status)
+
+    @property
+    def passed_may_pass(self) -> frozenset[str]:
+        """The `may-pass` checks that passed with this grading's seed."""
+        return self.may_pass & self._with("passed")
+
+    @property
+    def expected_fail(self) -> frozenset[str]:
+        """The declared failures, less the `may-pass` ones that passed with this grading's seed."""
+        return self.declared_fail - self.passed_may_pass
+
+    @property
+    def expected_skip(self) -> frozenset[str] | None:
+        if self.declared_skip is None:
+            return None
+        return self.declared_skip - self.passed_may_pass
 
     @property
     def failed(self) -> frozenset[str]:
@@ -67,7 +85,8 @@ class Case:
 
     def summary(self) -> str:
         """What this case's checks did next to what its file declares: "passes every check", or e.g.
-        "failed scaled-backward (declared: scaled-backward); skipped runs (declared: runs)"."""
+        "failed scaled-backward (declared: scaled-backward); skipped runs (declared: runs)". A `may-pass`
+        check that passed is left out of what is declared, and named as passed."""
         if not (self.failed or self.skipped or self.expected_fail or self.expected_skip):
             return "passes every check"
         text = f"failed {_ids(self.failed)} (declared: {_ids(self.expected_fail)})"
@@ -75,6 +94,8 @@ class Case:
             text += f"; skipped {_ids(self.skipped)} (declared: {_ids(self.expected_skip)})"
         elif self.skipped:
             text += f"; skipped {_ids(self.skipped)}"
+        if self.passed_may_pass:
+            text += f"; passed {_ids(self.passed_may_pass)} (may pass with this seed)"
         return text
 
     def report(self) -> str:
@@ -129,15 +150,18 @@ def validation_sandbox(name: str, course_root: Path, jobs: int = 2) -> Iterator[
         made.close()
 
 
-def validate_exercise(exercise: Exercise, sandbox: str | HarnessSandbox = "auto", jobs: int = 2) -> list[Case]:
-    """Grade the solution and every mistake; one Case each, solution first."""
-    plan = [(exercise.solution_path, frozenset(), frozenset())]
-    plan += [(m.path, m.expect_fail, m.expect_skip) for m in exercise.mistakes()]
+def validate_exercise(exercise: Exercise, sandbox: str | HarnessSandbox = "auto", jobs: int = 2,
+                      seeds: int = 1) -> list[Case]:
+    """Grade the solution and every mistake, each with `seeds` random scenario seeds (a sweep for verdicts
+    that move with the seed); one Case per grading, solution first, a file's gradings together."""
+    files = [Mistake(exercise.solution_path, frozenset(), "the reference solution", frozenset())]
+    files += exercise.mistakes()
+    plan = [case for case in files for _ in range(max(1, seeds))]
 
-    def run_case(item: tuple[Path, frozenset[str], frozenset[str] | None]) -> Case:
-        path, expected, skipped = item
-        result = run_submission(exercise, path.read_text(encoding="utf-8"), sandbox=sandbox)
-        return Case(exercise.id, path, expected, result, exercise.checks, skipped)
+    def run_case(case: Mistake) -> Case:
+        result = run_submission(exercise, case.path.read_text(encoding="utf-8"), sandbox=sandbox)
+        return Case(exercise.id, case.path, case.expect_fail, result, exercise.checks, case.expect_skip,
+                    case.may_pass)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         return list(pool.map(run_case, plan))

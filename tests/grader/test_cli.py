@@ -1,5 +1,6 @@
 """The `grader` CLI contract: exit codes, the JSON shape, readable reports and bad input."""
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -166,12 +167,17 @@ def test_validate_reports_a_mistake_that_is_not_caught(tmp_path):
     # A "mistake" that is in fact correct: validate must say the declared check passed.
     (copy / "mistakes" / "not_a_mistake.py").write_text(
         "# expect-fail: scaled-backward\n" + (AMP / "solution.py").read_text())
-    proc = run_grader("validate", str(copy))
+    proc = run_grader("validate", str(copy), "--seeds", "2")
     out = proc.stdout.decode()
     assert proc.returncode == 1
-    assert "ok    solution.py: passes every check" in out
-    assert ("WRONG mistakes/not_a_mistake.py: failed nothing (declared: scaled-backward); "
-            "expected to fail but passed: scaled-backward") in out
+    assert "ok    solution.py: passes every check (2 seeds)" in out
+    # one line per wrong grading, with the seed that replays it (grader check --seed)
+    wrong = [line for line in out.splitlines() if "WRONG" in line]
+    assert len(wrong) == 2, out
+    for line in wrong:
+        assert re.search(r"WRONG mistakes/not_a_mistake.py: failed nothing \(declared: scaled-backward\); "
+                         r"expected to fail but passed: scaled-backward \(seed \d+\)$", line), line
+    assert "2 problem(s)" in out
 
 
 def test_run_shows_what_the_function_printed_returned_or_raised(tmp_path):

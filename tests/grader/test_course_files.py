@@ -146,6 +146,13 @@ def test_mistake_without_expectation_is_rejected(tmp_path):
     (root / "one" / "ex" / "mistakes" / "m.py").write_text("# expect-fail: nope\n")
     with pytest.raises(CourseError, match="unknown checks"):
         exercise.mistakes()
+    # may-pass only relaxes what is declared, and a mistake must always fail something
+    (root / "one" / "ex" / "mistakes" / "m.py").write_text("# expect-fail: runs\n# may-pass: nope\n")
+    with pytest.raises(CourseError, match="unknown checks"):
+        exercise.mistakes()
+    (root / "one" / "ex" / "mistakes" / "m.py").write_text("# expect-fail: runs\n# may-pass: runs\n")
+    with pytest.raises(CourseError, match="must always fail one"):
+        exercise.mistakes()
 
 
 def test_an_exercise_is_found_by_id_or_by_folder():

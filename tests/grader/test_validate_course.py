@@ -37,3 +37,27 @@ def test_exercise_validates(exercise, validation_report):
     assert out is not None, f"grader validate printed nothing for {exercise}:\n{validation_report['stderr']}"
     assert "WRONG" not in out and "invalid:" not in out, out
     assert "ok    solution.py: passes every check" in out, out
+
+
+@pytest.mark.slow
+def test_a_step_count_moved_by_a_wrong_schedule_is_judged_on_its_own_run(warm_sandbox):
+    """scheduler_before_step.py counts its own real steps right, but its earlier, faster-falling learning rate
+    moves which steps overflow: with this seed its run steps 8 times where a correct loop steps 9 (`grader
+    validate`'s random draw met such a seed about once in 20 runs). counts-real-steps then holds the count to
+    the run's own real steps (scheduler-on-real-steps fails on outside evidence), so the mistake's declaration
+    holds whatever the seed; a count that is neither (10) still fails."""
+    from grader.host.grading import run_submission
+
+    exercise = load_course().exercises["mixed-precision/skipped-steps"]
+    code = (exercise.path / "mistakes" / "scheduler_before_step.py").read_text()
+    sandbox = warm_sandbox("local")
+
+    def checks(source: str) -> dict[str, str]:
+        result = run_submission(exercise, source, sandbox=sandbox, seed=1733054788)
+        return {c["id"]: c["status"] for c in result["checks"]}
+
+    assert "    return steps\n" in code
+    assert checks(code) == {"runs": "passed", "through-the-scaler": "passed", "scheduler-on-real-steps": "failed",
+                            "ema-on-real-steps": "skipped", "counts-real-steps": "passed",
+                            "matches-reference": "skipped"}
+    assert checks(code.replace("    return steps\n", "    return steps + 2\n"))["counts-real-steps"] == "failed"

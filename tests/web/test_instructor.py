@@ -399,7 +399,7 @@ def test_validate_report_names_failed_and_declared_checks(make_app, monkeypatch)
     from grader.host.validate import Case
 
     def result(failed: list[str]) -> dict:
-        return {"status": "failed" if failed else "passed", "error": None,
+        return {"status": "failed" if failed else "passed", "error": None, "seed": 7,
                 "checks": [{"id": c, "status": "failed", "because": None, "message": f"{c} message"} for c in failed]}
 
     cases = [Case(EXERCISE, Path("solution.py"), frozenset(), result([]), (), frozenset()),
@@ -414,4 +414,5 @@ def test_validate_report_names_failed_and_declared_checks(make_app, monkeypatch)
     assert run.report.splitlines() == [
         "ok   solution.py: passes every check",
         "ok   forgot-scaler.py: failed scaled-backward (declared: scaled-backward)",
-        "FAIL not-caught.py: failed nothing (declared: grads-cleared); expected to fail but passed: grads-cleared"]
+        "FAIL not-caught.py: failed nothing (declared: grads-cleared); expected to fail but passed: grads-cleared "
+        "(seed 7)"]

@@ -52,11 +52,17 @@ def test_every_batch_steps_through_the_scaler(observed):
         check_step_then_update(span, f"batch {i + 1}")
 
 
+def _same_schedule(observed, reference):
+    """Whether the learner's run ended with a correct loop's learning rate and scheduler step count."""
+    return (observed["scheduler_steps"] == reference["scheduler_steps"]
+            and math.isclose(observed["lr"], reference["lr"], rel_tol=1e-6))
+
+
 @check("scheduler-on-real-steps")
 def test_scheduler_advances_only_on_real_steps(observed, reference):
     got_lr, got_steps = observed["lr"], observed["scheduler_steps"]
     want_lr, want_steps = reference["lr"], reference["scheduler_steps"]
-    if got_steps == want_steps and math.isclose(got_lr, want_lr, rel_tol=1e-6):
+    if _same_schedule(observed, reference):
         return
     what = (f"After the loop the learning rate was {got_lr:.4g}, {got_steps} scheduler steps from the start; a "
             f"correct loop steps the scheduler once per real optimizer step and ends at {want_lr:.4g}, {want_steps} "
@@ -91,6 +97,12 @@ def test_returns_the_number_of_real_steps(observed, reference):
     if got == want:
         return
     stepped = steps.real_step_count(observed)
+    if got == stepped and not _same_schedule(observed, reference):
+        # Another learning rate moves the weights, and so which later steps overflow: such a run's real steps
+        # are not a correct loop's (8 against 9 for some seeds). scheduler-on-real-steps fails on outside
+        # evidence; the count is judged against the run's own real steps, so that it passes or fails
+        # whatever the seed.
+        return
     why = ""
     if got == scenario.BATCHES:
         why = " It counted every batch, the skipped ones too: count a step only when scaler.update() kept or raised the scale."

@@ -15,12 +15,14 @@ def reference(run):
 @figure
 def test_show_each_batch(observed, reference):
     rows, marked = steps.table_rows(observed)
+    numbered = sum(isinstance(row[0], int) for row in rows)  # a first row may hold what ran before batch 1
+    before = " and a first row for what ran before batch 1" if numbered < len(rows) else ""
     show(figure=table_figure(
         "batches", "What your loop did in each batch",
         ["batch", "loss scale (before → after update)", "optimizer step", "scheduler.step()", "EMA update"], rows,
         "A batch whose step scaler.step skipped (the scale fell) must not advance the scheduler or the EMA, and a "
         "real step must advance both; marked rows break that.",
-        f"Table of the {len(rows)} batches of your loop: the scale before and after scaler.update(), whether the "
+        f"Table of the {numbered} batches of your loop{before}: the scale before and after scaler.update(), whether the "
         "optimizer stepped or the step was skipped, and whether scheduler.step() and the EMA update ran after that "
         "step (before the next batch's).",
         marked_rows=marked))

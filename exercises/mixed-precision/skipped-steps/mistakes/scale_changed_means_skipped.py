@@ -1,6 +1,8 @@
 # mistake: compares the scale with != instead of <, so a step after which the scale grew counts as skipped
 # expect-fail: scheduler-on-real-steps, counts-real-steps
 # expect-skip: ema-on-real-steps, matches-reference
+# may-pass: matches-reference (when the scale first grows late, e.g. in batch 12 of 16 with seed 1680063507, the few
+# steps taken at the too-high learning rate move the weights less than the check's tolerance)
 import torch
 
 
