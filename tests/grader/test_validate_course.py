@@ -61,3 +61,20 @@ def test_a_step_count_moved_by_a_wrong_schedule_is_judged_on_its_own_run(warm_sa
                             "ema-on-real-steps": "skipped", "counts-real-steps": "passed",
                             "matches-reference": "skipped"}
     assert checks(code.replace("    return steps\n", "    return steps + 2\n"))["counts-real-steps"] == "failed"
+
+
+@pytest.mark.slow
+def test_a_norm_under_max_norm_after_wrong_syncs_is_no_clipping_error(warm_sandbox):
+    """never-no-sync.py clips right but all-reduces after every micro-batch. Its gradients are then not a correct
+    run's: with this seed a window's norm stayed under max_norm unclipped, and unscale-then-clip said it was "cut
+    harder than clipping to max_norm does" (`grader validate`'s draw met such seeds 2 times in 30). A norm under
+    max_norm is judged only where every window synced once, at its end; the wrong syncs fail on the grader's own
+    count either way."""
+    from grader.host.grading import run_submission
+
+    exercise = load_course().exercises["gradient-accumulation/ddp-clip"]
+    code = (exercise.path / "mistakes" / "never-no-sync.py").read_text()
+    result = run_submission(exercise, code, sandbox=warm_sandbox("local"), seed=1785938965)
+    assert {c["id"]: c["status"] for c in result["checks"]} == {
+        "runs": "passed", "syncs-once-per-window": "failed", "unscale-then-clip": "passed",
+        "same-weights-on-both-ranks": "skipped", "matches-reference": "skipped"}

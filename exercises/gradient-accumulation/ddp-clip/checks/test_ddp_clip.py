@@ -96,8 +96,16 @@ CLIP_ORDER = ("after the window's last backward: scaler.unscale_(optimizer), "
               "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm), scaler.step(optimizer)")
 
 
+def _synced_once_per_window(observed, outside):
+    """Whether every window all-reduced once, at its end (what syncs-once-per-window holds to): only then did
+    each step use a correct run's averaged gradient, whose norm before clipping is the reference's."""
+    report = outside["grader_rank"]
+    return (bool(report) and not report["error"] and report["allreduces"] == len(scenario.windows())
+            and not _early(observed))
+
+
 @check("unscale-then-clip")
-def test_each_window_unscaled_once_then_clipped(observed, reference):
+def test_each_window_unscaled_once_then_clipped(observed, outside, reference):
     """Judged by what each window's optimizer step used (the total norm of its gradients, read by a step
     pre-hook: max_norm on the loud windows, however the clipping was written), and by the order of the
     recorded calls where it is wrong whatever the numbers say: unscale_ or clipping before the window's last
@@ -158,6 +166,11 @@ def test_each_window_unscaled_once_then_clipped(observed, reference):
                      "scaler.unscale_(optimizer), while they were still multiplied by the loss scale (65536): the "
                      f"step then used gradients of total norm {norm:.3g}, far below max_norm ({MAX_NORM:g}), so the "
                      "update was tiny.", scaled[0].get("line"))
+            if not _synced_once_per_window(observed, outside):
+                # Gradients all-reduced at other moments than a window's end are not a correct run's (with
+                # never-no-sync, 2 seeds of 30 left a window's norm under max_norm unclipped): a norm below max_norm
+                # then says nothing of the clipping. syncs-once-per-window fails on the grader's own count.
+                continue
             fail(f"In {where} the gradients the optimizer step used had a total norm of {norm:.3g}, below max_norm "
                  f"({MAX_NORM:g}): they were cut harder than clipping to max_norm does (a correct run's norm there is "
                  f"{want:.3g} unclipped, so a correct step scales it to exactly max_norm).", (clips or [step])[0].get("line"))
