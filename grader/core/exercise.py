@@ -120,12 +120,13 @@ class Exercise:
             skip_match = EXPECT_SKIP_LINE.search(text)
             skips = _ids(skip_match) if skip_match else None
             may_pass = _ids(MAY_PASS_LINE.search(text))
-            unknown = (ids | (skips or frozenset()) | may_pass) - {c.id for c in self.checks}
+            declared = ids | (skips or frozenset())
+            unknown = (declared | may_pass) - {c.id for c in self.checks}
             if unknown:
                 raise CourseError(f"{path}: expect-fail/expect-skip/may-pass name unknown checks {sorted(unknown)}")
-            if may_pass - ids - (skips or frozenset()):
-                raise CourseError(f"{path}: may-pass names {sorted(may_pass - ids - (skips or frozenset()))}, which "
-                                  "expect-fail and expect-skip do not declare")
+            if may_pass - declared:
+                raise CourseError(f"{path}: may-pass names {sorted(may_pass - declared)}, which expect-fail and "
+                                  "expect-skip do not declare")
             if not ids - may_pass:
                 raise CourseError(f"{path}: may-pass names every check of expect-fail; a mistake must always fail one")
             doc = re.search(r"^#\s*mistake:\s*(.*)$", text, re.MULTILINE)

@@ -233,8 +233,7 @@ def _report_cases(exercise: Exercise, cases: list) -> int:  # list of validate.C
         name = path.relative_to(exercise.path)
         wrong = [case for case in gradings if not case.ok]
         for case in wrong:
-            click.echo(f"  {click.style('WRONG', fg='red', bold=True)} {name}: {case.report()} "
-                       f"(seed {case.result.get('seed')})")
+            click.echo(f"  {click.style('WRONG', fg='red', bold=True)} {name}: {case.report()}")
         bad += len(wrong)
         if wrong:
             continue

@@ -99,8 +99,12 @@ class Case:
         return text
 
     def report(self) -> str:
-        """The summary, and what is wrong when the case is not ok (the report's line for this file)."""
-        return self.summary() if self.ok else f"{self.summary()}; {self.explain()}"
+        """The summary, and what is wrong when the case is not ok, with the seed that replays it (`grader check
+        --seed N`): the report's line for this grading."""
+        if self.ok:
+            return self.summary()
+        seed = self.result.get("seed")
+        return f"{self.summary()}; {self.explain()}" + (f" (seed {seed})" if seed is not None else "")
 
     def explain(self) -> str:
         if self.result["status"] == "infra-error":
