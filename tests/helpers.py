@@ -82,10 +82,33 @@ def run_grader(*args: str, stdin: bytes | None = None, timeout: float = 120,
                           env={**os.environ, **(env or {})}, cwd=REPO)
 
 
-def check_json(exercise: str, path: Path, *extra: str) -> tuple[int, dict]:
-    proc = run_grader("check", exercise, str(path), "--json", "--sandbox", "local", *extra)
+def check_json(exercise: str, path: Path, *extra: str, here: object = None) -> tuple[int, dict]:
+    """`grader check EXERCISE PATH --json --sandbox local`: the console script, or `run_grader_here(here, ...)`."""
+    args = ("check", exercise, str(path), "--json", "--sandbox", "local", *extra)
+    proc = run_grader(*args) if here is None else run_grader_here(here, *args)
     assert proc.stdout, proc.stderr.decode()
     return proc.returncode, jsonlib.loads(proc.stdout)
+
+
+def run_grader_here(sandbox: Any, *args: str) -> subprocess.CompletedProcess:
+    """`grader ARGS` in this process (click's CliRunner): the same command, output and exit code as
+    `run_grader`, except that where the command would make a new cold sandbox of `sandbox`'s kind, it grades
+    through `sandbox`, a warm one the test session keeps: a fresh interpreter's torch start-up (4-5 CPU-s here)
+    saved per call. The console script as a user runs it, a cold process, stays tested through `run_grader`.
+    Not thread-safe (CliRunner swaps sys.stdout): call it from one thread at a time."""
+    from unittest import mock
+
+    from click.testing import CliRunner
+
+    from grader.host.cli import main
+
+    def the_warm_one(name: str, **_: Any) -> Any:
+        assert name == sandbox.name, f"the command asked for a {name} sandbox; this one is {sandbox.name}"
+        return sandbox
+
+    with mock.patch("grader.host.sandboxes.get_sandbox", the_warm_one):
+        result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return subprocess.CompletedProcess(["grader", *args], result.exit_code, result.stdout_bytes, result.stderr_bytes)
 
 
 @contextlib.contextmanager

@@ -204,17 +204,23 @@ def validate(exercises: tuple[str, ...], sandbox: str, seeds: int) -> None:
 
     course = _course()
     targets = [_exercise(course, ref) for ref in exercises] or list(course.exercises.values())
+    # A warm pool serves one course folder: one per folder the targets live in (an exercise given as a folder
+    # outside the course would otherwise be graded by a cold process per case, beside an unused pool).
+    by_root: dict[Path, list[Exercise]] = {}
+    for exercise in targets:
+        by_root.setdefault(exercise.course_root, []).append(exercise)
     bad = 0
-    with validation_sandbox(sandbox, course.root) as grading:
-        for exercise in targets:
-            click.echo(click.style(exercise.id, bold=True))
-            try:
-                cases = validate_exercise(exercise, sandbox=grading, seeds=seeds)
-            except CourseError as exc:
-                click.echo(click.style(f"  invalid: {exc}", fg="red"))
-                bad += 1
-                continue
-            bad += _report_cases(exercise, cases)
+    for root, group in by_root.items():
+        with validation_sandbox(sandbox, root) as grading:
+            for exercise in group:
+                click.echo(click.style(exercise.id, bold=True))
+                try:
+                    cases = validate_exercise(exercise, sandbox=grading, seeds=seeds)
+                except CourseError as exc:
+                    click.echo(click.style(f"  invalid: {exc}", fg="red"))
+                    bad += 1
+                    continue
+                bad += _report_cases(exercise, cases)
     click.echo()
     if bad:
         click.echo(click.style(f"{bad} problem(s)", fg="red", bold=True))

@@ -1,5 +1,5 @@
 """Dark mode in Chromium: it follows prefers-color-scheme, the header's switch overrides it (kept across
-pages), and the editor and the code blocks follow too."""
+pages), and the editor and the code blocks follow too. Reduced motion follows the system as well."""
 from __future__ import annotations
 
 import pytest
@@ -46,3 +46,13 @@ def test_dark_mode_follows_the_system_and_the_switch(page: Page, live_server: st
     page.emulate_media(color_scheme="light")
     page.reload()
     assert is_dark(background(page, "body"))  # the switch's choice wins over the system
+
+
+def test_the_spinner_stands_still_for_whoever_asks_for_reduced_motion(page: Page, live_server: str) -> None:
+    page.goto(f"{live_server}/lessons/{LESSON}/amp-step")
+    page.evaluate("document.body.append(Object.assign(document.createElement('div'), {className: 'spinner'}))")
+    animation = "n => getComputedStyle(n).animationName"
+    page.emulate_media(reduced_motion="no-preference")
+    assert page.eval_on_selector("div.spinner", animation) == "spin"
+    page.emulate_media(reduced_motion="reduce")
+    assert page.eval_on_selector("div.spinner", animation) == "none"

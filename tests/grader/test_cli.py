@@ -5,16 +5,22 @@ import shutil
 import subprocess
 import sys
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import jsonschema
 import pytest
 
-from tests.helpers import EXERCISES, check_json, run_grader
+from tests.helpers import EXERCISES, check_json, run_grader, run_grader_here
 
 AMP = EXERCISES / "mixed-precision" / "amp-step"
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "grader" / "core" / "schemas" / "result.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def here(warm_sandbox):
+    """The session's warm local sandbox: the tests that grade the repository's amp-step run the command in this
+    process through it (tests.helpers.run_grader_here); the console script itself is run cold by the others."""
+    return warm_sandbox("local")
 
 
 def torch_import_s() -> float:
@@ -42,8 +48,8 @@ def test_reference_solution_passes_with_the_documented_json_shape():
     assert time.monotonic() - started < max(15, 5 * floor)
 
 
-def test_a_failing_check_exits_1_and_names_the_line():
-    code, result = check_json("mixed-precision/amp-step", AMP / "mistakes" / "raw_backward.py")
+def test_a_failing_check_exits_1_and_names_the_line(here):
+    code, result = check_json("mixed-precision/amp-step", AMP / "mistakes" / "raw_backward.py", here=here)
     assert code == 1
     assert result["passed"] is False and 0 < result["score"] < 1
     scaled = next(c for c in result["checks"] if c["id"] == "scaled-backward")
@@ -53,14 +59,14 @@ def test_a_failing_check_exits_1_and_names_the_line():
     assert next(c for c in result["checks"] if c["id"] == "autocast-scope")["passed"]
 
 
-def test_exercise_can_be_given_as_a_folder():
-    code, result = check_json(str(AMP), AMP / "solution.py")
+def test_exercise_can_be_given_as_a_folder(here):
+    code, result = check_json(str(AMP), AMP / "solution.py", here=here)
     assert code == 0 and result["exercise"] == "mixed-precision/amp-step"
 
 
-def test_terminal_report_is_readable():
-    proc = run_grader("check", "mixed-precision/amp-step", str(AMP / "mistakes" / "no_zero_grad.py"),
-                      "--sandbox", "local")
+def test_terminal_report_is_readable(here):
+    proc = run_grader_here(here, "check", "mixed-precision/amp-step", str(AMP / "mistakes" / "no_zero_grad.py"),
+                           "--sandbox", "local")
     out = proc.stdout.decode()
     assert proc.returncode == 1
     assert "FAIL  Gradients cleared before backward  [grads-cleared]" in out
@@ -90,21 +96,18 @@ def test_unknown_exercise_exits_2_and_lists_the_known_ones():
 
 
 @pytest.fixture(scope="module")
-def unrunnable_checks(request, tmp_path_factory) -> dict[str, Future]:
-    """`grader check --json` of every selected unrunnable source, two at a time (each a cold interpreter
-    importing torch on one of this machine's 2 cores), by source."""
+def unrunnable_checks(request, tmp_path_factory, here) -> dict[str, tuple[int, dict]]:
+    """`grader check --json` of every selected unrunnable source, through the warm pool, by source."""
     sources = [item.callspec.params["source"] for item in request.session.items
                if item.originalname == "test_code_that_cannot_run_fails_with_a_plain_error"
                and hasattr(item, "callspec")]
     folder = tmp_path_factory.mktemp("unrunnable")
-
-    def check(number: int, source: str) -> tuple[int, dict]:
+    results = {}
+    for number, source in enumerate(sources):
         path = folder / f"s{number}.py"
         path.write_text(source)
-        return check_json("mixed-precision/amp-step", path)
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        yield {source: pool.submit(check, number, source) for number, source in enumerate(sources)}
+        results[source] = check_json("mixed-precision/amp-step", path, here=here)
+    return results
 
 
 @pytest.mark.parametrize("source, kind, message, line", [
@@ -117,7 +120,7 @@ def unrunnable_checks(request, tmp_path_factory) -> dict[str, Future]:
     ("train_step = 3\n", "missing", "is a int, not a function", None),
 ])
 def test_code_that_cannot_run_fails_with_a_plain_error(unrunnable_checks, source, kind, message, line):
-    code, result = unrunnable_checks[source].result()
+    code, result = unrunnable_checks[source]
     assert code == 1
     assert result["status"] == "error"
     assert result["error"]["kind"] == kind
@@ -129,12 +132,12 @@ def test_code_that_cannot_run_fails_with_a_plain_error(unrunnable_checks, source
     assert result["score"] == 0 and result["device"] is None
 
 
-def test_exception_inside_the_step_names_the_call_and_line(tmp_path):
+def test_exception_inside_the_step_names_the_call_and_line(tmp_path, here):
     path = tmp_path / "s.py"
     solution = (AMP / "solution.py").read_text()
     assert "    return loss.detach()\n" in solution
     path.write_text(solution.replace("    return loss.detach()\n", "    return loss.item() / 0\n"))
-    code, result = check_json("mixed-precision/amp-step", path)
+    code, result = check_json("mixed-precision/amp-step", path, here=here)
     runs = next(c for c in result["checks"] if c["id"] == "runs")
     assert code == 1 and not runs["passed"]
     assert runs["message"].startswith("Call 1 of train_step failed. Your code raised ZeroDivisionError on line 13")
@@ -180,7 +183,27 @@ def test_validate_reports_a_mistake_that_is_not_caught(tmp_path):
     assert "2 problem(s)" in out
 
 
-def test_run_shows_what_the_function_printed_returned_or_raised(tmp_path):
+def test_validate_grades_an_exercise_outside_the_course_on_a_warm_pool_of_its_folder(tmp_path):
+    """`grader validate FOLDER` for an exercise outside the course: its cases are graded by a warm pool serving
+    that folder (one had served the configured course instead, and every case paid a cold interpreter)."""
+    from unittest import mock
+
+    from click.testing import CliRunner
+
+    from grader.host.cli import main
+    from sandbox.local import LocalSandbox
+
+    copy = tmp_path / "mixed-precision" / "amp-step"
+    shutil.copytree(AMP, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    for extra in sorted((copy / "mistakes").glob("*.py"))[1:]:
+        extra.unlink()
+    with mock.patch.object(LocalSandbox, "start", side_effect=AssertionError("a cold grading process")) as cold:
+        result = CliRunner().invoke(main, ["validate", str(copy), "--sandbox", "local"])
+    assert cold.call_count == 0 and result.exit_code == 0, result.output
+    assert "ok    solution.py: passes every check" in result.output
+
+
+def test_run_shows_what_the_function_printed_returned_or_raised(tmp_path, here):
     code = (AMP / "solution.py").read_text().replace("    return loss", "    print('here')\n    return loss")
     good = tmp_path / "good.py"
     good.write_text(code)
@@ -190,7 +213,7 @@ def test_run_shows_what_the_function_printed_returned_or_raised(tmp_path):
     assert "printed:\n  here\n" in out and "returned: tensor(" in out
     bad = tmp_path / "bad.py"
     bad.write_text(code.replace("    print('here')\n", "    print(undefined)\n"))
-    failed = run_grader("run", "mixed-precision/amp-step", str(bad), "--sandbox", "local", "--json")
+    failed = run_grader_here(here, "run", "mixed-precision/amp-step", str(bad), "--sandbox", "local", "--json")
     assert failed.returncode == 1
     run = json.loads(failed.stdout)
     assert run["status"] == "error" and run["returned"] is None and "NameError" in run["error"]["message"]

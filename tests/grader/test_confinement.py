@@ -1,7 +1,8 @@
 """The attacks that beat the old local sandbox, against the confined one: each submission would PASS if
 its attack worked (it then runs the reference solution it smuggled in or falls back to); none may.
 Every attack runs as root (a warm fork-server child, the web app's path) and as an unprivileged user
-with an operator-delegated cgroup subtree (`grader check`, as `setpriv` runs it). Without a cgroup the
+with an operator-delegated cgroup subtree (a warm pool kept by a service run as that user, as `setpriv` runs
+it; `grader check`'s cold process as that user grades the control, the daemon and the refusals). Without a cgroup the
 local sandbox is refused with a message saying what to do; `--sandbox unconfined` says what it is.
 The host kinds that cannot confine at all (no user namespaces, an unprivileged container) are in
 tests/sandbox/test_host_kinds.py."""
@@ -12,7 +13,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -260,21 +260,59 @@ def test_control_as_nobody_an_attack_that_works_passes(nobody):
     assert code == 0 and result["passed"] and result["sandbox"] == "local", (result, err)
 
 
+WORKS = "control-that-works"  # the service's control: an attack that works passes (so a contained one means it)
+# A service run as an unprivileged user (the web app's or the worker's): a warm pool of 2, grading every file it
+# is given, two at a time, one JSON line per file.
+SERVICE_AS_NOBODY = """
+import json, sys
+from concurrent.futures import ThreadPoolExecutor
+from grader.host.grading import run_submission
+from grader.host.sandboxes import get_sandbox
+
+sandbox = get_sandbox("local", warm=2)
+try:
+    def grade(path):
+        return path, run_submission("mixed-precision/amp-step", open(path).read(), sandbox=sandbox)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for path, result in pool.map(grade, sys.argv[1:]):
+            print(json.dumps({"path": path, "result": result}), flush=True)
+finally:
+    sandbox.close()
+"""
+
+
 @pytest.fixture(scope="module")
-def attacks_as_nobody(request, nobody) -> dict[str, Future]:
-    """Every selected attack through `grader check` as nobody, two at a time (each is a cold interpreter that
-    spends seconds importing torch on one core; this machine has 2), so each test reads its own result."""
+def attacks_as_nobody(request, nobody) -> dict[str, dict]:
+    """Every selected attack graded as nobody by a service's warm pool (SERVICE_AS_NOBODY), by name: one torch
+    start-up for the pool instead of one per attack. The cold path as nobody (`grader check`) is the control's,
+    the daemon's and the refusals' below."""
+    home, parent = nobody
     names = [item.callspec.params["name"] for item in request.session.items
              if item.originalname == "test_attack_as_nobody" and hasattr(item, "callspec")]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        yield {name: pool.submit(check_as_nobody, nobody, gated(ATTACKS[name]), "--sandbox", "local",
-                                 name=f"attack-{name}") for name in names}
+    paths = {}
+    for name, attack in [(name, ATTACKS[name]) for name in names] + [(WORKS, "def attack():\n    return True\n")]:
+        paths[name] = home / f"attack-{name}.py"
+        paths[name].write_text(gated(attack))
+        paths[name].chmod(0o644)
+    proc = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                           str(home / "venv" / "bin" / "python"), "-c", SERVICE_AS_NOBODY,
+                           *map(str, paths.values())],
+                          capture_output=True, cwd="/", timeout=300,
+                          env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "DLA_CGROUP_PARENT": parent})
+    graded = {line["path"]: line["result"] for line in map(json.loads, proc.stdout.decode().splitlines())}
+    return {name: graded.get(str(path), {"stderr": proc.stderr.decode()[-3000:]}) for name, path in paths.items()}
+
+
+def test_control_as_nobody_through_a_service_pool_an_attack_that_works_passes(attacks_as_nobody):
+    result = attacks_as_nobody[WORKS]
+    assert "stderr" not in result, result.get("stderr")
+    assert result["passed"] and result["sandbox"] == "local", result
 
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))
 def test_attack_as_nobody(attacks_as_nobody, name):
-    _, result, err = attacks_as_nobody[name].result()
-    assert result, err
+    result = attacks_as_nobody[name]
+    assert "stderr" not in result, result.get("stderr")
     assert_contained(result)
 
 
