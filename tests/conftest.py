@@ -11,6 +11,12 @@ import pytest
 
 from tests.helpers import REPO, SHARED_POOLS
 
+# Password hashes at 1/32 of the production cost (academy's DLA_PASSWORD_HASH; its default is werkzeug's
+# scrypt:32768:8:1): the suite hashes some 500 passwords, ~0.13 CPU-s each at that cost, over a minute of CPU.
+# Every app and server the tests start inherits it; tests/web/test_settings.py holds the default and the tests
+# that time or inspect hashes ask for it (tests/abuse/test_signin.py). The compose stack keeps its own.
+os.environ.setdefault("DLA_PASSWORD_HASH", "scrypt:1024:8:1")
+
 
 @pytest.fixture(scope="session")
 def repo() -> Path:

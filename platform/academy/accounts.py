@@ -15,6 +15,12 @@ from werkzeug.security import generate_password_hash
 
 from academy.db import get_session
 from academy.models import NAME_MAX, SIS_ID_MAX, ApiToken, User
+from academy.settings import settings
+
+
+def password_hash(password: str) -> str:
+    """`password` hashed with the app's method (DLA_PASSWORD_HASH: werkzeug's scrypt unless set)."""
+    return generate_password_hash(password, method=settings().password_hash)
 
 TOKEN_PREFIX = "dla_"
 
@@ -95,7 +101,7 @@ def create_account(email: str, password: str, *, role: str = "learner", user: Us
     if db.scalar(select(User).where(func.lower(User.email) == email)) is not None:
         raise AccountError(gettext("An account with this email already exists. Sign in instead."))
     user = user or User()
-    user.email, user.password_hash, user.role, user.is_guest = email, generate_password_hash(password), role, False
+    user.email, user.password_hash, user.role, user.is_guest = email, password_hash(password), role, False
     user.name = display
     db.add(user)
     return user

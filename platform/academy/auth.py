@@ -23,12 +23,13 @@ from sqlalchemy import func, select
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from academy import backoff, progress
-from academy.accounts import MIN_PASSWORD, AccountError, clean_name, create_account
+from academy.accounts import MIN_PASSWORD, AccountError, clean_name, create_account, password_hash
 from academy.db import get_session
 from academy.inputs import safe_next
 from academy.limits import limit, limiter, spend, spend_new_guest, too_many
 from academy.models import ApiToken, User
 from academy.security import end_other_sessions, login_required, new_api_token, no_store, start_session
+from academy.settings import settings
 
 bp = Blueprint("auth", __name__, url_prefix="/auth")
 
@@ -62,15 +63,15 @@ def _back_here() -> dict[str, str | None]:
 
 
 @functools.cache
-def _dummy_hash() -> str:
+def _dummy_hash(method: str) -> str:
     """A hash of the same kind as real ones: an unknown email costs the same scrypt work as a known one."""
-    return generate_password_hash("no account has this password")
+    return generate_password_hash("no account has this password", method=method)
 
 
 def check_password(user: User | None, password: str) -> bool:
     """Whether `password` is `user`'s, in the same time whether or not the account exists."""
     if user is None or not user.password_hash:
-        check_password_hash(_dummy_hash(), password)
+        check_password_hash(_dummy_hash(settings().password_hash), password)
         return False
     return check_password_hash(user.password_hash, password)
 
@@ -247,7 +248,7 @@ def change_password() -> ResponseReturnValue:
     if len(new) < MIN_PASSWORD:
         flash(gettext("Use a password of at least %(num)d characters.", num=MIN_PASSWORD), "error")
         return redirect(url_for("auth.account")), 303
-    g.user.password_hash = generate_password_hash(new)
+    g.user.password_hash = password_hash(new)
     end_other_sessions(g.user)  # whoever knew the old password is signed out everywhere else,
     g.user.forget_devices()  # and no device cookie issued before exempts anyone from the sign-in delays
     get_session().commit()

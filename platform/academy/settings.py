@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,21 @@ def untried_cell(value: str) -> str:
     if value.strip().lower() not in ("blank", "zero"):
         raise ValueError(value)
     return value.strip().lower()
+
+
+PASSWORD_METHOD = re.compile(r"^(scrypt:(\d+):(\d+):(\d+)|pbkdf2:sha256:(\d+))$")
+
+
+def password_method(value: str) -> str:
+    """werkzeug's method string for new password hashes: `scrypt:N:r:p` (N a power of two) or
+    `pbkdf2:sha256:ITERATIONS`."""
+    match = PASSWORD_METHOD.match(value.strip())
+    if not match:
+        raise ValueError(value)
+    n = int(match[2] or 2)
+    if n < 2 or n & (n - 1) or any(int(part or 1) < 1 for part in match.groups()[2:]):
+        raise ValueError(value)
+    return value.strip()
 
 
 def host_names(value: str) -> tuple[str, ...]:
@@ -181,6 +197,13 @@ class Settings:
     draft_kb_per_address: int = setting(
         "DLA_DRAFT_KB_PER_ADDRESS", 65536, "KB the drafts last saved from one client address may take together "
         "(every guest and account behind it); `remove-idle-guests` frees what idle guests kept", int)
+
+    # -- stored passwords (academy/accounts.py, academy/auth.py)
+    password_hash: str = setting(
+        "DLA_PASSWORD_HASH", "scrypt:32768:8:1", "werkzeug's method for new password hashes: `scrypt:N:r:p` or "
+        "`pbkdf2:sha256:ITERATIONS`. A stored hash keeps its own, so a change applies to passwords set afterwards. "
+        "A cheaper method makes stolen hashes cheaper to crack: the test suite lowers it only to save CPU",
+        password_method)
 
     # -- wrong passwords (academy/backoff.py): growing delays, never a lock-out ([Sign-in](#limits))
     signin_free_failures: int = setting(

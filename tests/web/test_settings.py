@@ -113,3 +113,48 @@ def test_a_cli_command_leaves_the_running_servers_jobs_alone(make_app, tmp_path:
     with server.app_context():
         get_session().rollback()
         assert get_session().scalar(select(Submission.status)) == "running"
+
+
+def test_passwords_are_hashed_with_werkzeugs_scrypt_unless_the_operator_says_otherwise(make_app, monkeypatch) -> None:  # noqa: ANN001
+    from werkzeug.security import generate_password_hash
+
+    from tests.helpers import WebSession
+
+    # The default is werkzeug's own (this suite runs with a cheaper one, tests/conftest.py).
+    assert Settings().password_hash == "scrypt:32768:8:1"
+    assert generate_password_hash("x").startswith(Settings().password_hash + "$")
+    monkeypatch.delenv("DLA_PASSWORD_HASH")
+    app = make_app()
+    web = WebSession(app.test_client())
+    assert web.signup("ada@example.org").status_code == 302
+    with app.app_context():
+        stored = get_session().scalar(select(User)).password_hash
+    assert stored.startswith("scrypt:32768:8:1$") and "password123" not in stored
+
+
+def test_another_hash_method_applies_to_new_passwords_and_old_hashes_still_verify(make_app, monkeypatch) -> None:  # noqa: ANN001
+    from werkzeug.security import generate_password_hash
+
+    from academy.auth import _dummy_hash
+    from tests.helpers import WebSession
+
+    monkeypatch.setenv("DLA_PASSWORD_HASH", "pbkdf2:sha256:1000")
+    app = make_app()
+    web = WebSession(app.test_client())
+    assert web.signup("ada@example.org").status_code == 302
+    with app.app_context():
+        user = get_session().scalar(select(User))
+        assert user.password_hash.startswith("pbkdf2:sha256:1000$")
+        user.password_hash = generate_password_hash("password123", method="scrypt:1024:8:1")  # set before the change
+        get_session().commit()
+    web.post("/auth/signout")
+    assert web.signin("ada@example.org").status_code == 302
+    # An unknown email pays the same method's work as a known one.
+    assert _dummy_hash(settings(app).password_hash).startswith("pbkdf2:sha256:1000$")
+
+
+@pytest.mark.parametrize("value", ["md5", "scrypt:1000:8:1", "scrypt:1024:0:1", "pbkdf2:sha1:1000", "scrypt"])
+def test_a_password_hash_method_werkzeug_would_not_take_is_refused(value: str) -> None:
+    spec = next(spec for f, spec in settings_module.fields() if f.name == "password_hash")
+    with pytest.raises(SettingError, match="DLA_PASSWORD_HASH="):
+        spec.get({"DLA_PASSWORD_HASH": value})
