@@ -102,12 +102,17 @@ def run_grader_here(sandbox: Any, *args: str) -> subprocess.CompletedProcess:
 
     from grader.host.cli import main
 
-    def the_warm_one(name: str, **_: Any) -> Any:
+    def the_warm_one(name: str, *, course_root: Path | None = None, warm: int = 0, **_: Any) -> Any:
         assert name == sandbox.name, f"the command asked for a {name} sandbox; this one is {sandbox.name}"
+        # A pool it would own (and close), or one for another course (graded cold, silently): not this one's use.
+        assert not warm and course_root in (None, exercises_root()), (warm, course_root)
         return sandbox
 
-    with mock.patch("grader.host.sandboxes.get_sandbox", the_warm_one):
+    from grader.core.settings import exercises_root
+
+    with mock.patch("grader.host.sandboxes.get_sandbox", side_effect=the_warm_one) as made:
         result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    assert made.called, "the command made no sandbox through get_sandbox: it did not grade through the warm one"
     return subprocess.CompletedProcess(["grader", *args], result.exit_code, result.stdout_bytes, result.stderr_bytes)
 
 

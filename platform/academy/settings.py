@@ -53,17 +53,25 @@ def untried_cell(value: str) -> str:
     return value.strip().lower()
 
 
-PASSWORD_METHOD = re.compile(r"^(scrypt:(\d+):(\d+):(\d+)|pbkdf2:sha256:(\d+))$")
+PASSWORD_METHOD = re.compile(r"^(?:scrypt:(\d+):(\d+):(\d+)|pbkdf2:sha256:(\d+))$", re.ASCII)
 
 
 def password_method(value: str) -> str:
-    """werkzeug's method string for new password hashes: `scrypt:N:r:p` (N a power of two) or
-    `pbkdf2:sha256:ITERATIONS`."""
+    """werkzeug's method string for new password hashes, held to what werkzeug (3.1) will hash with:
+    `scrypt:N:r:p` (N a power of two, within the memory werkzeug lets OpenSSL use) or `pbkdf2:sha256:ITERATIONS`.
+    A method werkzeug refused would only show at the first sign-up (a 500), and at every sign-in of an unknown
+    email while known ones got their 401: an account oracle."""
     match = PASSWORD_METHOD.match(value.strip())
     if not match:
         raise ValueError(value)
-    n = int(match[2] or 2)
-    if n < 2 or n & (n - 1) or any(int(part or 1) < 1 for part in match.groups()[2:]):
+    if match[4] is not None:
+        if int(match[4]) < 1:
+            raise ValueError(value)
+        return value.strip()
+    n, r, p = (int(part) for part in match.groups()[:3])
+    memory = 132 * n * r * p  # werkzeug's maxmem for hashlib.scrypt
+    if (min(n, r, p) < 1 or n & (n - 1) or not memory < 2**31 - 1 or not n < 2 ** (16 * r)
+            or 128 * r * (n + p + 2) > memory):
         raise ValueError(value)
     return value.strip()
 
@@ -201,8 +209,10 @@ class Settings:
     # -- stored passwords (academy/accounts.py, academy/auth.py)
     password_hash: str = setting(
         "DLA_PASSWORD_HASH", "scrypt:32768:8:1", "werkzeug's method for new password hashes: `scrypt:N:r:p` or "
-        "`pbkdf2:sha256:ITERATIONS`. A stored hash keeps its own, so a change applies to passwords set afterwards. "
-        "A cheaper method makes stolen hashes cheaper to crack: the test suite lowers it only to save CPU",
+        "`pbkdf2:sha256:ITERATIONS`. A stored hash keeps its own, so a change applies to passwords set afterwards; "
+        "until then a sign-in answers a known email at the old cost and an unknown one at the new (a timing "
+        "difference): choose it before accounts exist. A cheaper method makes stolen hashes cheaper to crack: the "
+        "test suite lowers it only to save CPU",
         password_method)
 
     # -- wrong passwords (academy/backoff.py): growing delays, never a lock-out ([Sign-in](#limits))
@@ -258,6 +268,11 @@ def load(instance_path: Path, config_file: Mapping[str, Any], test_config: Mappi
     values = {**from_environment(), **{k: v for k, v in {**config_file, **test_config}.items() if k.isupper()}}
     known = {f.name.upper(): f.name for f, _spec in fields()}
     settings = Settings(**{known[key]: value for key, value in values.items() if key in known})
+    try:  # config.py and test_config are not parsed like the environment: the one setting a typo turns into 500s
+        password_method(str(settings.password_hash))
+    except ValueError:
+        raise SettingError(f"PASSWORD_HASH={settings.password_hash!r} is not valid: "
+                           f"{dict((f.name, spec) for f, spec in fields())['password_hash'].description}") from None
     return dataclasses.replace(
         settings, instance_path=str(instance_path),
         database_url=settings.database_url or f"sqlite:///{instance_path / 'academy.sqlite'}",

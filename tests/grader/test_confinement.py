@@ -2,8 +2,9 @@
 its attack worked (it then runs the reference solution it smuggled in or falls back to); none may.
 Every attack runs as root (a warm fork-server child, the web app's path) and as an unprivileged user
 with an operator-delegated cgroup subtree (a warm pool kept by a service run as that user, as `setpriv` runs
-it; `grader check`'s cold process as that user grades the control, the daemon and the refusals). Without a cgroup the
-local sandbox is refused with a message saying what to do; `--sandbox unconfined` says what it is.
+it; `grader check`'s cold process as that user grades the control, the service user's files, the daemon and
+the refusals). Without a cgroup the local sandbox is refused with a message saying what to do; `--sandbox
+unconfined` says what it is.
 The host kinds that cannot confine at all (no user namespaces, an unprivileged container) are in
 tests/sandbox/test_host_kinds.py."""
 from __future__ import annotations
@@ -299,7 +300,8 @@ def attacks_as_nobody(request, nobody) -> dict[str, dict]:
                            *map(str, paths.values())],
                           capture_output=True, cwd="/", timeout=300,
                           env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "DLA_CGROUP_PARENT": parent})
-    graded = {line["path"]: line["result"] for line in map(json.loads, proc.stdout.decode().splitlines())}
+    graded = {line["path"]: line["result"] for line in map(json.loads, (
+        text for text in proc.stdout.decode().splitlines() if text.startswith('{"path"')))}
     return {name: graded.get(str(path), {"stderr": proc.stderr.decode()[-3000:]}) for name, path in paths.items()}
 
 
@@ -313,6 +315,7 @@ def test_control_as_nobody_through_a_service_pool_an_attack_that_works_passes(at
 def test_attack_as_nobody(attacks_as_nobody, name):
     result = attacks_as_nobody[name]
     assert "stderr" not in result, result.get("stderr")
+    assert attacks_as_nobody[WORKS].get("passed"), "the same service's control did not pass"
     assert_contained(result)
 
 

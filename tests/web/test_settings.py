@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from click.testing import CliRunner
@@ -150,11 +151,39 @@ def test_another_hash_method_applies_to_new_passwords_and_old_hashes_still_verif
     web.post("/auth/signout")
     assert web.signin("ada@example.org").status_code == 302
     # An unknown email pays the same method's work as a known one.
-    assert _dummy_hash(settings(app).password_hash).startswith("pbkdf2:sha256:1000$")
+    with mock.patch("academy.auth._dummy_hash", wraps=_dummy_hash) as dummy:
+        assert web.signin("nobody@example.org").status_code == 401
+    assert dummy.call_args.args == ("pbkdf2:sha256:1000",)
+    assert _dummy_hash("pbkdf2:sha256:1000").startswith("pbkdf2:sha256:1000$")
 
 
-@pytest.mark.parametrize("value", ["md5", "scrypt:1000:8:1", "scrypt:1024:0:1", "pbkdf2:sha1:1000", "scrypt"])
-def test_a_password_hash_method_werkzeug_would_not_take_is_refused(value: str) -> None:
+@pytest.mark.parametrize("value", ["md5", "scrypt", "pbkdf2:sha1:1000", "pbkdf2:sha256:0", "scrypt:1000:8:1",
+                                   "scrypt:1024:0:1", "scrypt:0:8:1", "scrypt:64:1:1", "scrypt:65536:1:1",
+                                   "scrypt:2097152:8:1", "scrypt:1024:8:2000", "scrypt:1024:8:1 trailing"])
+def test_a_password_hash_method_outside_what_werkzeug_hashes_with_is_refused(value: str) -> None:
     spec = next(spec for f, spec in settings_module.fields() if f.name == "password_hash")
     with pytest.raises(SettingError, match="DLA_PASSWORD_HASH="):
         spec.get({"DLA_PASSWORD_HASH": value})
+
+
+def test_the_scrypt_methods_accepted_are_exactly_those_werkzeug_hashes_with() -> None:
+    from werkzeug.security import generate_password_hash
+
+    for n, r, p in [(2**k, r, p) for k in range(1, 17) for r in (1, 2, 8) for p in (1, 3) if 2**k * r <= 2**18]:
+        method = f"scrypt:{n}:{r}:{p}"
+        try:
+            generate_password_hash("x", method=method)
+            werkzeug_takes = True
+        except ValueError:
+            werkzeug_takes = False
+        try:
+            settings_module.password_method(method)
+            accepted = True
+        except ValueError:
+            accepted = False
+        assert accepted == werkzeug_takes, method
+
+
+def test_a_bad_method_in_the_config_file_or_test_config_is_refused_too(make_app) -> None:  # noqa: ANN001
+    with pytest.raises(SettingError, match="PASSWORD_HASH='md5' is not valid"):
+        make_app(PASSWORD_HASH="md5")
