@@ -82,7 +82,7 @@ def run_grader(*args: str, stdin: bytes | None = None, timeout: float = 120,
                           env={**os.environ, **(env or {})}, cwd=REPO)
 
 
-def check_json(exercise: str, path: Path, *extra: str, here: object = None) -> tuple[int, dict]:
+def check_json(exercise: str, path: Path, *extra: str, here: Any = None) -> tuple[int, dict]:
     """`grader check EXERCISE PATH --json --sandbox local`: the console script, or `run_grader_here(here, ...)`."""
     args = ("check", exercise, str(path), "--json", "--sandbox", "local", *extra)
     proc = run_grader(*args) if here is None else run_grader_here(here, *args)
@@ -100,6 +100,7 @@ def run_grader_here(sandbox: Any, *args: str) -> subprocess.CompletedProcess:
 
     from click.testing import CliRunner
 
+    from grader.core.settings import exercises_root
     from grader.host.cli import main
 
     def the_warm_one(name: str, *, course_root: Path | None = None, warm: int = 0, **_: Any) -> Any:
@@ -107,8 +108,6 @@ def run_grader_here(sandbox: Any, *args: str) -> subprocess.CompletedProcess:
         # A pool it would own (and close), or one for another course (graded cold, silently): not this one's use.
         assert not warm and course_root in (None, exercises_root()), (warm, course_root)
         return sandbox
-
-    from grader.core.settings import exercises_root
 
     with mock.patch("grader.host.sandboxes.get_sandbox", side_effect=the_warm_one) as made:
         result = CliRunner().invoke(main, list(args), catch_exceptions=False)

@@ -17,11 +17,6 @@ from academy.db import get_session
 from academy.models import NAME_MAX, SIS_ID_MAX, ApiToken, User
 from academy.settings import settings
 
-
-def password_hash(password: str) -> str:
-    """`password` hashed with the app's method (DLA_PASSWORD_HASH: werkzeug's scrypt unless set)."""
-    return generate_password_hash(password, method=settings().password_hash)
-
 TOKEN_PREFIX = "dla_"
 
 
@@ -82,6 +77,11 @@ def clean_sis_id(sis_id: str, *, user: User | None = None) -> str | None:
     if other is not None and (user is None or other.id != user.id):
         raise AccountError(gettext("Another account already has the SIS id %(id)s.", id=sis_id))
     return sis_id
+
+
+def password_hash(password: str) -> str:
+    """`password` hashed with the app's method (DLA_PASSWORD_HASH: werkzeug's scrypt unless set)."""
+    return generate_password_hash(password, method=settings().password_hash)
 
 
 def create_account(email: str, password: str, *, role: str = "learner", user: User | None = None,

@@ -61,19 +61,20 @@ def password_method(value: str) -> str:
     `scrypt:N:r:p` (N a power of two, within the memory werkzeug lets OpenSSL use) or `pbkdf2:sha256:ITERATIONS`.
     A method werkzeug refused would only show at the first sign-up (a 500), and at every sign-in of an unknown
     email while known ones got their 401: an account oracle."""
-    match = PASSWORD_METHOD.match(value.strip())
+    method = value.strip()
+    match = PASSWORD_METHOD.match(method)
     if not match:
         raise ValueError(value)
     if match[4] is not None:
         if int(match[4]) < 1:
             raise ValueError(value)
-        return value.strip()
+        return method
     n, r, p = (int(part) for part in match.groups()[:3])
     memory = 132 * n * r * p  # werkzeug's maxmem for hashlib.scrypt
     if (min(n, r, p) < 1 or n & (n - 1) or not memory < 2**31 - 1 or not n < 2 ** (16 * r)
             or 128 * r * (n + p + 2) > memory):
         raise ValueError(value)
-    return value.strip()
+    return method
 
 
 def host_names(value: str) -> tuple[str, ...]:
@@ -271,8 +272,8 @@ def load(instance_path: Path, config_file: Mapping[str, Any], test_config: Mappi
     try:  # config.py and test_config are not parsed like the environment: the one setting a typo turns into 500s
         password_method(str(settings.password_hash))
     except ValueError:
-        raise SettingError(f"PASSWORD_HASH={settings.password_hash!r} is not valid: "
-                           f"{dict((f.name, spec) for f, spec in fields())['password_hash'].description}") from None
+        spec = Settings.__dataclass_fields__["password_hash"].metadata["setting"]
+        raise SettingError(f"PASSWORD_HASH={settings.password_hash!r} is not valid: {spec.description}") from None
     return dataclasses.replace(
         settings, instance_path=str(instance_path),
         database_url=settings.database_url or f"sqlite:///{instance_path / 'academy.sqlite'}",

@@ -242,17 +242,30 @@ def nobody(tmp_path_factory):
     shutil.rmtree(home)
 
 
+def submission_of_nobody(home: Path, name: str, code: str) -> Path:
+    """`code` as a file user 65534 can read, in its home."""
+    path = home / f"{name}.py"
+    path.write_text(code)
+    path.chmod(0o644)
+    return path
+
+
+def run_as_nobody(nobody, *python_args: str, delegated: bool = True,
+                  timeout: float = 120) -> subprocess.CompletedProcess:
+    """The nobody venv's python with `python_args`, as uid 65534 (setpriv), with the delegated cgroup subtree
+    unless `delegated` is False."""
+    home, parent = nobody
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", **({"DLA_CGROUP_PARENT": parent} if delegated else {})}
+    return subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                           str(home / "venv" / "bin" / "python"), *python_args],
+                          capture_output=True, env=env, cwd="/", timeout=timeout)
+
+
 def check_as_nobody(nobody, code: str, *args: str, delegated: bool = True,
                     name: str = "submission") -> tuple[int, dict, str]:
-    home, parent = nobody
-    submission = home / f"{name}.py"
-    submission.write_text(code)
-    submission.chmod(0o644)
-    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", **({"DLA_CGROUP_PARENT": parent} if delegated else {})}
-    proc = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-                           str(home / "venv" / "bin" / "python"), "-m", "grader.host.cli", "check",
-                           "mixed-precision/amp-step", str(submission), "--json", *args],
-                          capture_output=True, env=env, cwd="/", timeout=120)
+    submission = submission_of_nobody(nobody[0], name, code)
+    proc = run_as_nobody(nobody, "-m", "grader.host.cli", "check", "mixed-precision/amp-step", str(submission),
+                         "--json", *args, delegated=delegated)
     return proc.returncode, json.loads(proc.stdout or b"{}"), proc.stderr.decode()
 
 
@@ -287,19 +300,11 @@ def attacks_as_nobody(request, nobody) -> dict[str, dict]:
     """Every selected attack graded as nobody by a service's warm pool (SERVICE_AS_NOBODY), by name: one torch
     start-up for the pool instead of one per attack. The cold path as nobody (`grader check`) is the control's,
     the daemon's and the refusals' below."""
-    home, parent = nobody
     names = [item.callspec.params["name"] for item in request.session.items
              if item.originalname == "test_attack_as_nobody" and hasattr(item, "callspec")]
-    paths = {}
-    for name, attack in [(name, ATTACKS[name]) for name in names] + [(WORKS, "def attack():\n    return True\n")]:
-        paths[name] = home / f"attack-{name}.py"
-        paths[name].write_text(gated(attack))
-        paths[name].chmod(0o644)
-    proc = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-                           str(home / "venv" / "bin" / "python"), "-c", SERVICE_AS_NOBODY,
-                           *map(str, paths.values())],
-                          capture_output=True, cwd="/", timeout=300,
-                          env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "DLA_CGROUP_PARENT": parent})
+    attacks = {**{name: ATTACKS[name] for name in names}, WORKS: "def attack():\n    return True\n"}
+    paths = {name: submission_of_nobody(nobody[0], f"attack-{name}", gated(attack)) for name, attack in attacks.items()}
+    proc = run_as_nobody(nobody, "-c", SERVICE_AS_NOBODY, *map(str, paths.values()), timeout=300)
     graded = {line["path"]: line["result"] for line in map(json.loads, (
         text for text in proc.stdout.decode().splitlines() if text.startswith('{"path"')))}
     return {name: graded.get(str(path), {"stderr": proc.stderr.decode()[-3000:]}) for name, path in paths.items()}
