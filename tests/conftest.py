@@ -69,7 +69,7 @@ def work_unit(nodeid: str) -> str:
 
 # Units whose tests mostly wait (on a server, a browser, a queue, a sleep) rather than compute. Two of them side by
 # side leave the cores idle: in a fresh clone's run they all came last, after the largest units, and both cores were
-# 30-45% idle for those 3 minutes (~100 idle core-seconds, sampled each second), against under 2% before them.
+# 16-41% idle for those 3 minutes (~100 idle core-seconds, sampled each second), against under 2% before them.
 WAITING = ("tests/web/", "tests/browser/", "tests/abuse/", "tests/queue/", "tests/lti/", "tests/deploy/")
 
 
