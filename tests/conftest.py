@@ -93,7 +93,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
             return work_unit(nodeid)
 
         def _assign_work_unit(self, node: object) -> None:
-            # What each other worker runs now: the first of its units with a test not yet done.
+            # xdist's own method, not a public hook: tests/test_workers.py runs two workers and fails if a newer
+            # xdist stops calling it. What each other worker runs now: its first unit with a test not yet done.
             beside = [next(unit for unit, tests in units.items() if not all(tests.values()))
                       for other, units in self.assigned_work.items()
                       if other is not node and not all(all(tests.values()) for tests in units.values())]
