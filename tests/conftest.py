@@ -74,7 +74,7 @@ WAITING = ("tests/web/", "tests/browser/", "tests/abuse/", "tests/queue/", "test
 
 
 def waits(unit: str) -> bool:
-    return unit != ENGINE_UNIT and unit.startswith(WAITING)
+    return unit.startswith(WAITING)  # the Docker Engine's unit (ENGINE_UNIT, test_compose.py in it) computes
 
 
 def next_unit(queue: list[str], beside: list[str]) -> str:
@@ -95,9 +95,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
         def _assign_work_unit(self, node: object) -> None:
             # xdist's own method, not a public hook: tests/test_workers.py runs two workers and fails if a newer
             # xdist stops calling it. What each other worker runs now: its first unit with a test not yet done.
-            beside = [next(unit for unit, tests in units.items() if not all(tests.values()))
-                      for other, units in self.assigned_work.items()
-                      if other is not node and not all(all(tests.values()) for tests in units.values())]
+            beside = [unit for other, units in self.assigned_work.items() if other is not node
+                      if (unit := next((scope for scope, done in units.items() if not all(done.values())), None))]
             self.workqueue.move_to_end(next_unit(list(self.workqueue), beside), last=False)
             super()._assign_work_unit(node)
 
