@@ -2,9 +2,9 @@
 runs each captured graph as it is (no C++ compiler), train a few steps with it, and record what dynamo did:
 every graph it captured (its operators), every graph break (dynamo's reason and the learner's line), and
 every recompilation (the guard that failed)."""
+import copy
 import logging
 import re
-import sys
 import traceback
 
 import torch
@@ -14,26 +14,26 @@ from torch._dynamo.exc import InternalTorchDynamoError
 from torch._dynamo.utils import guard_failures
 
 import scenario
-from grader.checks.probing import describe_exception
-from grader.checks.probes import submission_function
+from grader.checks.probing import SUBMISSION_FILENAME, describe_exception
 
 MOST = 20  # graphs, breaks and guard failures kept (the starter has 3 breaks, 4 graphs)
 CONFIG = torch._dynamo.config
+# Read through the class's own function, taken before the learner's code loads (a patched method on the
+# config module cannot answer for it).
+CONFIG_COPY = type(CONFIG).get_config_copy
 DEFAULTS: dict = {}
 GRAPHS: list[dict] = []
 BREAKS: list[dict] = []
+# Each change of torch._dynamo.config seen while compute_loss ran or was compiled: {"call", "keys"}.
+CONFIG_CHANGES: list[dict] = []
+SPY: dict = {}  # the break spy installed by prepare()
 STATE: dict = {"call": 0, "seq": 0, "dynamo_error": None}  # the call of compute_loss being compiled; the order of graphs and breaks
-
-
-def _submission_file() -> str:
-    module = sys.modules.get("submission")
-    return getattr(module, "__file__", None) or "submission.py"
 
 
 def _learner_lines(frames) -> list[int]:
     """The learner's lines in a stack of frame summaries, outermost first."""
-    name = _submission_file()
-    return [f.lineno for f in frames if getattr(f, "filename", None) == name and isinstance(f.lineno, int)]
+    return [f.lineno for f in frames
+            if getattr(f, "filename", None) == SUBMISSION_FILENAME and type(f.lineno) is int]
 
 
 def _record_break(translator, code_options, reason, exc):
@@ -44,7 +44,7 @@ def _record_break(translator, code_options, reason, exc):
         stack = torch._guards.TracingContext.extract_stack()
     lines = _learner_lines(stack)
     if not lines and getattr(translator, "f_code", None) is not None \
-            and translator.f_code.co_filename == _submission_file():
+            and translator.f_code.co_filename == SUBMISSION_FILENAME and type(translator.lineno) is int:
         lines = [translator.lineno]
     kind = getattr(exc, "gb_type", None) or type(exc).__name__
     STATE["seq"] += 1
@@ -54,7 +54,10 @@ def _record_break(translator, code_options, reason, exc):
 
 
 def _backend(gm, example_inputs):
-    """Record the captured graph's operators, then run it as it is (what backend="eager" does)."""
+    """Record the captured graph's operators, then run it as it is (what backend="eager" does). A graph
+    compiled under settings other than dynamo's defaults is noted (the learner's code changed them while
+    dynamo traced it)."""
+    _note_config_change()
     if len(GRAPHS) < MOST:
         ops, foreign = [], []
         for node in gm.graph.nodes:
@@ -77,7 +80,7 @@ def prepare():
     warnings are silenced: the verdict lists every break with its line, and the warning for `.item()` advises
     the config change this exercise undoes."""
     torch._logging.set_logs(dynamo=logging.ERROR)
-    DEFAULTS.update(CONFIG.get_config_copy())
+    DEFAULTS.update(CONFIG_COPY(CONFIG))
     original = symbolic_convert.InstructionTranslatorBase.log_graph_break
 
     def log_graph_break(self, code_options, reason, exc):
@@ -86,21 +89,43 @@ def prepare():
         finally:
             original(self, code_options, reason, exc)
 
+    SPY["log_graph_break"] = log_graph_break
     symbolic_convert.InstructionTranslatorBase.log_graph_break = log_graph_break
 
 
+def _spy_replaced() -> bool:
+    """Whether the learner's module replaced the break spy; it is put back either way, before compiling."""
+    replaced = symbolic_convert.InstructionTranslatorBase.__dict__.get("log_graph_break") is not SPY["log_graph_break"]
+    symbolic_convert.InstructionTranslatorBase.log_graph_break = SPY["log_graph_break"]
+    return replaced
+
+
+def _changed_keys() -> list[str]:
+    """The keys of torch._dynamo.config whose values differ from the defaults copied in prepare()."""
+    now = CONFIG_COPY(CONFIG)
+    return sorted(k for k in DEFAULTS if k in now and now[k] != DEFAULTS[k])
+
+
 def _restore_defaults() -> list[str]:
-    """Undo what the learner's module changed in torch._dynamo.config; say what it was."""
-    now = CONFIG.get_config_copy()
-    changed = sorted(k for k in DEFAULTS if k in now and now[k] != DEFAULTS[k])
+    """Undo what the learner's code changed in torch._dynamo.config; say what it was. Each value put back is a
+    copy, so that mutating it in place (a set's `add`) cannot reach the defaults kept here."""
+    changed = _changed_keys()
     for key in changed:
-        setattr(CONFIG, key, DEFAULTS[key])
+        setattr(CONFIG, key, copy.deepcopy(DEFAULTS[key]))
     return changed
+
+
+def _note_config_change() -> None:
+    """Record (once per call) that the config differs from the defaults now, while compute_loss is compiled or
+    runs, and put the defaults back."""
+    changed = _restore_defaults()
+    if changed and len(CONFIG_CHANGES) < MOST and not any(c["call"] == STATE["call"] for c in CONFIG_CHANGES):
+        CONFIG_CHANGES.append({"call": STATE["call"], "keys": changed[:MOST]})
 
 
 def _recompiles() -> list[dict]:
     """The guards that failed, as dynamo keeps them (one text per recompilation): the guard and the line."""
-    name = _submission_file()
+    name = SUBMISSION_FILENAME
     found = []
     for code, failures in guard_failures.items():
         if getattr(code, "co_filename", None) != name:
@@ -114,9 +139,13 @@ def _recompiles() -> list[dict]:
 
 
 def probe(api):
+    # The learner's compute_loss as the loader read it from the module's __dict__, right after the module ran
+    # (api.entry): the module is not asked again, so nothing it defines (a __getattribute__ on a module class
+    # of its own) runs after the defaults are put back.
+    compute_loss = api.entry
     changed = _restore_defaults()
+    spy_replaced = _spy_replaced()
     torch._dynamo.reset()
-    compute_loss = submission_function("compute_loss")
     compiled = torch.compile(compute_loss, backend=_backend)
 
     def call(model, x, y):
@@ -126,17 +155,19 @@ def probe(api):
         except InternalTorchDynamoError as exc:
             # Dynamo itself failed (torch 2.13: an f-string of `loss.item() * k` on a second call, after its
             # breaks): the run stops there and the checks say so, next to the breaks that led to it.
-            lines = re.findall(rf'File "{re.escape(_submission_file())}", line (\d+)', str(exc)) or \
+            lines = re.findall(rf'File "{re.escape(SUBMISSION_FILENAME)}", line (\d+)', str(exc)) or \
                 _learner_lines(traceback.extract_tb(exc.__traceback__))  # dynamo's "from user code" first
             STATE["dynamo_error"] = {"call": STATE["call"], "line": int(lines[-1]) if lines else None,
                                      "message": " ".join(str(exc).split("from user code")[0].split())[:300]}
             return None
         except Exception as exc:  # noqa: BLE001 - anything the learner's code raises is the learner's error
             raise describe_exception(exc, api.memory_mb) from None
+        finally:
+            _note_config_change()  # a change the call made, even one the compiled graph did not see
 
     model, optimizer, batches = scenario.build(api.seed, api.device)
     weights: list = []
     losses = scenario.train(call, model, optimizer, batches, weights)
     return {"losses": losses, "weights": weights, "graphs": GRAPHS, "breaks": BREAKS,
-            "recompiles": _recompiles(), "config_changed": changed[:MOST], "calls": STATE["call"],
-            "dynamo_error": STATE["dynamo_error"]}
+            "recompiles": _recompiles(), "config_changed": changed[:MOST], "config_changed_while_compiling": CONFIG_CHANGES,
+            "spy_replaced": spy_replaced, "calls": STATE["call"], "dynamo_error": STATE["dynamo_error"]}

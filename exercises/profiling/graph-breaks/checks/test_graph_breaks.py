@@ -2,6 +2,7 @@
 import math
 
 import pytest
+import torch
 
 import scenario
 from grader.checks.judging import check, explained_by, fail, figure, show, table_figure
@@ -19,6 +20,48 @@ MEANINGS = (
                                       "a module of Python code)"),
     ("graph_break()", "`torch._dynamo.graph_break()` breaks the graph on purpose"),
 )
+
+
+# The form of what probe.py returns, value by value (a type, None, a tuple of alternatives, [item form] for a
+# list, {key: form} for a dict). The record is made in the learner's process, where the learner's code can
+# reach it: anything else is refused before a check reads it.
+RECORD = {
+    "losses": [(float, None)], "weights": [{str: torch.Tensor}], "calls": int, "spy_replaced": bool,
+    "breaks": [{"seq": int, "call": int, "kind": str, "reason": str, "line": (int, None), "lines": [int]}],
+    "graphs": [{"seq": int, "call": int, "ops": [str], "op_count": int, "foreign": [str]}],
+    "recompiles": [{"guard": str, "line": (int, None)}],
+    "config_changed": [str], "config_changed_while_compiling": [{"call": int, "keys": [str]}],
+    "dynamo_error": ({"call": int, "line": (int, None), "message": str}, None),
+}
+
+
+def conforms(value, form) -> bool:
+    """Whether `value` has the form `form` (RECORD's notation); bool is not an int here."""
+    if isinstance(form, tuple):
+        return any(conforms(value, f) for f in form)
+    if form is None:
+        return value is None
+    if isinstance(form, list):
+        return type(value) is list and all(conforms(v, form[0]) for v in value)
+    if isinstance(form, dict):
+        if type(value) is not dict:
+            return False
+        if len(form) == 1 and isinstance(next(iter(form)), type):  # {key type: value form}
+            (key, item), = form.items()
+            return all(type(k) is key and conforms(v, item) for k, v in value.items())
+        return all(k in value and conforms(value[k], f) for k, f in form.items())
+    if form is float:
+        return type(value) is float
+    return type(value) is form if form in (int, bool, str) else isinstance(value, form)
+
+
+def record(observed) -> dict:
+    """The probe's record, or a failure saying it was not what the probe writes."""
+    bad = [key for key, form in RECORD.items() if key not in observed or not conforms(observed[key], form)]
+    if bad:
+        fail(f"The grader's record of your run ({', '.join(bad)}) is not what the grader writes in your process: "
+             "your code changed it, so it cannot be judged.")
+    return observed
 
 
 def meaning(brk: dict) -> str:
@@ -52,10 +95,21 @@ def reference(run):
 
 @check("no-graph-breaks")
 def test_dynamo_compiles_without_a_graph_break(observed):
+    observed = record(observed)
     found = distinct_breaks(observed)
     changed = observed["config_changed"]
     note = (f" (Your code changed torch._dynamo.config: {', '.join(changed)}; the grader undid that and compiled "
             "with dynamo's defaults.)" if changed else "")
+    if observed["spy_replaced"]:
+        note += " (Your code replaced dynamo's graph-break log; the grader put it back before compiling.)"
+    during = observed["config_changed_while_compiling"]
+    if during:
+        calls = ", ".join(str(c["call"]) for c in during)
+        keys = sorted({k for c in during for k in c["keys"]})
+        fail(f"Your code changed torch._dynamo.config ({', '.join(keys)}) while dynamo compiled or ran your "
+             f"compute_loss (seen on call{'s' if len(during) > 1 else ''} {calls}). The grader compiles with "
+             "dynamo's defaults: a setting that hides a break does not remove it, so no absence of breaks can "
+             f"be read from this run.{note}")
     # A break with none of the learner's lines on its stack is in a frame dynamo compiled on its own, library
     # code that ran in Python after an earlier break (logging's internals after a logger call): said, not listed.
     crash = observed["dynamo_error"]
@@ -80,9 +134,14 @@ def test_dynamo_compiles_without_a_graph_break(observed):
 
 @check("one-graph")
 def test_one_graph_compiled_once(observed):
+    observed = record(observed)
     graphs, calls = observed["graphs"], observed["calls"]
     breaks = distinct_breaks(observed)
-    if breaks or observed["dynamo_error"]:  # reported skipped: no-graph-breaks failed and says why
+    # Reported skipped below: no-graph-breaks failed and says why.
+    if observed["config_changed_while_compiling"]:
+        fail(f"Dynamo captured {len(graphs)} graph(s) of compute_loss in its {calls} calls under settings your code "
+             "changed while it compiled: what the graphs show is not what dynamo's defaults make of your code.")
+    if breaks or observed["dynamo_error"]:
         fail(f"Dynamo captured {len(graphs)} graph(s) of compute_loss in its {calls} calls, and what lay between "
              f"its {len(breaks)} graph break(s) ran in plain Python: the loss was not one graph.")
     if not graphs:
@@ -110,6 +169,7 @@ def test_one_graph_compiled_once(observed):
 @check("same-result")
 def test_same_losses_and_weights_as_the_original(observed, reference):
     """Step by step: the loss, then the weights after the step, against the original's run on the same data."""
+    observed = record(observed)
     losses, weights = observed["losses"], observed["weights"]
     for i, expected in enumerate(reference["losses"]):
         got = losses[i] if i < len(losses) else None
