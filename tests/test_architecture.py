@@ -97,6 +97,9 @@ def test_every_import_follows_the_contract():
     ("grader.host.bad", "from sandbox.jail import Jail\n"),
     ("academy.bad", "from grader.learner import amp\n"),
     ("exercises.lesson.ex.checks.probe", "from grader.learner.amp import RECORDER\n"),
+    ("grader.checks.bad", "from grader.reference.amp import amp_step\n"),
+    ("grader.learner.bad", "import grader.reference.underflow\n"),
+    ("grader.harness.bad", "from grader.reference import amp\n"),
 ])
 def test_a_back_edge_is_caught(module, source):
     assert violations({module: source}, contract()) != []
@@ -116,7 +119,7 @@ def test_the_image_holds_what_the_grading_process_may_import():
     from grader.host.image import IMAGE_PACKAGES
 
     rules = contract()
-    reach, todo = set(), ["grader.harness", "grader.checks"]
+    reach, todo = set(), ["grader.harness", "grader.checks", "grader.reference"]
     while todo:
         package = todo.pop()
         if package not in reach:
@@ -124,3 +127,51 @@ def test_the_image_holds_what_the_grading_process_may_import():
             todo.extend(rules[package])
     shipped = {name.removesuffix(".py").replace("/", ".").removesuffix(".__init__") for name in IMAGE_PACKAGES}
     assert shipped - {"grader", "sandbox"} == reach
+
+
+# What an exercise's learner side loads (the probe, and what Run calls the function with): these modules and
+# every checks/ module they import end up in the learner's process, so none may import grading-only code.
+LEARNER_SIDE = ("checks/probe.py", "example.py")
+GRADING_ONLY = ("reference", "grader.reference")
+
+
+def learner_side_imports(folder: Path) -> dict[str, set[str]]:
+    """module of the exercise at `folder` that a learner process loads -> every module it imports (absolute
+    imports), following the exercise's own checks/ modules transitively."""
+    checks, found = folder / "checks", {}
+    todo = [folder / name for name in LEARNER_SIDE if (folder / name).is_file()]
+    while todo:
+        path = todo.pop()
+        if path.name in found:
+            continue
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
+        found[path.name] = names
+        todo += [checks / f"{name}.py" for name in names if "." not in name and (checks / f"{name}.py").is_file()]
+    return found
+
+
+def grading_only(name: str) -> bool:
+    return any(name == g or name.startswith(g + ".") for g in GRADING_ONLY) or name.startswith(("test_", "referee"))
+
+
+@pytest.mark.parametrize("folder", sorted(p.parent for p in ROOTS["exercises"].rglob("exercise.yaml")),
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_no_learner_side_module_of_an_exercise_imports_grading_only_code(folder):
+    """The probe's and the example's import closure within checks/ holds no reference (issue 48): a module the
+    learner's process imports can be reached from its code."""
+    wrong = {module: sorted(n for n in names if grading_only(n))
+             for module, names in learner_side_imports(folder).items()}
+    assert {m: n for m, n in wrong.items() if n} == {}
+
+
+def test_a_probe_that_imports_the_reference_is_caught(tmp_path):
+    (tmp_path / "checks").mkdir()
+    (tmp_path / "checks" / "probe.py").write_text("import scenario\n")
+    (tmp_path / "checks" / "scenario.py").write_text("from reference import run\n")
+    assert "reference" in learner_side_imports(tmp_path)["scenario.py"]
+    assert grading_only("reference") and grading_only("grader.reference.amp")

@@ -18,7 +18,6 @@ verdict:
 from __future__ import annotations
 
 import math
-import sys
 from typing import Any, Callable
 
 import torch
@@ -34,6 +33,7 @@ from grader.checks.probing import (
     watch_optimizer,
 )
 from grader.checks.scenarios import AmpStepTask, params
+from grader.learner.entry import submission_attribute
 
 __all__ = ["amp_step_probe", "training_probe", "learner_function", "submission_function", "loss_number",
            "timed_rounds"]
@@ -47,8 +47,10 @@ def loss_number(value: Any) -> float | None:
 
 
 def submission_function(name: str) -> Callable[..., Any]:
-    """The submission's function `name`; a LearnerError (one message to the learner) when it has none."""
-    function = getattr(sys.modules["submission"], name, None)
+    """The submission's function `name`, read from its plain module's `__dict__` (never through an attribute
+    read the learner's module could answer itself); a LearnerError (one message to the learner) when it has
+    none or its module is no plain module any more."""
+    function = submission_attribute(name)
     if not callable(function):
         raise LearnerError("missing", f"Your code must define `{name}`: the grader calls it.")
     return function

@@ -4,20 +4,18 @@ here and keeps only what is its own (a constant, a variant's field, a comment on
 
     params(model)                        the weights as float32 CPU copies, by parameter name
     scaled_loss(loss_fn, factor)         a loss `factor` times loss_fn's (a loss whose fp16 gradients underflow)
-    plain_step(...)                      one float32 training step: zero_grad, forward, backward, step
-    amp_step(...)                        the reference AMP step: autocast float16, a scaled backward,
-                                         optionally unscale_ and clip, scaler.step, scaler.update
+    plain_step(...)                      one float32 training step, as a starter writes it
 
     AmpStepTask     mixed-precision/amp-step and amp-clip-step: a classifier called once per batch, a
-                    call whose scaled fp16 gradients overflow, one whose fp16 gradients underflow unless scaled;
-                    `reference(seed, device)` is a correct AMP step's run on it
+                    call whose scaled fp16 gradients overflow, one whose fp16 gradients underflow unless scaled
     UnderflowTask   mixed-precision/fix-underflow and bf16-train: a regression whose fp16 gradients
-                    underflow; `fp32_run(seed, device)` is the same training in float32
+                    underflow
 
 Everything here runs on both sides (the probe in the learner's process, the checks in the grading
 process): a task's `build(seed, device)` gives the same model and data for the same seed wherever it
-runs. What a check compares against must never be drawn from the seed alone where the learner's code
-could compute it too; secrets belong to the exercise's referee (grader.checks.outside).
+runs. Nothing here computes a right answer: the correct runs the checks compare with live in
+grader.reference (the shared ones: `amp_step_run`, `fp32_run`) and in each exercise's checks/reference.py,
+which no learner process can import, read or reach (grader/reference/__init__.py).
 """
 from __future__ import annotations
 
@@ -28,7 +26,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-__all__ = ["params", "scaled_loss", "plain_step", "amp_step", "AmpStepTask", "UnderflowTask"]
+__all__ = ["params", "scaled_loss", "plain_step", "AmpStepTask", "UnderflowTask", "Batch", "LossFn"]
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -60,23 +58,6 @@ def plain_step(model: nn.Module, optimizer: torch.optim.Optimizer, loss_fn: Loss
     return loss.detach()
 
 
-def amp_step(model: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler, loss_fn: LossFn,
-             x: torch.Tensor, y: torch.Tensor, device: str, max_norm: float | None = None) -> torch.Tensor:
-    """The reference AMP step: zero_grad, forward and loss under float16 autocast, backward on the scaled
-    loss, then (with `max_norm`) scaler.unscale_ and clip_grad_norm_, then scaler.step and scaler.update.
-    Returns the loss (float16, as autocast computed it)."""
-    optimizer.zero_grad()
-    with torch.autocast(device_type=device, dtype=torch.float16):
-        loss = loss_fn(model(x), y)
-    scaler.scale(loss).backward()
-    if max_norm is not None:
-        scaler.unscale_(optimizer)
-        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-    scaler.step(optimizer)
-    scaler.update()
-    return loss
-
-
 @dataclass(frozen=True)
 class AmpStepTask:
     """One AMP training step, `train_step(model, optimizer, scaler, loss_fn, x, y[, max_norm])`, called once
@@ -93,7 +74,7 @@ class AmpStepTask:
 
     `build` also returns gradients "left over from a previous step", which the probe plants: a step that
     forgets zero_grad adds to them. `max_norm`: a clipping threshold passed as the last argument, and used
-    by the reference after unscale_ (amp-clip-step); None, no clipping (amp-step)."""
+    by the correct step after unscale_ (amp-clip-step; grader.reference.amp); None, no clipping (amp-step)."""
 
     calls: int = 3
     lr: float = 0.05
@@ -146,32 +127,6 @@ class AmpStepTask:
         for group in optimizer.param_groups:
             group["lr"] = self.lr / self.underflow_loss_scale
 
-    def reference(self, seed: int, device: str) -> dict[str, list[Any]]:
-        """A correct AMP step (`amp_step`, clipping to `max_norm` after unscale_ when set), run on the same
-        model, data and device, in the grading process: the loss, weights and scale after each call."""
-        model, optimizer, loss_fn, batches, _ = self.build(seed, device)
-        scaler = torch.amp.GradScaler(device)
-        losses, params_after, scale_after, step_norms = [], [], [], []
-        used: list[float] = []
-        optimizer.register_step_pre_hook(lambda *_: used.append(gradient_norm(model)))
-        for i, (x, y, loss_of_call) in enumerate(self.calls_of(batches, loss_fn)):
-            if i == self.underflow_call:
-                self.start_underflow_call(optimizer)
-            used.clear()
-            loss = amp_step(model, optimizer, scaler, loss_of_call, x, y, device, self.max_norm)
-            losses.append(float(loss))
-            params_after.append(params(model))
-            scale_after.append(float(scaler.get_scale()))
-            step_norms.append(used[0] if used else None)  # None: the step was skipped (inf/NaN gradients)
-        return {"losses": losses, "params_after": params_after, "scale_after": scale_after,
-                "step_norms": step_norms}
-
-
-def gradient_norm(model: nn.Module) -> float:
-    """The total 2-norm of the model's gradients, as clip_grad_norm_ computes it."""
-    return float(torch.nn.utils.get_total_norm([p.grad.detach().float() for p in model.parameters()
-                                                  if p.grad is not None]))
-
 
 @dataclass(frozen=True)
 class UnderflowTask:
@@ -216,10 +171,3 @@ class UnderflowTask:
         model, _, _, x, y = self.build(seed, "cpu")
         model.load_state_dict(state)
         return self.final_loss(model, x, y)
-
-    def fp32_run(self, seed: int, device: str) -> tuple[list[float], float]:
-        """The same training in float32 (`plain_step`, `steps` times), in the grading process: the loss of
-        each step, and the final loss."""
-        model, optimizer, loss_fn, x, y = self.build(seed, device)
-        losses = [float(plain_step(model, optimizer, loss_fn, x, y)) for _ in range(self.steps)]
-        return losses, self.final_loss(model, x, y)

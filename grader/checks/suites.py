@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -40,14 +40,20 @@ class AmpStepChecks:
     as `grader.checks.probes.amp_step_probe` observed it on `task`. Not collected itself (its name does
     not start with Test): an exercise's test module subclasses it,
 
+        import reference   # the exercise's checks/reference.py: grading side only
+
         class TestAmpStep(AmpStepChecks):
             task = scenario.TASK
+            correct_run = staticmethod(reference.run)
 
     and pytest runs these tests there, in this order, then the subclass's own. Class attributes say what
-    is the exercise's own: `task` (its AmpStepTask, whose `reference` the checks compare with), and, for
-    the matches-reference message, `reference_name` and `correct_step` (what a correct step does)."""
+    is the exercise's own: `task` (its AmpStepTask), `correct_run(seed, device)` (the correct step's run on
+    it that the checks compare with: grader.reference.amp.amp_step_run, which this module cannot import,
+    being importable from a learner's process), and, for the matches-reference message, `reference_name`
+    and `correct_step` (what a correct step does)."""
 
     task: AmpStepTask = AmpStepTask()
+    correct_run: Callable[[int, str], dict[str, list[Any]]]
     reference_name = "a correct AMP step"
     correct_step = ("A correct step zeroes the gradients, backpropagates the scaled loss and lets scaler.step "
                     "unscale them before the update.")
@@ -55,7 +61,7 @@ class AmpStepChecks:
     @pytest.fixture(scope="class")
     def reference(self, run: dict[str, Any]) -> dict[str, list[Any]]:
         """A correct AMP step, run on the same model, data and device: losses, weights and scale per call."""
-        return self.task.reference(run["seed"], run["device"])
+        return self.correct_run(run["seed"], run["device"])
 
     @check("runs")
     def test_every_call_completes(self, observed: dict[str, Any]) -> None:

@@ -4,8 +4,11 @@
 `verdict_for()` runs the learner's code confined (the jail, sandbox/jail/), every run the referee asks for,
 then the exercise's pytest checks here, in the grading process. The entry that calls them is serve.py.
 
-The jail is made (and forks its zygote) before the referee is loaded: every learner process is forked
-from a copy of this process taken before any secret was drawn, so none can find one in its memory.
+The jail is made (and forks its zygote) before the request is read (`learner_jail`, called by serve.py):
+every learner process is forked from a copy of this process taken before any exercise, hint, code, seed,
+reference or secret existed in it, and before any frame that holds one was on its stack, so none can
+find one in its memory. The correct runs the checks compare with (each exercise's checks/reference.py,
+grader.reference) are imported only after that, by the checks.
 """
 from __future__ import annotations
 
@@ -141,12 +144,32 @@ def _ran(verdict: RawVerdict, outcome: Outcome, confinement: Confinement) -> Non
         verdict.notes.extend(n for n in CONFINEMENT_NOTES[confinement] if n not in verdict.notes)
 
 
+def learner_jail(course_root: Path, confinement: Confinement, hide: list[Path] | None = None) -> Jail:
+    """The jail every learner process of one grading or Run is forked from (with the learner's view of
+    `course_root`, in NAMESPACES). Make it before the request exists in this process: its zygote is a copy
+    of this process, call stack included (serve.py)."""
+    view = learner_view(course_root, hide) if confinement is Confinement.NAMESPACES else None
+    return Jail(confinement, view)
+
+
+@contextlib.contextmanager
+def _jail_for(exercise: Exercise, confinement: Confinement, hide: list[Path] | None, jail: Jail | None):  # noqa: ANN202
+    """`jail` when the caller made one (serve.py, before the request); else one made now, for a caller in
+    this process (a test, a benchmark), whose learner processes then hold a copy of this call's frames."""
+    if jail is not None:
+        yield jail
+        return
+    with learner_jail(exercise.course_root, confinement, hide) as made:
+        yield made
+
+
 def verdict_for(exercise: Exercise, code: str, confinement: Confinement, *, seed: int | None = None,
-                hide: list[Path] | None = None) -> RawVerdict:
+                hide: list[Path] | None = None, jail: Jail | None = None) -> RawVerdict:
     """Grade `code` against `exercise` (loaded from the harness's own copy of the checks).
 
     `hide`: host paths no part of the learner's view may contain (the web app's instance folder);
-    the exercises folder is always one of them."""
+    the exercises folder is always one of them. `jail`: made by `learner_jail` before the request was
+    read (serve.py); without it one is made here (see `_jail_for`)."""
     seed = random.randrange(1, 2**31) if seed is None else seed
     _limit_self(exercise)
     verdict = _syntax_error(code)
@@ -154,8 +177,7 @@ def verdict_for(exercise: Exercise, code: str, confinement: Confinement, *, seed
         from grader.learner.emulation import amp_device
 
         device = amp_device()
-        view = learner_view(exercise.course_root, hide) if confinement is Confinement.NAMESPACES else None
-        with Jail(confinement, view) as jail:  # its zygote: a copy of this process before any secret
+        with _jail_for(exercise, confinement, hide, jail) as jail:
             referee = load_referee(exercise.checks_dir, seed, device)
             run = _Runs(exercise, code, seed, jail, referee)
             outcome, verdict, observations = run.learner(referee.main_run)
@@ -250,7 +272,7 @@ class _Runs:
 
 
 def run_for(exercise: Exercise, code: str, confinement: Confinement, *, seed: int | None = None,
-            hide: list[Path] | None = None) -> RawVerdict:
+            hide: list[Path] | None = None, jail: Jail | None = None) -> RawVerdict:
     """A Run: call the learner's function once on the exercise's example (example.py), confined exactly as
     for grading (same limits, same view, same isolation), and report what it printed, what it returned or
     the error with its line. No checks run; the status is RAN when the function returned."""
@@ -264,8 +286,7 @@ def run_for(exercise: Exercise, code: str, confinement: Confinement, *, seed: in
     if verdict is None:
         limits = Limits(time_s=exercise.time_limit_s, memory_mb=exercise.memory_mb)
         job = ExampleJob(exercise.path, code, exercise.entry, tuple(exercise.params), seed, exercise.memory_mb)
-        view = learner_view(exercise.course_root, hide) if confinement is Confinement.NAMESPACES else None
-        with Jail(confinement, view) as jail:
+        with _jail_for(exercise, confinement, hide, jail) as jail:
             outcome = jail.run(job, limits)
         verdict, observations = interpret(outcome, limits)
         _ran(verdict, outcome, confinement)

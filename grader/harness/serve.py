@@ -34,7 +34,7 @@ from typing import IO
 from grader.core.course import CourseError, Exercise, load_exercise
 from grader.core.protocol import ProtocolError, RawVerdict, Request, infra_error, ready_line
 from grader.core.settings import exercises_root
-from sandbox.jail import Confinement, in_container
+from sandbox.jail import Confinement, Jail, in_container
 
 
 def exercise_under(root: Path, exercise_id: str) -> Exercise:
@@ -63,34 +63,47 @@ def read_request(stream: IO[bytes]) -> Request | None:
 
 
 def serve_one(root: Path, hide: list[Path], confinement: Confinement, warm_s: float) -> int:
-    """Steps 2 and 3 for this process's stdin/stdout (the imports are already warm)."""
-    from grader.core.protocol import RequestKind
-    from grader.harness.grade import run_for, verdict_for
+    """Steps 2 and 3 for this process's stdin/stdout (the imports are already warm).
 
-    # Keep a private copy of stdout for our lines; fd 1 (and sys.stdout) now lead to stderr.
+    The jail (its zygote, the fork source of every learner process) is made first, before the request is
+    read: a learner process is a copy of the zygote's memory and call stack, so it must be made while this
+    process holds no exercise (hints), code, seed or reference, and no frame that will (issue 48)."""
+    from grader.harness.grade import learner_jail
+
+    # Keep a private copy of stdout for our lines; fd 1 (and sys.stdout) now lead to stderr. Before the
+    # zygote: it keeps fds 0-2, and must never hold the protocol's stdout.
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    out.write(ready_line(warm_s))
-    out.flush()
-    verdict: RawVerdict
+    with learner_jail(root, confinement, hide) as jail:
+        out.write(ready_line(warm_s))
+        out.flush()
+        verdict = _answer(root, hide, confinement, jail)
+    if verdict is not None:
+        out.write(verdict.encode())
+        out.flush()
+    return 0
+
+
+def _answer(root: Path, hide: list[Path], confinement: Confinement, jail: Jail) -> RawVerdict | None:
+    """The verdict for the one request on stdin (None when stdin closed without one)."""
+    from grader.core.protocol import RequestKind
+    from grader.harness.grade import run_for, verdict_for
+
     try:
         request = read_request(sys.stdin.buffer)
         if request is None:
-            return 0
+            return None
         answer = run_for if request.kind is RequestKind.RUN else verdict_for
-        verdict = answer(exercise_under(root, request.exercise), request.code, confinement,
-                         seed=request.seed, hide=hide)
+        return answer(exercise_under(root, request.exercise), request.code, confinement,
+                      seed=request.seed, hide=hide, jail=jail)
     except ProtocolError as exc:
-        verdict = infra_error(f"The grader got a bad request: {exc}")
+        return infra_error(f"The grader got a bad request: {exc}")
     except Exception as exc:  # noqa: BLE001 - reported as an infrastructure failure, never a crash
         import traceback
 
         traceback.print_exc()
-        verdict = infra_error(f"The grader itself failed: {type(exc).__name__}: {exc}")
-    out.write(verdict.encode())
-    out.flush()
-    return 0
+        return infra_error(f"The grader itself failed: {type(exc).__name__}: {exc}")
 
 
 def preflight(root: Path, hide: list[Path]) -> int:

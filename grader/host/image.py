@@ -1,8 +1,9 @@
 """What goes into the grader image, and whether a built image is still current.
 
 The image holds what the grading process needs, chosen by package (`IMAGE_PACKAGES`): the grader's core,
-harness, learner side and checks API, and the sandbox's jail, settings and fork server; never the host's
-code (the CLI, `run_submission`, validation, scaffolding) or the sandbox's launchers. Per exercise, only
+harness, learner side, checks API and shared correct runs (root's alone there: sandbox/Dockerfile), and
+the sandbox's jail, settings and fork server; never the host's code (the CLI, `run_submission`,
+validation, scaffolding) or the sandbox's launchers. Per exercise, only
 `exercise.yaml`, `example.py` (what a Run calls the learner's function with) and `checks/`: never a
 reference solution, a starter or a mistake.
 `sandbox/build-images` assembles the build context with `write_context`; the docker sandbox compares the
@@ -24,7 +25,8 @@ from grader.core.settings import exercises_root
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # What the grading process imports (the import contract in tests/test_architecture.py keeps it so).
 IMAGE_PACKAGES = ("grader/__init__.py", "grader/core", "grader/harness", "grader/learner", "grader/checks",
-                  "sandbox/__init__.py", "sandbox/settings.py", "sandbox/forkserver.py", "sandbox/jail")
+                  "grader/reference", "sandbox/__init__.py", "sandbox/settings.py", "sandbox/forkserver.py",
+                  "sandbox/jail")
 
 
 def image_files(course_root: Path | None = None) -> dict[str, Path]:

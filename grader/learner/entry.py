@@ -137,8 +137,33 @@ def load_probe(checks_dir: Path) -> types.ModuleType:
     return module
 
 
+# The learner's module as load_submission made it (sys.modules["submission"] is the learner's to replace).
+_LOADED: dict[str, types.ModuleType] = {}
+
+
+def plain_module_dict(module: types.ModuleType) -> dict[str, Any]:
+    """The learner's module's own namespace, refused when the module is not a plain module any more: a
+    module whose class was changed (`sys.modules[__name__].__class__ = Subclass`) answers attribute reads
+    with code of its own (a `__getattribute__` that runs when the grader reads a function), so the grader
+    reads functions only from a plain module's `__dict__`."""
+    if type(module) is not types.ModuleType:
+        raise LearnerError("module-class", "Your code changed the class of its own module (to "
+                                           f"{type(module).__name__!r}): the grader reads your functions from a plain "
+                                           "module. Define them at the top level and leave the module as it is.")
+    return module.__dict__
+
+
+def submission_attribute(name: str) -> Any:
+    """`name` of the learner's module, read from its plain `__dict__` (None when it has no such name)."""
+    module = _LOADED.get("submission")
+    if module is None:
+        raise RuntimeError("no submission was loaded in this process")
+    return plain_module_dict(module).get(name)
+
+
 def load_submission(code: str, entry: str, params: list[str], memory_mb: int) -> Callable[..., Any]:
     module = types.ModuleType("submission")
+    _LOADED["submission"] = module
     module.__file__ = SUBMISSION_FILENAME
     sys.modules["submission"] = module
     linecache.cache[SUBMISSION_FILENAME] = (len(code), None, code.splitlines(True), SUBMISSION_FILENAME)
@@ -151,7 +176,7 @@ def load_submission(code: str, entry: str, params: list[str], memory_mb: int) ->
                                    f"{f' (line {line})' if line else ''}.", line) from None
     except Exception as exc:  # noqa: BLE001 - anything the learner's code raises is the learner's error
         raise describe_exception(exc, memory_mb, " while it was being loaded") from None
-    function = module.__dict__.get(entry)
+    function = plain_module_dict(module).get(entry)
     if function is None:
         raise LearnerError("missing", f"Your code does not define `{entry}`.")
     if not callable(function):

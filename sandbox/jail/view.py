@@ -9,7 +9,8 @@ Inside its own mount namespace the learner's process gets a fresh tmpfs as `/`, 
     /proc             its own, of its own PID namespace
     /tmp              a private, size-limited tmpfs (its working directory and home)
 
-and nothing else: no repository, `.git` or exercises (solutions, hidden checks), no /var (build
+and nothing else (a `masked` folder of those shows empty: the grading side's correct runs,
+grader/reference/): no repository, `.git` or exercises (solutions, hidden checks), no /var (build
 caches), no home directories, no web instance folder (database, secret key), no Docker socket, no
 /sys. Then `pivot_root` makes that tmpfs the root and the host's old root is detached.
 
@@ -95,20 +96,28 @@ def _move(fd: int, target: str) -> None:
 
 @dataclass(frozen=True)
 class View:
-    """What the learner's root holds: read-only `sources`, and `forbidden` paths none may contain."""
+    """What the learner's root holds: read-only `sources`, and `forbidden` paths none may contain;
+    `masked`: folders inside a source that the view shows empty (an empty read-only tmpfs over each)."""
     sources: tuple[Path, ...]
     forbidden: tuple[Path, ...] = ()
+    masked: tuple[Path, ...] = ()
 
     def problems(self) -> list[str]:
-        """Sources that would show a forbidden path (say, a virtualenv made inside the course folder)."""
-        return [f"{source} would show {path} to learner code: install the Python environment "
-                f"outside it" for source in self.sources for path in self.forbidden
-                if path == source or source in path.parents]
+        """Sources that would show a forbidden path (say, a virtualenv made inside the course folder), and
+        masked folders that are no folder inside a source (a mask over nothing would hide nothing)."""
+        found = [f"{source} would show {path} to learner code: install the Python environment "
+                 f"outside it" for source in self.sources for path in self.forbidden
+                 if path == source or source in path.parents]
+        found += [f"{path} cannot be masked in the learner's view: it is no folder inside what the view shows"
+                  for path in self.masked
+                  if not path.is_dir() or not any(source in path.parents for source in self.sources)]
+        return found
 
 
-def interpreter_view(packages: list[Path], forbidden: list[Path]) -> View:
+def interpreter_view(packages: list[Path], forbidden: list[Path], masked: list[Path] | None = None) -> View:
     """This interpreter, its installation and site-packages, and the package folders `packages` (the code
-    the confined process runs besides the standard library): found from this process."""
+    the confined process runs besides the standard library): found from this process. `masked`: folders
+    of those that the view shows empty."""
     dirs = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages())}
     # Site directories added by .pth files (a system interpreter borrowing a virtualenv's packages).
     dirs |= {Path(p).resolve() for p in sys.path if p.endswith(("site-packages", "dist-packages"))}
@@ -116,7 +125,8 @@ def interpreter_view(packages: list[Path], forbidden: list[Path]) -> View:
     dirs = {d for d in dirs if d.is_dir() and d != Path("/")}
     system = {Path(p) for p in SYSTEM_DIRS if os.path.isdir(p) and not os.path.islink(p)}
     outermost = sorted(d for d in dirs | system if not any(o in d.parents for o in dirs | system))
-    return View(tuple(outermost), tuple(p.resolve() for p in forbidden if p.exists()))
+    return View(tuple(outermost), tuple(p.resolve() for p in forbidden if p.exists()),
+                tuple(Path(p).resolve() for p in masked or ()))
 
 
 def enter(view: View, scratch_mb: int, owner: int | None) -> None:
@@ -154,6 +164,8 @@ def enter(view: View, scratch_mb: int, owner: int | None) -> None:
             _move(fd, new + path)
         os.makedirs(new + "/dev/shm")
         mount("tmpfs", new + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=16m,mode=1777")
+        for path in view.masked:  # after the binds: an empty tmpfs over the folder, read-only
+            mount("tmpfs", new + str(path), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555")
         os.makedirs(new + "/proc")
         mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         os.makedirs(new + "/.oldroot")

@@ -1,4 +1,5 @@
-"""The token-weighted task, built identically in the learner's process (probe) and the grader's (checks).
+"""The token-weighted task, built identically in the learner's process (probe) and the grader's (checks); the
+token mean and the grading side's correct run are in reference.py, which no learner process can reach.
 
 A tiny token model (an embedding and a linear head over a vocabulary of `VOCAB`, applied at every
 position) trained by the learner's `train(model, optimizer, micro_batches, accum_steps)` on `MICRO_BATCHES`
@@ -21,8 +22,7 @@ from torch import nn
 
 from grader.checks.scenarios import params
 
-__all__ = ["build", "windows", "params", "valid_tokens", "padded_tokens", "summed_loss",
-           "ACCUM_STEPS", "MICRO_BATCHES", "IGNORE_INDEX", "LR"]
+__all__ = ["build", "windows", "params", "ACCUM_STEPS", "MICRO_BATCHES", "IGNORE_INDEX", "LR"]
 
 VOCAB = 16
 DIM = 8
@@ -71,21 +71,3 @@ def build(seed: int, device: str):
 def windows(n: int = MICRO_BATCHES, accum_steps: int = ACCUM_STEPS) -> list[range]:
     """The micro-batch indices of each accumulation window, the last one possibly shorter."""
     return [range(start, min(start + accum_steps, n)) for start in range(0, n, accum_steps)]
-
-
-def valid_tokens(micro_batch) -> int:
-    """The micro-batch's valid tokens: the labels that are not IGNORE_INDEX."""
-    return int((micro_batch[1] != IGNORE_INDEX).sum())
-
-
-def padded_tokens(micro_batch) -> int:
-    """Every position of the micro-batch, padding included."""
-    return micro_batch[1].numel()
-
-
-def summed_loss(model: nn.Module, micro_batch) -> torch.Tensor:
-    """The cross-entropy summed over the micro-batch's valid tokens."""
-    tokens, labels = micro_batch
-    logits = model(tokens)
-    return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
-                                       ignore_index=IGNORE_INDEX, reduction="sum")

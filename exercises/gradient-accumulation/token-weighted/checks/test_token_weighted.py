@@ -8,6 +8,7 @@ Then the weights after every window and at the end are compared with a correct r
 own."""
 import pytest
 
+import reference
 import scenario
 import windows
 from grader.checks.judging import at, between_backwards, calls, check, fail, of_kind
@@ -184,16 +185,7 @@ def test_each_update_uses_the_token_mean_of_its_window(events, updates, counts):
 @pytest.fixture(scope="module")
 def reference_run(run):
     """A correct run here in the grading process: the initial weights, and the weights after each window."""
-    model, optimizer, micro_batches = scenario.build(run["seed"], run["device"])
-    after = [scenario.params(model)]
-    for window in scenario.windows():
-        optimizer.zero_grad()
-        total = sum(scenario.valid_tokens(micro_batches[i]) for i in window)
-        for i in window:
-            (scenario.summed_loss(model, micro_batches[i]) / total).backward()
-        optimizer.step()
-        after.append(scenario.params(model))
-    return after
+    return reference.run(run["seed"], run["device"])
 
 
 def _differs(got, reference, k):

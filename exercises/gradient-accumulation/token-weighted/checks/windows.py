@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+import reference
 import scenario
 from grader.checks.judging import of_kind
 
@@ -57,7 +58,7 @@ def micro_batch_gradients(seed: int, device: str, params: dict[str, torch.Tensor
     out = []
     for i in window:
         model.zero_grad()
-        scenario.summed_loss(model, micro_batches[i]).backward()
+        reference.summed_loss(model, micro_batches[i]).backward()
         out.append(_flat({n: p.grad.detach().float().cpu() for n, p in model.named_parameters()}, names))
     return out
 
@@ -65,7 +66,7 @@ def micro_batch_gradients(seed: int, device: str, params: dict[str, torch.Tensor
 def counts(seed: int) -> tuple[list[int], list[int]]:
     """Each micro-batch's valid tokens and its positions, padding included (the same on every device)."""
     _, _, micro_batches = scenario.build(seed, "cpu")
-    return [scenario.valid_tokens(b) for b in micro_batches], [scenario.padded_tokens(b) for b in micro_batches]
+    return [reference.valid_tokens(b) for b in micro_batches], [reference.padded_tokens(b) for b in micro_batches]
 
 
 def window_of(i: int) -> range:

@@ -3,6 +3,7 @@
 The AMP step's checks are shared with amp-step (grader.checks.suites.AmpStepChecks), here against a
 reference that unscales, clips to MAX_NORM and steps through the scaler (the scenario's task); this
 exercise's own is unscale-then-clip, and what matches-reference says a correct step does."""
+import reference
 import scenario
 from grader.checks.judging import at, calls, check, fail, of_kind
 from grader.checks.suites import AmpStepChecks
@@ -18,6 +19,7 @@ CLIP_HINT = ("After `scaler.scale(loss).backward()`: `scaler.unscale_(optimizer)
 
 class TestAmpClipStep(AmpStepChecks):
     task = scenario.TASK
+    correct_run = staticmethod(reference.run)
     reference_name = "a correct AMP step with clipping"
     correct_step = ("A correct step zeroes the gradients, backpropagates the scaled loss, calls "
                     f"scaler.unscale_(optimizer), clips the unscaled gradients to max_norm ({scenario.MAX_NORM}, "

@@ -2,12 +2,11 @@
 import math
 
 import pytest
-import torch
 
+import reference
 import scenario
 from grader.checks import judging
 from grader.checks.judging import check, explained_by, fail
-from grader.checks.scenarios import amp_step
 from grader.checks.suites import check_losses_per_step, late_zeros_and_loss_ratio, zero_grad_fractions
 
 MAX_ZERO_FRACTION = 0.05  # median over the last 50 steps; measured without a scaler: ~0.85
@@ -17,7 +16,7 @@ MAX_LOSS_RATIO = 1.25  # final loss vs the fp32 run; measured without a scaler: 
 @pytest.fixture(scope="module")
 def fp32_run(run):
     """The same training in float32: the loss of each step, and the final loss."""
-    return scenario.TASK.fp32_run(run["seed"], run["device"])
+    return reference.fp32_run(run["seed"], run["device"])
 
 
 @pytest.fixture(scope="module")
@@ -98,23 +97,6 @@ def test_gradients_alive_and_loss_falls_like_fp32(observed, fp32_reference, lear
 
 # -- what the verdict shows (grader/core/display.py) ------------------------------------------------------------
 
-def _correct_scaled_run(run) -> list[float]:
-    """The zero fraction of the gradients the optimizer sees in each step of a correct fp16 run with a
-    GradScaler (the solution's loop), measured here: what "fixed" looks like."""
-    model, optimizer, loss_fn, x, y = scenario.TASK.build(run["seed"], run["device"])
-    params = [p for group in optimizer.param_groups for p in group["params"]]
-    scaler, fractions, step = torch.amp.GradScaler(run["device"]), [], optimizer.step
-
-    def measured_step(*args, **kwargs):
-        grads = torch.cat([p.grad.detach().reshape(-1) for p in params if p.grad is not None])
-        fractions.append(float(grads.eq(0).sum()) / grads.numel())
-        return step(*args, **kwargs)
-    optimizer.step = measured_step
-    for _ in range(scenario.STEPS):
-        amp_step(model, optimizer, scaler, loss_fn, x, y, run["device"])
-    return fractions
-
-
 @judging.figure
 def test_show_the_run(observed, run, fp32_run):
     events = observed["events"]
@@ -130,7 +112,7 @@ def test_show_the_run(observed, run, fp32_run):
         f"float32 run's, on a log scale.",
         {"Your run": enumerate(returned, 1), "float32 run": enumerate(fp32_run[0], 1)}, log_y=True))
     yours = zero_grad_fractions(events)
-    correct = _correct_scaled_run(run)
+    correct = reference.correct_scaled_zero_fractions(run["seed"], run["device"])
     judging.show(figure=judging.line_figure(
         "zero-gradients", "Gradient values that are exactly zero", "optimizer step", "share of gradient values (0-1)",
         "Underflow shows as a share near 1: float16 rounded the gradients to zero. A scaled run stays near 0.",

@@ -1,4 +1,5 @@
-"""The skipped-steps task, built identically in the learner's process (probe) and the grader's (checks).
+"""The skipped-steps task, built identically in the learner's process (probe) and the grader's (checks); the
+grading side's correct loop is in reference.py, which no learner process can import, read or reach.
 
 A classifier trained for `BATCHES` batches by the learner's whole loop,
 `train(model, optimizer, scheduler, ema, scaler, loss_fn, batches)`, with an ExponentialLR scheduler (every
@@ -59,28 +60,3 @@ def outcome(model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, 
     scheduler's step count."""
     return {"params": params(model), "ema_params": ema_params(ema), "ema_updates": int(ema.n_averaged),
             "lr": float(optimizer.param_groups[0]["lr"]), "scheduler_steps": int(scheduler.last_epoch)}
-
-
-def reference(seed: int, device: str) -> dict[str, Any]:
-    """A correct loop on the same model, data and device, in the grading process: the documented pattern
-    (a step was skipped when scaler.update() lowered the scale), the scheduler and the EMA advanced and
-    the step counted only on real steps. Also each batch's scale before and after, and whether it stepped."""
-    model, optimizer, scheduler, ema, scaler, loss_fn, batches = build(seed, device)
-    real_steps, skipped, scales = 0, [], []
-    for x, y in batches:
-        optimizer.zero_grad()
-        with torch.autocast(device_type=device, dtype=torch.float16):
-            loss = loss_fn(model(x), y)
-        scaler.scale(loss).backward()
-        scale_before = scaler.get_scale()
-        scaler.step(optimizer)
-        scaler.update()
-        scales.append((float(scale_before), float(scaler.get_scale())))
-        skipped.append(scaler.get_scale() < scale_before)
-        if skipped[-1]:
-            continue
-        scheduler.step()
-        ema.update_parameters(model)
-        real_steps += 1
-    return {**outcome(model, optimizer, scheduler, ema), "real_steps": real_steps, "skipped": skipped,
-            "scales": scales}

@@ -1,6 +1,6 @@
 """Checks for mixed-precision/skipped-steps. They run in the grading process, never beside learner code.
 
-The grading side runs a correct loop itself (scenario.reference: a step is skipped when scaler.update()
+The grading side runs a correct loop itself (reference.py: a step is skipped when scaler.update()
 lowered the scale) and compares what the learner's run ended with: the learning rate and the scheduler's
 step count, the EMA's weights and update count, the returned step count and the weights. Where a number is
 off, the recorded events (steps.py) say in which batch the loop went wrong and on which line."""
@@ -8,6 +8,7 @@ import math
 
 import pytest
 
+import reference as correct_loop
 import scenario
 import steps
 from grader.checks.judging import (
@@ -23,7 +24,7 @@ from grader.checks.judging import (
 
 @pytest.fixture(scope="module")
 def reference(run):
-    return scenario.reference(run["seed"], run["device"])
+    return correct_loop.reference(run["seed"], run["device"])
 
 
 def _real(reference):

@@ -2,6 +2,7 @@
 stepped, and where the loop advanced the scheduler and the EMA; the scale against a correct loop's."""
 import pytest
 
+import reference as correct_loop
 import scenario
 import steps
 from grader.checks.judging import figure, line_figure, of_kind, show, table_figure
@@ -9,7 +10,7 @@ from grader.checks.judging import figure, line_figure, of_kind, show, table_figu
 
 @pytest.fixture(scope="module")
 def reference(run):
-    return scenario.reference(run["seed"], run["device"])
+    return correct_loop.reference(run["seed"], run["device"])
 
 
 @figure

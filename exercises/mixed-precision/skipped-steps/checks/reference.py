@@ -1,0 +1,34 @@
+"""The grading side's correct loop for mixed-precision/skipped-steps (grading process only: never imported by
+probe.py or scenario.py, so no learner process can import, read or reach it; grader/reference/__init__.py)."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from scenario import build, outcome
+
+
+def reference(seed: int, device: str) -> dict[str, Any]:
+    """A correct loop on the same model, data and device, in the grading process: the documented pattern
+    (a step was skipped when scaler.update() lowered the scale), the scheduler and the EMA advanced and
+    the step counted only on real steps. Also each batch's scale before and after, and whether it stepped."""
+    model, optimizer, scheduler, ema, scaler, loss_fn, batches = build(seed, device)
+    real_steps, skipped, scales = 0, [], []
+    for x, y in batches:
+        optimizer.zero_grad()
+        with torch.autocast(device_type=device, dtype=torch.float16):
+            loss = loss_fn(model(x), y)
+        scaler.scale(loss).backward()
+        scale_before = scaler.get_scale()
+        scaler.step(optimizer)
+        scaler.update()
+        scales.append((float(scale_before), float(scaler.get_scale())))
+        skipped.append(scaler.get_scale() < scale_before)
+        if skipped[-1]:
+            continue
+        scheduler.step()
+        ema.update_parameters(model)
+        real_steps += 1
+    return {**outcome(model, optimizer, scheduler, ema), "real_steps": real_steps, "skipped": skipped,
+            "scales": scales}
