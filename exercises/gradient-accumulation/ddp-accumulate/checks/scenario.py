@@ -1,20 +1,23 @@
 """The ddp-accumulate task: each of 2 ranks gets its own micro-batches of one shared classification task.
 
-Built identically in the learner's process (rank 0, the probe), the grader's own rank 1 (other_rank.py)
-and the checks: the run's seed gives both ranks the same initial model; each rank's micro-batches come
-from a seed of its own (rank 1's is drawn by the grading side and never told to the learner's process).
+Built identically in the learner's process (rank 1, the probe), the grader's own rank 0 (grader_rank.py,
+sent to it by the referee) and the checks: the run's seed gives both ranks the same initial model; each
+rank's micro-batches come from a seed of its own (rank 0's is drawn by the grading side and never told to
+the learner's process). What a correct run ends with is computed in the grading process only
+(reference.py), never here: this module is loaded in the learner's process.
 """
 import torch
 from torch import nn
 
 from grader.checks import seeded
+from grader.checks.ddp import GRADER_RANK, LEARNER_RANK, WORLD
 from grader.checks.scenarios import params
 
-WORLD = 2  # processes in the gloo group: the learner's (rank 0) and the grader's (rank 1)
+__all__ = ["params", "GRADER_RANK", "LEARNER_RANK", "WORLD"]
+
 # Per rank: a window of three, then a short last window of two, whose loss must be divided by 2, not 3.
 MICRO_BATCHES, ACCUM_STEPS, MICRO_BATCH_SIZE = 5, 3, 16
 LR, MOMENTUM = 0.1, 0.9
-TIMEOUT_S = 15  # a collective that one rank never joins fails after this, instead of hanging
 
 
 def build_model(seed: int):

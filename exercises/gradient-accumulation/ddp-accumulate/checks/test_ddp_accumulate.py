@@ -1,38 +1,27 @@
 """Checks for gradient-accumulation/ddp-accumulate, run in the grading process."""
 import scenario
+from grader.checks import ddp
 from grader.checks.judging import check, early_allreduces, fail, fail_if_too_many_allreduces, where_early
-
-
-def _reference_params(seed: int, rank1_seed: int) -> dict:
-    """One process, each window's mean gradient over both ranks' micro-batches, SGD with momentum."""
-    model, optimizer, loss_fn = scenario.build_model(seed)
-    shares = [scenario.micro_batches(seed), scenario.micro_batches(rank1_seed)]
-    optimizer.zero_grad()
-    for window in scenario.windows():
-        for i in window:
-            for share in shares:
-                x, y = share[i]
-                (loss_fn(model(x), y) / len(window) / scenario.WORLD).backward()
-        optimizer.step()
-        optimizer.zero_grad()
-    return scenario.params(model)
+from reference import reference_params
 
 
 @check("runs")
-def test_your_process_completes(observed):
-    report = observed["rank0"]
+def test_your_process_completes(observed, outside):
+    report = observed["learner"]
     if report.get("failed"):
         fail(f"Your process could not run your function: {report['failed']}", hint="")
-    if report["error"]:
-        fail(f"train failed. {report['error']['message']}", report["error"]["line"])
+    error = report["error"]
+    if error:
+        fail(f"train failed. {error['message']}{ddp.collective_failure(error['message'], outside['grader_rank'])}",
+             error["line"])
 
 
 def _early(observed):
-    return early_allreduces(observed["rank0"].get("allreduces") or [], scenario.ends_window)
+    return early_allreduces(observed["learner"].get("allreduces") or [], scenario.ends_window)
 
 
 def _where(observed):
-    return where_early(observed["rank0"].get("allreduces") or [], scenario.ends_window)
+    return where_early(observed["learner"].get("allreduces") or [], scenario.ends_window)
 
 
 def _windows_text():
@@ -41,11 +30,11 @@ def _windows_text():
 
 @check("syncs-once-per-window")
 def test_one_all_reduce_per_window(observed, outside):
-    report, windows = outside["rank1"], len(scenario.windows())
-    count = fail_if_too_many_allreduces(report, windows, "the other rank", _where(observed))
+    report, windows = outside["grader_rank"], len(scenario.windows())
+    count = fail_if_too_many_allreduces(report, windows, "rank 0", _where(observed))
     if count < windows:
         together = _ranks_agree(observed, outside)
-        steps = observed["rank0"].get("steps")
+        steps = observed["learner"].get("steps")
         unapplied = isinstance(steps, int) and steps < windows
         why = ("your processes still ended on the same weights (their gradients were averaged some other way, "
                "e.g. a dist.all_reduce of your own), but the exercise is DDP's own sync, which overlaps the "
@@ -55,11 +44,11 @@ def test_one_all_reduce_per_window(observed, outside):
                if unapplied else
                "each process steps on its own gradients and their weights drift apart (they ended apart here)")
         fail(f"Your process all-reduced the gradients {count} time{'s' if count != 1 else ''} for {windows} windows "
-             f"through DDP, counted by the grader's own process (the other rank): a window's last backward must "
+             f"through DDP, counted by the grader's own process (rank 0): a window's last backward must "
              f"all-reduce, or {why}. Run the window's last micro-batch outside `model.no_sync()`, and through "
              "`model`, not `model.module`.")
     if report["error"]:
-        fail(f"The grader's own process (the other rank) could not follow your process's collectives: "
+        fail(f"The grader's own process (rank 0) could not follow your process's collectives: "
              f"{report['error']}.", hint="")
     early = _early(observed)
     if early:
@@ -73,7 +62,7 @@ def test_one_all_reduce_per_window(observed, outside):
 
 def _ranks_agree(observed, outside):
     """Whether both processes ended on the same weights (what "drift apart" would deny)."""
-    mine, theirs = observed["rank0"].get("params_after"), (outside["rank1"] or {}).get("params_after")
+    mine, theirs = observed["learner"].get("params_after"), (outside["grader_rank"] or {}).get("params_after")
     if not mine or not theirs or set(mine) != set(theirs):
         return False
     return all(mine[n].shape == theirs[n].shape and float((mine[n] - theirs[n]).abs().max()) <= 1e-5 for n in mine)
@@ -81,10 +70,10 @@ def _ranks_agree(observed, outside):
 
 @check("matches-reference")
 def test_both_processes_match_a_large_batch_run(observed, outside, run):
-    want = _reference_params(run["seed"], outside["rank1_seed"])
+    want = reference_params(run["seed"], outside["grader_rank_seed"])
     tolerance = 1e-4 * max(1.0, max(float(w.abs().max()) for w in want.values()))
-    ranks = [("Your process", observed["rank0"].get("params_after")),
-             ("The grader's process (the other rank)", (outside["rank1"] or {}).get("params_after"))]
+    ranks = [("Your process", observed["learner"].get("params_after")),
+             ("The grader's process (rank 0)", (outside["grader_rank"] or {}).get("params_after"))]
     for who, got in ranks:
         if not got:
             fail(f"{who} reported no weights after training.")

@@ -7,7 +7,7 @@ from grader.checks.judging import figure, show, table_figure
 
 @figure
 def test_show_the_all_reduces(observed, outside):
-    counts = observed["rank0"].get("allreduces") or []
+    counts = observed["learner"].get("allreduces") or []
     rows, marked = [], []
     for i in range(scenario.MICRO_BATCHES):
         count = counts[i] if i < len(counts) else None
@@ -15,7 +15,7 @@ def test_show_the_all_reduces(observed, outside):
         rows.append([i + 1, want, count])
         if count is not None and ((count == 0) if want == "yes" else bool(count)):
             marked.append(i)
-    total = (outside["rank1"] or {}).get("allreduces")
+    total = (outside["grader_rank"] or {}).get("allreduces")
     show(figure=table_figure(
         "all-reduces", "Gradient all-reduces per micro-batch",
         ["micro-batch", "ends a window", "buckets your process sent"], rows,

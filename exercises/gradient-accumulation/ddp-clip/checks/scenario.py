@@ -1,9 +1,11 @@
 """The ddp-clip task: each of 2 ranks gets its own micro-batches of one shared classification task, and
 every window's update is clipped.
 
-Built identically in the learner's process (rank 1, the probe), the grader's own rank 0 (other_rank.py)
-and the checks: the run's seed gives both ranks the same initial model; each rank's micro-batches come
-from a seed of its own (rank 0's is drawn by the grading side and never told to the learner's process).
+Built identically in the learner's process (rank 1, the probe), the grader's own rank 0 (grader_rank.py,
+sent to it by the referee) and the checks: the run's seed gives both ranks the same initial model; each
+rank's micro-batches come from a seed of its own (rank 0's is drawn by the grading side and never told to
+the learner's process). What a correct run ends with is computed in the grading process only
+(reference.py), never here: this module is loaded in the learner's process.
 
 The windows are chosen so that clipping matters and cannot hide anything: the two full windows are loud
 (inputs of scale 2: the global gradient norm, of both ranks' mean, is 0.22-0.87, 2.2-8.7 times MAX_NORM,
@@ -17,25 +19,31 @@ biases is positively homogeneous), which is what makes the quiet window quiet on
 The model is float32 and not under autocast: what this exercise is about, the loss scale in the
 accumulated gradients, is the GradScaler's (65536, a power of two, so scaling and unscaling are exact in
 float32 and both ranks can be compared with a one-process run at 1e-5).
-"""
-import functools
 
+One of the two full windows overflows (SPIKE, in the grader's rank's data, at a micro-batch the referee
+draws from `secrets`): a correct step through scaler.step skips it and scaler.update halves the scale, so
+the learner's process cannot know in advance which window a GradScaler must skip, and a step that
+bypasses scaler.step turns the weights non-finite there.
+"""
 import torch
 from torch import nn
 
 from grader.checks import seeded
+from grader.checks.ddp import GRADER_RANK, LEARNER_RANK, WORLD
 from grader.checks.scenarios import params
 
-__all__ = ["params"]
+__all__ = ["params", "GRADER_RANK", "LEARNER_RANK", "WORLD"]
 
-WORLD = 2  # processes in the gloo group: the grader's (rank 0) and the learner's (rank 1)
-GRADER_RANK, LEARNER_RANK = 0, 1  # the learner's is not rank 0: code that clips "on the main process" only shows
 # Per rank: two loud windows of three, then a quiet short last window of two.
 MICRO_BATCHES, ACCUM_STEPS, MICRO_BATCH_SIZE = 8, 3, 16
 LOUD, QUIET = 2.0, 0.2  # the inputs' scale in the full windows and in the last one
 MAX_NORM = 0.1
 LR, MOMENTUM = 0.1, 0.9
-TIMEOUT_S = 15  # a collective that one rank never joins fails after this, instead of hanging
+INIT_SCALE = 65536.0  # GradScaler's initial scale; an overflowing step halves it
+# One micro-batch of the grader's rank, in one of the two full windows (which: the referee's secret), has
+# inputs SPIKE times larger: a loss spike whose gradient (1e34-1e35 on every seed, finite) the loss scale
+# carries past float32's range (3.4e38), so the all-reduced gradient of that window is inf on both ranks.
+SPIKE = 1e36
 
 
 def build_model(seed: int):
@@ -58,40 +66,22 @@ def ends_window(i: int) -> bool:
     return (i + 1) % ACCUM_STEPS == 0 or i + 1 == MICRO_BATCHES
 
 
-def micro_batches(seed: int):
-    """One rank's micro-batches: loud in the full windows, quiet in the last."""
+def micro_batches(seed: int, spike: int | None = None):
+    """One rank's micro-batches: loud in the full windows, quiet in the last; micro-batch `spike` (the grader's
+    rank's only) SPIKE times louder."""
     data, quiet = seeded(seed + 1), set(windows()[-1])
-    return [(torch.randn(MICRO_BATCH_SIZE, 8, generator=data) * (QUIET if i in quiet else LOUD),
+    return [(torch.randn(MICRO_BATCH_SIZE, 8, generator=data) * (QUIET if i in quiet else LOUD) * (SPIKE if i == spike else 1),
              torch.randint(0, 3, (MICRO_BATCH_SIZE,), generator=data)) for i in range(MICRO_BATCHES)]
+
+
+def window_of(i: int) -> int:
+    return next(j for j, window in enumerate(windows()) if i in window)
 
 
 def grad_norm(model: nn.Module) -> float:
     """The total 2-norm of the model's gradients, as clip_grad_norm_ computes it."""
     return float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in model.parameters()
                                                        if p.grad is not None])))
-
-
-@functools.lru_cache(maxsize=4)  # the checks and the figure ask for the same run
-def reference(seed: int, other_seed: int) -> dict:
-    """One process, no DDP, no scaler: each window's mean gradient over both ranks' micro-batches, clipped to
-    MAX_NORM at its global norm, SGD with momentum. Per window: the weights after its step, its gradient
-    norm before and after clipping."""
-    model, optimizer, loss_fn = build_model(seed)
-    shares = {GRADER_RANK: micro_batches(other_seed), LEARNER_RANK: micro_batches(seed)}
-    weights, before, after = [], [], []
-    optimizer.zero_grad()
-    for window in windows():
-        for i in window:
-            for rank in range(WORLD):
-                x, y = shares[rank][i]
-                (loss_fn(model(x), y) / len(window) / WORLD).backward()
-        before.append(grad_norm(model))
-        torch.nn.utils.clip_grad_norm_(model.parameters(), MAX_NORM)
-        after.append(grad_norm(model))
-        optimizer.step()
-        optimizer.zero_grad()
-        weights.append(params(model))
-    return {"weights": weights, "norm_before": before, "norm_after": after}
 
 
 def size() -> int:

@@ -1,13 +1,18 @@
 """Checks for gradient-accumulation/ddp-clip, run in the grading process.
 
-The learner's process is rank 1 of the gloo group; rank 0 is the grading side's own (other_rank.py),
+The learner's process is rank 1 of the gloo group; rank 0 is the grading side's own (grader_rank.py),
 which counts the all-reduces rank 1 joins and runs a correct clipped loop on data the learner's process
-never sees. Both ranks' weights after every window are compared with each other and with a one-process
-run of the same windows (scenario.reference)."""
+never sees, one of whose micro-batches overflows its window. Both ranks' weights after every window are
+compared with each other and with a one-process run of the same windows (reference.py)."""
+import math
+
 import pytest
 
 import scenario
+import windows as recorded
+from grader.checks import ddp
 from grader.checks.judging import at, check, early_allreduces, fail, fail_if_too_many_allreduces, of_kind, where_early
+from reference import reference as correct_run
 
 MAX_NORM = scenario.MAX_NORM
 # clip_grad_norm_ scales by max_norm / (norm + 1e-6): the clipped norm is max_norm to ~1e-5 here.
@@ -19,7 +24,12 @@ WEIGHT_TOLERANCE = 1e-5
 
 @pytest.fixture
 def reference(run, outside):
-    return scenario.reference(run["seed"], outside["grader_rank_seed"])
+    return correct_run(run["seed"], outside["grader_rank_seed"], outside["spike"])
+
+
+def _overflowing(outside) -> int:
+    """The window whose all-reduced gradient overflowed (the referee's secret spike is in it)."""
+    return scenario.window_of(outside["spike"])
 
 
 def _window_text(j: int) -> str:
@@ -32,7 +42,7 @@ def _windows_text():
 
 
 @check("runs")
-def test_your_process_completes(observed):
+def test_your_process_completes(observed, outside):
     report = observed["learner"]
     if report.get("failed"):
         fail(f"Your process could not run your function: {report['failed']}", hint="")
@@ -44,7 +54,8 @@ def test_your_process_completes(observed):
              hint="Call scaler.unscale_(optimizer) and clip only when the micro-batch ends its window, right before "
                   "scaler.step(optimizer).")
     if error:
-        fail(f"train failed. {error['message']}", error["line"])
+        fail(f"train failed. {error['message']}{ddp.collective_failure(error['message'], outside['grader_rank'])}",
+             error["line"])
 
 
 def _early(observed):
@@ -76,22 +87,6 @@ def test_one_all_reduce_per_window(observed, outside):
              "window's last inside `with model.no_sync():`, and the last one outside it.")
 
 
-def _spans(events):
-    """The recorded events per real optimizer step: everything after the previous real step up to this one,
-    and the clipping calls between this step and the next window's first backward (too late for it)."""
-    steps = of_kind(events, "optimizer.class_step")
-    spans, start = [], 0
-    for k, step in enumerate(steps):
-        span = [e for e in events if start <= e["index"] <= step["index"]]
-        following = [e for e in events if e["index"] > step["index"]
-                     and (k + 1 == len(steps) or e["index"] < steps[k + 1]["index"])]
-        backwards = of_kind(following, "backward")
-        late = [e for e in of_kind(following, "clip") if not backwards or e["index"] < backwards[0]["index"]]
-        spans.append((step, span, late))
-        start = step["index"] + 1
-    return spans
-
-
 CLIP_ORDER = ("after the window's last backward: scaler.unscale_(optimizer), "
               "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm), scaler.step(optimizer)")
 
@@ -110,14 +105,16 @@ def test_each_window_unscaled_once_then_clipped(observed, outside, reference):
     pre-hook: max_norm on the loud windows, however the clipping was written), and by the order of the
     recorded calls where it is wrong whatever the numbers say: unscale_ or clipping before the window's last
     backward, which ran on this process's partial, scaled, not yet all-reduced sum."""
-    spans = _spans(observed["events"])
+    spans, overflowing = recorded.spans(observed["events"]), _overflowing(outside)
     if len(spans) != len(scenario.windows()):
-        # No window to judge the clipping of: this check never passes on steps it could not pair with windows.
-        fail(f"Your process's optimizer stepped {len(spans)} times for the {len(scenario.windows())} windows "
-             f"(micro-batches {_windows_text()}), so no step can be told to be a window's: step once per window, "
-             + CLIP_ORDER + ".")
-    for j, (step, span, late) in enumerate(spans):
+        fail(f"Your process called the model for {len(of_kind(observed['events'], 'forward'))} micro-batches of "
+             f"{scenario.MICRO_BATCHES}, so no window can be judged: run every micro-batch once, in order.")
+    for j, span in enumerate(spans):
         where = _window_text(j)
+        steps = of_kind(span, "optimizer.class_step")
+        step = steps[0] if steps else None
+        late = [c for c in of_kind(span, "clip") if step and c["index"] > step["index"]]
+        span = [e for e in span if not step or e["index"] <= step["index"]]
         unscales = [e for e in of_kind(span, "scaler.unscale_") if not e.get("internal")]
         backwards = of_kind(span, "backward")
         last = backwards[-1]["index"] if backwards else -1
@@ -128,7 +125,7 @@ def test_each_window_unscaled_once_then_clipped(observed, outside, reference):
         if early_unscale:
             fail(f"In {where} scaler.unscale_(optimizer){at(early_unscale[0])} ran before the window's last "
                  "backward: it divided the gradients accumulated so far by the loss scale, and the next backward "
-                 "added gradients still multiplied by it (65536) on top; scaler.step then did not unscale again. "
+                 "added gradients still multiplied by it (65536 at first) on top; scaler.step then did not unscale again. "
                  "Unscale once, " + CLIP_ORDER + ".", early_unscale[0].get("line"))
         clips = of_kind(span, "clip")
         early_clips = [c for c in clips if c["index"] < last]
@@ -138,8 +135,13 @@ def test_each_window_unscaled_once_then_clipped(observed, outside, reference):
                  + ("" if early_clips[0]["after_unscale"] else ", still multiplied by the loss scale,")
                  + " before DDP all-reduced the window's gradient, so each process cut its share by a norm of its own. "
                  "Clip once per window, " + CLIP_ORDER + ".", early_clips[0].get("line"))
+        if j == overflowing:
+            continue  # a correct step is skipped there: steps-through-the-scaler judges it
+        if len(steps) != 1:
+            fail(f"In {where} your process's optimizer stepped {len(steps)} times: step once per window, "
+                 + CLIP_ORDER + ".", (steps[1:] or [{}])[0].get("line"))
         norm, want = step.get("grad_norm"), reference["norm_before"][j]
-        if norm is None or want < MAX_NORM * (1 + NORM_TOLERANCE):
+        if norm is None or want is None or want < MAX_NORM * (1 + NORM_TOLERANCE):
             continue  # non-finite, or a quiet window that a correct step leaves unclipped: matches-reference judges it
         by_value = [c for c in clips if c["function"] == "clip_grad_value_"]
         if norm > MAX_NORM * (1 + NORM_TOLERANCE):
@@ -163,7 +165,7 @@ def test_each_window_unscaled_once_then_clipped(observed, outside, reference):
             scaled = [c for c in clips if not c["after_unscale"]]
             if scaled:
                 fail(f"In {where}, {scaled[0]['function']}(){at(scaled[0])} clipped the gradients before "
-                     "scaler.unscale_(optimizer), while they were still multiplied by the loss scale (65536): the "
+                     "scaler.unscale_(optimizer), while they were still multiplied by the loss scale (65536 at first): the "
                      f"step then used gradients of total norm {norm:.3g}, far below max_norm ({MAX_NORM:g}), so the "
                      "update was tiny.", scaled[0].get("line"))
             if not _synced_once_per_window(observed, outside):
@@ -186,30 +188,61 @@ def _tolerance(want):
     return WEIGHT_TOLERANCE * max(1.0, max(float(w.abs().max()) for w in want.values()))
 
 
+def _initial_weights(run):
+    return scenario.params(scenario.build_model(run["seed"])[0])
+
+
+@check("steps-through-the-scaler")
+def test_the_overflowing_window_is_skipped_and_the_scale_halved(observed, outside, run):
+    """Judged by the outcome in the learner's process (its weights across the overflowing window, its scaler's
+    scale after it); the recorded calls only choose the message. A step that was not skipped also shows outside:
+    the learner's next all-reduce carries its non-finite (or wrongly scaled) gradient into rank 0's window."""
+    k, spike = _overflowing(outside), outside["spike"]
+    report = observed["learner"]
+    weights, scales = report.get("weights") or [], report.get("scales") or []
+    if len(weights) <= k or len(scales) <= k:
+        fail(f"Your process did not reach the end of {_window_text(k)}: run every micro-batch once, in order.")
+    before = _initial_weights(run) if k == 0 else weights[k - 1]
+    text = _window_text(k)
+    spiked = (f"{text[0].upper()}{text[1:]}'s all-reduced gradient overflowed: the grader's process's micro-batch {spike + 1} "
+              "is a loss spike whose gradient, multiplied by the loss scale, is beyond float32's range, so the "
+              "window's sum held inf on both processes. ")
+    name, diff = _difference(weights[k], before)
+    if not diff <= _tolerance(before):
+        span = recorded.spans(observed["events"])[k] if len(recorded.spans(observed["events"])) > k else []
+        direct = [e for e in of_kind(span, "optimizer.step") if not e.get("via_scaler")]
+        how = (f" optimizer.step(){at(direct[0])} ran directly: only scaler.step(optimizer) checks the unscaled "
+               "gradients for inf and NaN and skips the step when it finds any." if direct else
+               " Step through scaler.step(optimizer), which checks the unscaled gradients for inf and NaN and skips "
+               "the step when it finds any.")
+        changed = (f"changed by up to {diff:.3g} (in '{name}')" if math.isfinite(diff) else
+                   f"became non-finite (in '{name}')")
+        fail(spiked + f"A correct step is skipped there, and the grader's process skipped it; your process's "
+             f"weights {changed} in that window instead.{how}",
+             direct[0].get("line") if direct else None)
+    want = (scenario.INIT_SCALE if k == 0 else scales[k - 1]) / 2
+    if scales[k] != want:
+        fail(spiked + f"Your process skipped the step, but its GradScaler's scale after that window was "
+             f"{scales[k]:g}, not {want:g}: scaler.update() after a skipped step halves it, so that the next windows' "
+             "gradients fit. Call scaler.update() after every scaler.step(optimizer), the skipped one's too.")
+
+
 @check("same-weights-on-both-ranks")
 def test_both_ranks_step_alike(observed, outside):
     mine = observed["learner"].get("weights") or []
     theirs = (outside["grader_rank"] or {}).get("weights") or []
     windows = len(scenario.windows())
     if len(mine) != windows:
-        fail(f"Your process's optimizer stepped {len(mine)} time{'s' if len(mine) != 1 else ''} for {windows} windows "
-             f"(micro-batches {_windows_text()}), the grader's process (rank 0) {len(theirs)} times: step once per "
-             "window, after its last micro-batch.")
+        fail(f"Your process reached the end of {len(mine)} of the {windows} windows (micro-batches {_windows_text()}): "
+             "run every micro-batch once, in order.")
     for j, (got, want) in enumerate(zip(mine, theirs)):
         name, diff = _difference(got, want)
         if not diff <= _tolerance(want):
             fail(f"After {_window_text(j)}, your process's weights differ from the grader's process's (rank 0) by up to "
                  f"{diff:.3g} (in '{name}'). Both processes held the same all-reduced gradient at the window's end, so "
                  "they applied different updates to it: every process must unscale it once, clip it to max_norm and "
-                 "step, the same way (a clip on one rank only, or one that never takes effect, makes the processes "
-                 "drift apart).")
-    final = observed["learner"].get("params_after")
-    if theirs and len(theirs) == windows:
-        name, diff = _difference(final, theirs[-1])
-        if not diff <= _tolerance(theirs[-1]):
-            fail(f"After training, your process's weights differ from the grader's process's (rank 0) by up to "
-                 f"{diff:.3g} (in '{name}'), though they agreed after each optimizer step: they changed after the last "
-                 "one. Change the weights only through scaler.step(optimizer).")
+                 "step through scaler.step, the same way (a clip on one rank only, or one that never takes effect, a "
+                 "step that is not skipped when the gradient overflowed, make the processes drift apart).")
 
 
 @check("matches-reference")
@@ -225,7 +258,9 @@ def test_both_ranks_match_a_one_process_run(observed, outside, reference):
             name, diff = _difference(weights[j], want)
             if diff <= _tolerance(want):
                 continue
-            why = (f"That window is the short last one ({len(scenario.windows()[quiet])} micro-batches) and its "
+            why = ("That window's all-reduced gradient overflowed, so a correct step skips it and halves the scale."
+                   if reference["norm_before"][j] is None else
+                   f"That window is the short last one ({len(scenario.windows()[quiet])} micro-batches) and its "
                    f"gradient norm ({reference['norm_before'][quiet]:.3g}) is below max_norm, so a correct step leaves "
                    "it unclipped and its size counts: divide its losses by its own size, not accum_steps."
                    if j == quiet else
