@@ -82,7 +82,7 @@ def timeline(events: list[dict[str, Any]], *, group_by: str, group_label: str, t
         if kind == "optimizer.step":
             row["step"] = "taken, directly"
         if kind == "scaler.update":
-            row["scale"] = event.get("scale_after")
+            row["scale"] = _finite(event.get("scale_after"))  # None when it is none, or not finite
         rows.append(row)
     return {"title": title, "caption": caption, "group_label": group_label, "group": 1,
             "groups": max(groups, default=1), "rows": rows}
@@ -158,11 +158,55 @@ def bar_figure(id: str, title: str, y_label: str, caption: str, alt: str,
             "bars": [{"label": label, "value": _finite(value) or 0.0, "role": role} for label, value, role in bars]}
 
 
+def _cell(value: Any) -> Any:
+    """A table cell as JSON holds it: a number (a non-finite one as its text, 'nan', 'inf'), a string, None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value if isinstance(value, (int, float, str)) or value is None else str(value)
+
+
 def table_figure(id: str, title: str, columns: list[str], rows: list[list[Any]], caption: str, alt: str,
                  marked_rows: Iterable[int] = ()) -> dict[str, Any]:
     return {"kind": "table", "id": id, "title": title, "columns": columns,
-            "rows": [[c if isinstance(c, (int, float, str)) or c is None else str(c) for c in row] for row in rows],
+            "rows": [[_cell(c) for c in row] for row in rows],
             "caption": caption, "alt": alt, "marked_rows": sorted(set(marked_rows))}
+
+
+def conformed(trace: Any, figures: Any) -> tuple[dict[str, Any] | None, list[dict[str, Any]], list[str]]:
+    """The trace and figures a verdict may carry, with what was left out said for the author: each part plain
+    JSON with finite numbers only (a browser's JSON.parse refuses NaN), fitting result.json's "trace" or
+    "figure", at most MAX_FIGURES figures, together within DISPLAY_CAP (`capped`). Checks build them from
+    what the learner's process recorded, so a part that does not fit is left out, never the verdict."""
+    from jsonschema import ValidationError
+
+    from grader.core import jsonschemas
+    from grader.core.protocol import MAX_FIGURES
+
+    problems: list[str] = []
+
+    def fits(part: Any, name: str) -> bool:
+        try:
+            size = len(json.dumps(part, allow_nan=False))
+        except (TypeError, ValueError, RecursionError) as exc:
+            problems.append(f"{name} left out of the verdict: not plain JSON with finite numbers ({exc})"[:300])
+            return False
+        if size > DISPLAY_CAP:
+            problems.append(f"{name} left out of the verdict: {size} bytes of JSON, over {DISPLAY_CAP}")
+            return False
+        try:
+            jsonschemas.validate(part, "result", name)
+        except ValidationError as exc:
+            problems.append(f"{name} left out of the verdict: {exc.message}"[:300])
+            return False
+        return True
+
+    trace = trace if trace is not None and fits(trace, "trace") else None
+    figures = [figure for figure in (figures if isinstance(figures, list) else [figures]) if fits(figure, "figure")]
+    if len(figures) > MAX_FIGURES:
+        problems.append(f"{len(figures) - MAX_FIGURES} figure(s) left out of the verdict: at most {MAX_FIGURES}")
+        figures = figures[:MAX_FIGURES]
+    trace, figures, notes = capped(trace, figures)
+    return trace, figures, problems + notes
 
 
 def capped(trace: dict[str, Any] | None, figures: list[dict[str, Any]]) -> tuple[dict[str, Any] | None,

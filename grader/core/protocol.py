@@ -37,6 +37,31 @@ MAX_REQUEST_BYTES = 6 * MAX_CODE_BYTES + 4096
 VERDICT_CAP = REPLY_CAP  # one verdict line: a sandbox takes no longer reply (sandbox/settings.py)
 TEXT_CAP = 4000  # characters of one message, hint, note or problem in a verdict (RawVerdict.bounded)
 MAX_PROBLEMS = 40
+MAX_LINE = 1_000_000  # the largest submission line a verdict marks (256 KB of code has fewer lines)
+MAX_INDEX = 2**31 - 1  # the largest event index a verdict names (the grading side's, far fewer: wire.MAX_EVENTS)
+MAX_FIGURES = 12  # figures in one verdict (raw-verdict.json)
+CHECK_ID_CAP = 100  # characters of a check id a result names (`explained_by`)
+
+
+def submission_line(value: Any) -> int | None:
+    """`value` as a line of the submission a verdict may mark: a whole number from 1 to MAX_LINE, else None.
+    Lines reach a verdict from what the learner's process recorded or sent (a spy's stack, a probe's
+    observation, an error's traceback), so they are data: anything else marks no line."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_LINE:
+        return value
+    return None
+
+
+def event_index(value: Any) -> int | None:
+    """`value` as the index of a recorded event a verdict may mark (0 to MAX_INDEX), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_INDEX:
+        return value
+    return None
+
+
+def as_check_id(value: Any) -> str | None:
+    """`value` as a check id a result may name, else None."""
+    return value if isinstance(value, str) and 0 < len(value) <= CHECK_ID_CAP else None
 
 
 class ProtocolError(Exception):
@@ -138,18 +163,19 @@ class RawVerdict:
         return data
 
     def bounded(self) -> RawVerdict:
-        """This verdict within VERDICT_CAP, whatever the learner's code made the checks say: texts cut to
-        TEXT_CAP, at most MAX_PROBLEMS problems, the trace and figures within grader.core.display.DISPLAY_CAP. A
-        verdict the sandbox could not read would be the platform's failure, not the learner's."""
-        from grader.core.display import capped
+        """This verdict within VERDICT_CAP and in raw-verdict.json's shape, whatever the learner's code made
+        the checks say: every check's result as `conformed_check` keeps it, texts cut to TEXT_CAP, at most
+        MAX_PROBLEMS problems, the trace and figures as grader.core.display.conformed keeps them. A verdict the
+        sandbox could not read would be reported as the platform's failure, with the learner's seed lost."""
+        from grader.core.display import conformed
 
-        self.trace, self.figures, cut = capped(self.trace, self.figures)
+        self.trace, self.figures, cut = conformed(self.trace, self.figures)
         if self.error is not None:
-            self.error = ErrorInfo(self.error.kind[:40], _cut(self.error.message), self.error.line)
-        for result in self.checks.values():
-            for key in ("message", "hint"):
-                if isinstance(result.get(key), str):
-                    result[key] = _cut(result[key])
+            self.error = ErrorInfo(str(self.error.kind)[:40], _cut(str(self.error.message)),
+                                   submission_line(self.error.line))
+        for name, result in list(self.checks.items()):
+            self.checks[name], wrong = conformed_check(result)
+            cut.extend(f"check '{name}': {text}" for text in wrong)
         problems = [_cut(p) for p in [*self.problems, *cut]]
         if len(problems) > MAX_PROBLEMS:
             problems = problems[:MAX_PROBLEMS] + [f"... and {len(problems) - MAX_PROBLEMS} more"]
@@ -179,6 +205,52 @@ class RawVerdict:
 
 def _cut(text: str) -> str:
     return text if len(text) <= TEXT_CAP else text[:TEXT_CAP - 20] + " ... (cut)"
+
+
+def _shown(value: Any) -> str:
+    """A short description of a value that did not fit, for the author."""
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        text = repr(value) if not isinstance(value, int) or value.bit_length() < 64 else f"{value.bit_length()}-bit int"
+        return text if len(text) <= 40 else text[:37] + "..."
+    return f"a {type(value).__name__}"
+
+
+CHECK_FIELDS = ("passed", "message", "line", "event", "hint", "explained_by")
+
+
+def conformed_check(result: Any) -> tuple[dict[str, Any], list[str]]:
+    """One check's result in raw-verdict.json's shape (the plugin's keys: CHECK_FIELDS), and what did not fit
+    and was left out, for the author. A line or an event that is not one marks nothing; a result that is not
+    a mapping, or says neither passed nor failed, is a failure. The checking API (grader.harness.checking)
+    refuses such values where a check hands them over, saying so to the learner; this is the last guard."""
+    if not isinstance(result, dict):
+        return {"passed": False, "message": ""}, [f"a result that is {_shown(result)}: reported failed"]
+    wrong = [f"'{str(key)[:40]}' left out" for key in result if key not in CHECK_FIELDS]
+    passed = result.get("passed")
+    if not isinstance(passed, bool):
+        wrong.append(f"passed={_shown(passed)} is no verdict: reported failed")
+        passed = False
+    message = result.get("message", "")
+    if not isinstance(message, str):
+        wrong.append(f"message {_shown(message)} left out")
+        message = ""
+    kept: dict[str, Any] = {"passed": passed, "message": _cut(message)}
+    for key, conform in (("line", submission_line), ("event", event_index)):
+        value = result.get(key)
+        kept[key] = conform(value)
+        if value is not None and kept[key] is None:
+            wrong.append(f"{key} {_shown(value)} is not one: left out")
+    if result.get("hint") is not None:  # None: the exercise's own hint, as when there is no key
+        if isinstance(result["hint"], str):
+            kept["hint"] = _cut(result["hint"])
+        else:
+            wrong.append(f"hint {_shown(result['hint'])} left out")
+    if result.get("explained_by") is not None:
+        if as_check_id(result["explained_by"]) is not None:
+            kept["explained_by"] = result["explained_by"]
+        else:
+            wrong.append(f"explained_by {_shown(result['explained_by'])} is no check id: left out")
+    return kept, wrong
 
 
 def error_verdict(status: Status, kind: str, message: str, line: int | None = None) -> RawVerdict:

@@ -8,7 +8,7 @@ from typing import Any, Literal, TypedDict
 
 from grader.core import jsonschemas
 from grader.core.course import Exercise
-from grader.core.protocol import RawVerdict
+from grader.core.protocol import RawVerdict, as_check_id, event_index, submission_line
 
 CheckStatus = Literal["passed", "failed", "skipped"]
 ResultStatus = Literal["passed", "failed", "error", "timeout", "killed", "infra-error"]
@@ -145,10 +145,11 @@ def shown_checks(exercise: Exercise, raw: RawVerdict) -> list[CheckResult]:
             got = got or {"message": "This check did not run.", "line": None}
             # The check may word the first hint for what it saw; the exercise's further hints follow it.
             first = got["hint"] if isinstance(got.get("hint"), str) else spec.hint
-            check.update(status="failed", passed=False, message=got.get("message") or "", line=got.get("line"),
-                         hint=first, hints=[first, *spec.hints[1:]],
-                         event=got.get("event") if isinstance(got.get("event"), int) else None)
-            causes[spec.id] = [got["explained_by"]] if got.get("explained_by") else list(spec.after)
+            check.update(status="failed", passed=False, message=got.get("message") or "",
+                         line=submission_line(got.get("line")), hint=first, hints=[first, *spec.hints[1:]],
+                         event=event_index(got.get("event")))
+            cause = as_check_id(got.get("explained_by"))
+            causes[spec.id] = [cause] if cause else list(spec.after)
         checks.append(check)
     _explain(checks, causes)
     return checks
@@ -191,23 +192,8 @@ def build_result(exercise: Exercise, raw: RawVerdict, sandbox: str, duration_s: 
 
 
 def _display(raw: RawVerdict) -> tuple[dict[str, Any] | None, list[dict[str, Any]], list[str]]:
-    """The raw verdict's trace and figures, each checked against result.json (one that does not fit is
-    left out, said for the author) and together within grader.core.display.DISPLAY_CAP."""
-    from jsonschema import ValidationError
+    """The raw verdict's trace and figures as grader.core.display.conformed keeps them (each checked against
+    result.json, together within its cap; what is left out is said for the author)."""
+    from grader.core.display import conformed
 
-    from grader.core.display import capped
-
-    problems: list[str] = []
-
-    def valid(part: Any, name: str) -> bool:
-        try:
-            jsonschemas.validate(part, "result", name)
-        except ValidationError as exc:
-            problems.append(f"{name} left out of the verdict: {exc.message}")
-            return False
-        return True
-
-    trace = raw.trace if raw.trace is not None and valid(raw.trace, "trace") else None
-    figures = [figure for figure in raw.figures if valid(figure, "figure")]
-    trace, figures, notes = capped(trace, figures)
-    return trace, figures, problems + notes
+    return conformed(raw.trace, raw.figures)

@@ -17,26 +17,52 @@ from __future__ import annotations
 
 import pytest
 
+from grader.core.protocol import as_check_id, event_index, submission_line
+
 check = pytest.mark.check
 figure = pytest.mark.figure  # a test that only draws (grader.checks.judging.show)
 
 
 class CheckFailed(AssertionError):
-    """A check's learner-facing verdict: what happened at run time, and where."""
+    """A check's learner-facing verdict: what happened at run time, and where.
+
+    What a check hands over may come from the learner's process (a line a probe recorded, an observation's
+    count), so it is taken as data: a `line` that is no line of the submission (text, a list, 0, a number
+    past any file's length) marks none, and the message says so, as the learner's doing; an `event` that is
+    no event index marks no row; a `hint` that is not text, or an `explained_by` that is no check id, is
+    not used. The verdict then always fits its schema (grader/core/schemas/raw-verdict.json): a malformed
+    value can never make the grading look like the grader's own failure."""
 
     def __init__(self, message: str, line: int | None = None, hint: str | None = None,
                  explained_by: str | None = None, event: int | None = None):
+        message = message if isinstance(message, str) else str(message)
+        if line is not None and submission_line(line) is None:
+            message += (f" (Your code's process reported {_reported(line)} as the line of this, which is not a "
+                        "line of your file: no line is marked.)")
         super().__init__(message)
         self.message = message
-        self.line = line
-        self.hint = hint  # None: the check's own hint from exercise.yaml
-        self.explained_by = explained_by
-        self.event = event  # the recorded event (its "index") this failure is about: the timeline marks it
+        self.line = submission_line(line)
+        self.hint = hint if isinstance(hint, str) else None  # None: the check's own hint from exercise.yaml
+        self.explained_by = as_check_id(explained_by)
+        self.event = event_index(event)  # the recorded event (its "index") this failure is about: the timeline marks it
+
+
+def _reported(value: object) -> str:
+    """What the learner's process sent as a line, in a few words."""
+    if isinstance(value, str):
+        return f"the text {value[:20]!r}" + ("..." if len(value) > 20 else "")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value}" if abs(value) < 10**12 else f"a number of {len(str(abs(value)))} digits"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return f"a {type(value).__name__}"
 
 
 def fail(message: str, line: int | None = None, hint: str | None = None, event: dict | None = None) -> None:
     """The check fails with `message`. `event`: the recorded event it is about (a dict of
     observed["events"]); its line is marked in the editor and its row in the verdict's timeline."""
+    if not isinstance(event, dict):
+        event = None
     if event is not None and line is None:
         line = event.get("line")
     raise CheckFailed(message, line, hint, event=event.get("index") if event is not None else None)

@@ -10,7 +10,7 @@ import re
 import signal as signals
 from typing import Any
 
-from grader.core.protocol import RawVerdict, Status, error_verdict, infra_error, learner_timeout
+from grader.core.protocol import RawVerdict, Status, error_verdict, infra_error, learner_timeout, submission_line
 from grader.harness.frame import FrameError, check_frame
 from grader.harness.frame import load as load_frame
 from grader.learner.recorder import SUBMISSION_FILENAME
@@ -38,8 +38,7 @@ def stuck_line(stack: str | None) -> int | None:
     for block in sorted(blocks, key=lambda block: not block.startswith("Current thread")):
         for frame in _FRAME.finditer(block):
             if frame["file"] == SUBMISSION_FILENAME:
-                line = int(frame["line"])
-                return line if 0 < line < 1_000_000 else None
+                return submission_line(int(frame["line"]))
     return None
 
 
@@ -116,8 +115,7 @@ def interpret(outcome: Outcome, limits: Limits, refused: str | None = None) -> t
     if not message.get("ok"):
         err = message.get("error") if isinstance(message.get("error"), dict) else {}
         verdict = error_verdict(Status.ERROR, str(err.get("kind", "exception"))[:40],
-                                str(err.get("message", "Your code failed.")),
-                                err.get("line") if isinstance(err.get("line"), int) else None)
+                                str(err.get("message", "Your code failed.")), submission_line(err.get("line")))
         observations = None
     else:
         observations = message.get("observations")
