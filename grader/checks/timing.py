@@ -19,6 +19,13 @@ after it), which the checks compare with the original's on the same data: the ti
 work. Both sides pay for framing their report. Which side goes first alternates, so a burst of load hits
 both alike. Round 0 is a warm-up for both and is not counted.
 
+A round is timed only while the learner's processes are really stopped (sandbox.jail.LearnerHandle: every task
+stopped before the clock starts, and no CPU used meanwhile but the grading process's). When a pause does
+not hold (PauseNotHeld), the original is timed again, PAUSE_ATTEMPTS times in all; a round whose every try
+failed is void: the rounds stop there, the learner's process is told so, and `outside()` carries `void`, a
+sentence for the learner saying what was seen, with `decided` False: a void round never leaves a verdict
+that can pass (`check_faster` fails on `void` first).
+
 The rounds stop as soon as the verdict is known: the median of `rounds` rounds against the bar is fixed once
 `rounds // 2 + 1` of them fall on one side (`decided`), so a clear case takes about half the rounds. The
 learner's process is told so in the finish answer; knowing which round is the last gains it nothing, since
@@ -34,8 +41,11 @@ from typing import Any, Callable
 import torch
 
 from grader.harness.channel import ChannelError, Learner, Stopwatch
+from sandbox.jail.jail import PauseNotHeld
 
 __all__ = ["TimedRounds", "decided", "tensors_by_name"]
+
+PAUSE_ATTEMPTS = 3  # tries at timing a round's original before the round is void
 
 
 def decided(ratios: list[float], bar: float, rounds: int) -> bool:
@@ -69,29 +79,42 @@ class TimedRounds:
         self.learner: dict[int, dict[str, Any]] = {}
         self.clock = Stopwatch()
         self.open: int | None = None
+        self.void: str | None = None  # why a round could not be timed (then no more are)
 
     def _synchronize(self) -> None:
         if self.device == "cuda":
             torch.cuda.synchronize()
 
     def _time_original(self, index: int, learner: Learner) -> None:
-        learner.pause()
+        why = ""
+        for _ in range(PAUSE_ATTEMPTS):
+            try:
+                self.original_s[index], self.original[index] = self._timed_while_paused(index, learner)
+                return
+            except PauseNotHeld as exc:
+                why = str(exc)
+        self.void = (f"The grader could not time round {index}: {PAUSE_ATTEMPTS} times in a row it could not time "
+                     f"the original with nothing else running: the last time, {why}. A time taken while your "
+                     "code still runs measures nothing, so this check cannot pass: processes your code starts must "
+                     "stop when the grader stops them, and none may stay inside one long system call.")
+
+    def _timed_while_paused(self, index: int, learner: Learner) -> tuple[float, dict[str, Any]]:
+        learner.pause()  # every learner task stopped once it returns (PauseNotHeld otherwise)
         try:
             self._synchronize()
             started = time.perf_counter()
             done = self._original(self.seeds[index])
             self._synchronize()
             torch.save(done, io.BytesIO())  # as the learner's finish question is framed: both sides pay for it
-            self.original_s[index] = time.perf_counter() - started
-            self.original[index] = done
+            return time.perf_counter() - started, done
         finally:
-            learner.resume()
+            learner.resume()  # PauseNotHeld when anything but this process used CPU meanwhile
 
     def answer(self, request: dict[str, Any], learner: Learner, arrived: float | None) -> dict[str, Any]:
         op, index = request.get("op"), request.get("index")
         expected = len(self.learner_s) if self.open is None else self.open
         if not isinstance(index, int) or index != expected or index > self.rounds or (
-                op == "start" and self.decided):
+                op == "start" and self.finished):
             raise ChannelError(f"timing round {index!r} asked out of turn (expected {expected})")
         if op == "start" and self.open is None:
             if index % 2 == 0:  # alternate which side goes first: a burst of load hits both alike
@@ -105,7 +128,7 @@ class TimedRounds:
             self.open = None
             if index % 2 == 1:
                 self._time_original(index, learner)
-            return {"done": self.decided}
+            return {"done": self.finished}
         raise ChannelError(f"timing: {op!r} for round {index} out of turn")
 
     def timed(self) -> list[int]:
@@ -113,7 +136,14 @@ class TimedRounds:
         return [i for i in range(1, self.rounds + 1) if i in self.learner_s and i in self.original_s]
 
     @property
+    def finished(self) -> bool:
+        """No more rounds: the verdict is known, or a round was void."""
+        return self.decided or self.void is not None
+
+    @property
     def decided(self) -> bool:
+        if self.void is not None:
+            return False
         ratios = [self.original_s[i] / self.learner_s[i] for i in self.timed()]
         return decided(ratios, self.bar, self.rounds)
 
@@ -125,7 +155,7 @@ class TimedRounds:
             row.update({f"learner_{key}": value for key, value in self.learner[i].items()})
             rounds.append(row)
         return {"rounds": rounds, "decided": self.decided, "rounds_most": self.rounds,
-                "deciding": self.rounds // 2 + 1}
+                "deciding": self.rounds // 2 + 1, "void": self.void}
 
 
 def tensors_by_name(value: Any) -> dict[str, torch.Tensor]:

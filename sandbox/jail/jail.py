@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
 from sandbox.jail import identity, meter
@@ -40,6 +41,12 @@ OUTPUT_CAP = 64 * 1024  # what is kept of the confined process's stdout and stde
 RESULT_CAP = 64 * 1024 * 1024  # of its result pipe
 STACK_CAP = 16 * 1024  # of the stack the confined process writes when it is stopped at its deadline
 STACK_WAIT_S = 0.5  # how long a job stopped at its deadline gets to write its stack before it is killed
+# How long a pause waits for every task to stop: a task stops at its next return to user space, in
+# milliseconds even when the container's CPU quota is spent; only a long system call takes longer.
+PAUSE_WAIT_S = 2.0
+# CPU the accounting may show over a pause without voiding it: counters tick in nanoseconds, the grading
+# process's own reading of them costs microseconds (measured: see docs/sandbox.md).
+PAUSE_CPU_SLACK_S = 0.005
 
 
 @dataclass
@@ -66,8 +73,23 @@ class Outcome:
     output_flooded: bool = False
 
 
+class PauseNotHeld(Exception):
+    """The learner's processes were not all stopped while the grading side timed its own work: that time is
+    no measurement. The message says what was seen, in words for the learner."""
+
+
 class LearnerHandle:
-    """Pause and resume all of the confined processes (for a referee timing its own side)."""
+    """Pause and resume all of the confined processes (for a referee timing its own side).
+
+    `pause()` returns only once every task of every confined process is stopped: NAMESPACES freezes the job's
+    cgroup and waits until the kernel reports it FROZEN; a container (no cgroup of its own there: Docker mounts
+    the hierarchy read-only) sends SIGSTOP to every process of the job's uid and waits until each thread of
+    each one is in state T (`running_tasks`). A thread inside one long system call (madvise(MADV_POPULATE_READ)
+    over gigabytes of zero pages) acts on SIGSTOP only when the call returns, and until then it runs on the
+    container's CPU quota beside the grading process. After PAUSE_WAIT_S the pause gives up: PauseNotHeld.
+    `resume()` then checks the CPU accounting over the paused interval (`_cpu_used`): the job's cgroup must
+    have used none; a container's must have used no more than the grading process did. Anything beyond
+    PAUSE_CPU_SLACK_S is PauseNotHeld (raised once the processes run again)."""
 
     def __init__(self, cgroup: SubmissionCgroup | None, pid: int | None, confinement: Confinement, as_root: bool,
                  uid: int, zygote: Zygote) -> None:
@@ -75,29 +97,134 @@ class LearnerHandle:
         self.zygote = zygote
         self.paused_s = 0.0  # added to the job's deadline: time it was stopped is not its time
         self._since: float | None = None
+        self._cpu_at_pause: tuple[float, float] | None = None
+
+    def _by_uid(self) -> bool:
+        return self.confinement is Confinement.CONTAINER and self.as_root
 
     def _signal(self, sig: int) -> None:
-        if self.confinement is Confinement.CONTAINER and self.as_root:
+        if self._by_uid():
             self.zygote.signal_uid(self.uid, sig)  # every process of its uid, daemons included
         elif self.pid:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pid, sig)
 
     def pause(self) -> None:
+        """Stop every confined process; PauseNotHeld (with them running again) when they did not all stop
+        within PAUSE_WAIT_S."""
+        self._since = time.monotonic()  # waiting for them to stop is not their time either
         if self.cgroup is not None:
-            self.cgroup.freeze()
+            try:
+                self.cgroup.freeze(timeout=PAUSE_WAIT_S)
+            except TimeoutError:
+                self._continue()
+                raise PauseNotHeld(f"your processes did not all stop within {PAUSE_WAIT_S:g} s of the grader "
+                                   "freezing them") from None
         else:
             self._signal(signal.SIGSTOP)
-        self._since = time.monotonic()
+            running = _wait_for(lambda: running_tasks(self._owns), PAUSE_WAIT_S)
+            if running:
+                self._continue()
+                pid, tid, state = running[0]
+                raise PauseNotHeld(f"{len(running)} thread{'s' if len(running) > 1 else ''} of your processes "
+                                   f"still ran {PAUSE_WAIT_S:g} s after the grader stopped them, process {pid}'s "
+                                   f"among them (thread {tid}, state {state}); a thread inside one long system "
+                                   "call stops only when the call returns")
+        self._cpu_at_pause = self._cpu_now()
 
     def resume(self) -> None:
+        """Let them run again; PauseNotHeld when CPU was used meanwhile by anything but the grading process."""
+        used = self._cpu_used()
+        self._continue()
+        if used is not None and used > PAUSE_CPU_SLACK_S:
+            who = "your processes" if self.cgroup is not None else "processes other than the grader's"
+            raise PauseNotHeld(f"{who} used {used * 1000:.0f} ms of CPU while your processes were stopped")
+
+    def _continue(self) -> None:
         if self._since is not None:
             self.paused_s += time.monotonic() - self._since
             self._since = None
+        self._cpu_at_pause = None
         if self.cgroup is not None:
             self.cgroup.thaw()
         else:
             self._signal(signal.SIGCONT)
+
+    def _owns(self, pid: int) -> bool:
+        """Whether process `pid` is one of the job's: its uid in a container, else the confined process's group."""
+        if self._by_uid():
+            return _status_uid(pid) == self.uid
+        return self.pid is not None and _process_group(pid) == self.pid
+
+    def _cpu_now(self) -> tuple[float, float] | None:
+        """(CPU seconds of whatever must stay still, of the grading process) now; None where unknown."""
+        if self.cgroup is not None:
+            used = self.cgroup.cpu_seconds()
+            return None if used is None else (used, 0.0)
+        if self.confinement is Confinement.CONTAINER:
+            used = meter.container_cpu_seconds()
+            return None if used is None else (used, time.process_time())
+        return None  # NONE: one's own machine, nothing to account against
+
+    def _cpu_used(self) -> float | None:
+        """CPU seconds used since the pause held by the job's cgroup (NAMESPACES) or by the container beyond
+        the grading process (CONTAINER); None where there is no accounting."""
+        now, then = self._cpu_now(), self._cpu_at_pause
+        if now is None or then is None:
+            return None
+        return (now[0] - then[0]) - (now[1] - then[1])
+
+
+def running_tasks(owns: Callable[[int], bool], proc: Path = Path("/proc")) -> list[tuple[int, int, str]]:
+    """(pid, thread id, state) of every thread of every process `owns` that is not stopped (T, t) or dead
+    (Z, X): what can still use a CPU."""
+    running = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or not owns(int(entry.name)):
+            continue
+        try:
+            threads = list((entry / "task").iterdir())
+        except OSError:
+            continue  # gone
+        for task in threads:
+            state = _state(task / "stat")
+            if state is not None and state not in "TtZX":
+                running.append((int(entry.name), int(task.name), state))
+    return running
+
+
+def _state(stat: Path) -> str | None:
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0]  # the name before it may hold anything
+    except (OSError, IndexError):
+        return None
+
+
+def _status_uid(pid: int) -> int | None:
+    """The real uid of `pid` (/proc/PID/status: a non-dumpable process's /proc entries are root's)."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    line = next((line for line in text.splitlines() if line.startswith("Uid:")), None)
+    return int(line.split()[1]) if line else None
+
+
+def _process_group(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[2])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _wait_for(left: Callable[[], list], timeout: float) -> list:
+    """Poll `left()` until it returns nothing or `timeout` passes; what it returned last."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = left()
+        if not found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.001)
 
 
 class Jail:

@@ -1,4 +1,6 @@
-"""Memory meters the confined processes cannot write: read by the process that started them.
+"""Meters the confined processes cannot write: read by the process that started them.
+
+Memory:
 
     cgroup      NAMESPACES: the confined processes' own cgroup's peak (cgroups.SubmissionCgroup), every
                 page they charged, kernel memory such as socket and pipe buffers included.
@@ -11,6 +13,12 @@
                 be missed.
     maxrss      otherwise (no cgroup is readable): wait4's peak resident set of the middle process and
                 the children it waited for, the largest single process's, shared pages included.
+
+CPU (`container_cpu_seconds`): the container's own CPU accounting as the container sees it (read-only): every
+process of the container, the grading process included. A referee's pause (jail.LearnerHandle) reads it
+with the grading process's own CPU time (`time.process_time`, every thread of it) at both ends of the
+interval it times its own work in: what the container used beyond the grading process is what something
+else did meanwhile.
 """
 from __future__ import annotations
 
@@ -20,6 +28,11 @@ from pathlib import Path
 # The container's own memory cgroup, as Docker mounts it inside: cgroup v2, then v1.
 CONTAINER_COUNTERS = (Path("/sys/fs/cgroup/memory.current"), Path("/sys/fs/cgroup/memory/memory.usage_in_bytes"))
 SAMPLE_S = 0.001
+# The container's own CPU accounting, as Docker mounts it inside: cgroup v2 (cpu.stat, microseconds), then v1
+# (cpuacct.usage, nanoseconds; alone or co-mounted with cpu).
+CONTAINER_CPU = ((Path("/sys/fs/cgroup/cpu.stat"), "usage_usec", 1e-6),
+                 (Path("/sys/fs/cgroup/cpuacct/cpuacct.usage"), None, 1e-9),
+                 (Path("/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage"), None, 1e-9))
 
 
 def container_counter() -> Path | None:
@@ -29,6 +42,22 @@ def container_counter() -> Path | None:
             int(path.read_text())
             return path
         except (OSError, ValueError):
+            continue
+    return None
+
+
+def container_cpu_seconds() -> float | None:
+    """CPU time every process of this container has used, or None where no accounting is readable."""
+    for path, key, unit in CONTAINER_CPU:
+        try:
+            text = path.read_text()
+        except OSError:
+            continue
+        if key is not None:
+            text = next((line.split()[1] for line in text.splitlines() if line.startswith(key + " ")), "")
+        try:
+            return int(text) * unit
+        except ValueError:
             continue
     return None
 
