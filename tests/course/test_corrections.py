@@ -205,6 +205,7 @@ def test_torch_where_gradient_is_nan_through_the_discarded_branch():
     assert torch.equal(x.grad, torch.tensor([0.0, 0.5]))
     card = read(PR / "cards" / "15-remove-a-graph-break.md")
     assert "its gradient flows only into the kept one" not in card and "has a NaN gradient at `x = 0`" in card
+    assert "sends the gradient only into that side" not in read(PR / "quiz.yaml")
 
 
 # 14-15. The DataLoader's own profiler row; per-op cost; non_blocking vs a side stream.
@@ -226,6 +227,7 @@ def test_the_profiler_already_has_a_dataloader_row():
 def test_pinned_copies_do_not_overlap_compute_without_a_side_stream():
     card = read(PR / "cards" / "17-fetch-whole-batches.md")
     assert "lets the copy overlap the previous step" not in card and "`torch.cuda.Stream`" in card
+    assert "lets them overlap with compute;" not in read(PR / "quiz.yaml")
 
 
 # 16. A window with no valid token divides 0 by 0.
