@@ -165,9 +165,9 @@ def probe(api):
         finally:
             _note_config_change()  # a change the call made, even one the compiled graph did not see
 
-    model, optimizer, batches = scenario.build(api.seed, api.device)
+    model, optimizer, data = scenario.build(api.seed, api.device)
     weights: list = []
-    losses = scenario.train(call, model, optimizer, batches, weights)
+    losses = scenario.train(call, model, optimizer, data, api.device, weights)
     return {"losses": losses, "weights": weights, "graphs": GRAPHS, "breaks": BREAKS,
             "recompiles": _recompiles(), "config_changed": changed[:MOST], "config_changed_while_compiling": CONFIG_CHANGES,
             "spy_replaced": spy_replaced, "calls": STATE["call"], "dynamo_error": STATE["dynamo_error"]}

@@ -1,11 +1,12 @@
 """The graph-breaks task: a small classifier whose loss function logs with `.item()` and `print` and adds a
-z-loss behind a data-dependent `if`.
+z-loss behind a data-dependent `if` on the batch's mean z-loss.
 
-Built identically in the learner's process (probe) and the grader's (checks). `original_compute_loss` is the
-starter's computation (its logging left out: it computes nothing): the grader's copy of the original.
+Built identically in the learner's process (probe) and the grading process (reference.py): the model from the
+run's seed, and each step's batch drawn from the seed and shaped at the weights the step starts from, so that
+its rows' z-losses lie on both sides of Z_MAX (below). Nothing here computes a loss: the original's run is
+reference.py's, on the grading side only.
 """
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from grader.checks import seeded
@@ -14,42 +15,73 @@ from grader.checks.scenarios import params
 FEATURES, HIDDEN, CLASSES, BATCH = 16, 32, 5, 64
 LR, MOMENTUM = 0.1, 0.9
 Z_WEIGHT, Z_MAX = 0.01, 4.0  # as in the starter
-# The batches' input scales: small inputs keep the z-loss under Z_MAX, large ones push it over, so the
-# steps take both sides of the original's `if` (measured over 134 seeds: at most 3.1 on the small batches, at least 7.0 on the first large one).
-SCALES = (0.5, 16.0, 0.5, 16.0)
-STEPS = len(SCALES)
+# Which side of Z_MAX each step's batch mean z-loss is on, so the original's `if` goes both ways. Every batch
+# also has OUTLIERS rows on the other side on their own: thresholding each row's z-loss instead of the batch
+# mean then always computes another loss. Under-steps: rows at SMALL scale (a z-loss near its value at zero
+# input, about 2.6-3.5) but OUTLIERS rows moved toward a high-z-loss row until theirs is OUTLIER_Z; over-steps:
+# rows at LARGE scale but OUTLIERS rows at TINY scale (near the zero-input value). reference.py asserts this
+# on its own run of each seed; tests/integrity/test_graph_breaks_attacks.py measures the margins.
+SIDES = ("under", "over", "under", "over")
+STEPS = len(SIDES)
+SMALL, LARGE, TINY = 0.5, 16.0, 0.05
+OUTLIERS = 4
+OUTLIER_Z = 1.5 * Z_MAX
+CANDIDATES = 64  # LARGE-scale rows drawn for an under-step; its outliers move toward the one with the top z-loss
+BISECTIONS = 40  # halvings of the way to it: an interval far below float32's spacing
 
 
 def build(seed: int, device: str):
+    """The model, its optimizer, and the generator each step's batch is drawn from."""
     data = seeded(seed)
     model = nn.Sequential(nn.Linear(FEATURES, HIDDEN), nn.GELU(), nn.Linear(HIDDEN, CLASSES)).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
-    batches = [((scale * torch.randn(BATCH, FEATURES, generator=data)).to(device),
-                torch.randint(0, CLASSES, (BATCH,), generator=data).to(device)) for scale in SCALES]
-    return model, optimizer, batches
+    return model, optimizer, data
 
 
-def original_compute_loss(model, x, y):
-    """The starter's compute_loss, without its print (which computes nothing)."""
-    logits = model(x)
-    loss = F.cross_entropy(logits, y)
-    z_loss = torch.logsumexp(logits, dim=-1).pow(2).mean()
-    if z_loss > Z_MAX:
-        loss = loss + Z_WEIGHT * z_loss
-    return loss
-
-
-def z_losses(model, batches):
-    """Each batch's z-loss at the current weights (the grading side's, for its messages)."""
+def row_z_losses(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """Each row's z-loss on its own (its logits' squared log-sum-exp) at the model's current weights."""
     with torch.no_grad():
-        return [float(torch.logsumexp(model(x), dim=-1).pow(2).mean()) for x, _ in batches]
+        return torch.logsumexp(model(x), dim=-1).pow(2)
 
 
-def train(compute_loss, model, optimizer, batches, weights=None):
-    """The loop both sides run: one step per batch; returns each step's loss (a number or None), and appends
-    the weights after each step to `weights` when given."""
+def _moved_to(model: nn.Module, rows: torch.Tensor, toward: torch.Tensor, target: float) -> torch.Tensor:
+    """Each row moved along the straight way to `toward` until its z-loss is `target` (bisection between a
+    point under it and one over it). Continuous in the weights, so two runs whose weights agree to rounding
+    get the same rows to rounding too."""
+    low = torch.zeros(len(rows), 1, device=rows.device)
+    high = torch.ones_like(low)
+    for _ in range(BISECTIONS):
+        middle = (low + high) / 2
+        over = (row_z_losses(model, rows + middle * (toward - rows)) > target).unsqueeze(1)
+        high, low = torch.where(over, middle, high), torch.where(over, low, middle)
+    return rows + high * (toward - rows)
+
+
+def batch(model: nn.Module, step: int, data: torch.Generator, device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Step `step`'s batch (0-based), at the weights the step starts from: the batch mean z-loss on SIDES[step]
+    of Z_MAX, its first OUTLIERS rows on the other side."""
+    directions = torch.randn(BATCH, FEATURES, generator=data).to(device)
+    y = torch.randint(0, CLASSES, (BATCH,), generator=data).to(device)
+    if SIDES[step] == "over":
+        x = LARGE * directions
+        x[:OUTLIERS] = TINY * directions[:OUTLIERS]
+        return x, y
+    candidates = LARGE * torch.randn(CANDIDATES, FEATURES, generator=data).to(device)
+    highest = candidates[int(row_z_losses(model, candidates).argmax())]
+    x = SMALL * directions
+    x[:OUTLIERS] = _moved_to(model, x[:OUTLIERS], highest, OUTLIER_Z)
+    return x, y
+
+
+def train(compute_loss, model, optimizer, data, device, weights=None, batches=None):
+    """The loop both sides run: one step per entry of SIDES, each on its batch drawn at the step's starting
+    weights; returns each step's loss (a number or None), and appends the weights after each step to `weights`
+    and each batch to `batches` when given."""
     losses = []
-    for x, y in batches:
+    for step in range(STEPS):
+        x, y = batch(model, step, data, device)
+        if batches is not None:
+            batches.append((x, y))
         optimizer.zero_grad()
         loss = compute_loss(model, x, y)
         if not isinstance(loss, torch.Tensor) or loss.numel() != 1 or not loss.requires_grad:
@@ -61,13 +93,3 @@ def train(compute_loss, model, optimizer, batches, weights=None):
         if weights is not None:
             weights.append(params(model))
     return losses
-
-
-def reference(seed: int, device: str):
-    """The original's run: each step's loss, its z-loss before the step, and the weights after each step."""
-    model, optimizer, batches = build(seed, device)
-    zs, losses, weights = [], [], []
-    for x, y in batches:
-        zs.append(z_losses(model, [(x, y)])[0])
-        losses += train(original_compute_loss, model, optimizer, [(x, y)], weights)
-    return {"losses": losses, "z_losses": zs, "weights": weights}

@@ -4,6 +4,7 @@ import math
 import pytest
 import torch
 
+import reference
 import scenario
 from grader.checks.judging import check, explained_by, fail, figure, show, table_figure
 
@@ -22,21 +23,29 @@ MEANINGS = (
 )
 
 
-# The form of what probe.py returns, value by value (a type, None, a tuple of alternatives, [item form] for a
-# list, {key: form} for a dict). The record is made in the learner's process, where the learner's code can
-# reach it: anything else is refused before a check reads it.
+def count(value) -> bool:
+    """A count or a line number as the probe writes it: an int (not a bool), 0 to a million."""
+    return type(value) is int and 0 <= value <= 10**6
+
+
+# The form of what probe.py returns, value by value (a type, a predicate, None, a tuple of alternatives,
+# [item form] for a list, {key: form} for a dict, {key type: value form} for a mapping). The record is made in
+# the learner's process, where the learner's code can reach it: anything else is refused before a check reads
+# it, so that nothing of another type reaches a message or a marked line.
 RECORD = {
-    "losses": [(float, None)], "weights": [{str: torch.Tensor}], "calls": int, "spy_replaced": bool,
-    "breaks": [{"seq": int, "call": int, "kind": str, "reason": str, "line": (int, None), "lines": [int]}],
-    "graphs": [{"seq": int, "call": int, "ops": [str], "op_count": int, "foreign": [str]}],
-    "recompiles": [{"guard": str, "line": (int, None)}],
-    "config_changed": [str], "config_changed_while_compiling": [{"call": int, "keys": [str]}],
-    "dynamo_error": ({"call": int, "line": (int, None), "message": str}, None),
+    "losses": [(float, None)], "weights": [{str: torch.Tensor}], "calls": count, "spy_replaced": bool,
+    "breaks": [{"seq": count, "call": count, "kind": str, "reason": str, "line": (count, None), "lines": [count]}],
+    "graphs": [{"seq": count, "call": count, "ops": [str], "op_count": count, "foreign": [str]}],
+    "recompiles": [{"guard": str, "line": (count, None)}],
+    "config_changed": [str], "config_changed_while_compiling": [{"call": count, "keys": [str]}],
+    "dynamo_error": ({"call": count, "line": (count, None), "message": str}, None),
 }
 
 
 def conforms(value, form) -> bool:
     """Whether `value` has the form `form` (RECORD's notation); bool is not an int here."""
+    if callable(form) and not isinstance(form, type):
+        return form(value)
     if isinstance(form, tuple):
         return any(conforms(value, f) for f in form)
     if form is None:
@@ -88,9 +97,9 @@ def _where(brk: dict) -> str:
 
 
 @pytest.fixture(scope="module")
-def reference(run):
+def original(run):
     """The original compute_loss's run on the same data, in the grading process."""
-    return scenario.reference(run["seed"], run["device"])
+    return reference.reference(run["seed"], run["device"])
 
 
 @check("no-graph-breaks")
@@ -167,16 +176,18 @@ def test_one_graph_compiled_once(observed):
 
 
 @check("same-result")
-def test_same_losses_and_weights_as_the_original(observed, reference):
+def test_same_losses_and_weights_as_the_original(observed, original):
     """Step by step: the loss, then the weights after the step, against the original's run on the same data."""
     observed = record(observed)
     losses, weights = observed["losses"], observed["weights"]
-    for i, expected in enumerate(reference["losses"]):
+    for i, expected in enumerate(original["losses"]):
         got = losses[i] if i < len(losses) else None
-        z = reference["z_losses"][i]
-        side = (f"its z-loss {z:.3g} is over Z_MAX = {scenario.Z_MAX:g}, so the original adds "
-                f"{scenario.Z_WEIGHT:g} x z-loss" if z > scenario.Z_MAX else
-                f"its z-loss {z:.3g} is under Z_MAX = {scenario.Z_MAX:g}, so the original adds nothing")
+        z, over = original["z_losses"][i], original["rows_over"][i]
+        rows = f"{over} of its {scenario.BATCH} rows' z-losses are over Z_MAX on their own"
+        side = (f"its z-loss, the batch mean, {z:.3g} is over Z_MAX = {scenario.Z_MAX:g}, so the original adds "
+                f"{scenario.Z_WEIGHT:g} x z-loss; {rows}" if z > scenario.Z_MAX else
+                f"its z-loss, the batch mean, {z:.3g} is under Z_MAX = {scenario.Z_MAX:g}, so the original adds "
+                f"nothing; {rows}")
         crash = observed["dynamo_error"]
         if got is None and crash and crash["call"] == i + 1:
             at = f" on line {crash['line']}" if crash.get("line") else ""
@@ -191,7 +202,7 @@ def test_same_losses_and_weights_as_the_original(observed, reference):
         if not math.isclose(got, expected, rel_tol=1e-5, abs_tol=1e-6):
             fail(f"On step {i + 1} ({side}), your compiled compute_loss returned {got:.6g}; the original returns "
                  f"{expected:.6g} on the same batch, {start}. Remove the breaks without changing the loss.")
-        for name, w in reference["weights"][i].items():
+        for name, w in original["weights"][i].items():
             g = weights[i].get(name) if i < len(weights) else None
             if g is None or g.shape != w.shape:
                 fail(f"After step {i + 1} the parameter '{name}' was missing or had another shape.")
