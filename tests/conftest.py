@@ -52,6 +52,19 @@ def warm_sandbox() -> Iterator[Callable[[str], object]]:
             SHARED_POOLS.remove(sandbox.pool)
 
 
+@pytest.fixture(scope="session")
+def tutor_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """The tutor's embedded model server (tests.helpers.TutorModelServer), the real engine and model, started
+    once per test process and shared by every test that asks it something (tests/tutor, tests/browser)."""
+    from tests.helpers import TutorModelServer
+
+    server = TutorModelServer(tmp_path_factory.mktemp("tutor-model"))
+    try:
+        yield server.wait_ready()
+    finally:
+        server.stop()
+
+
 # --- two workers (scripts/test runs pytest-xdist's `-n 2`): which tests share one
 
 # Every test that makes grading containers, or counts them (`tests.helpers.grading_containers` sees the whole

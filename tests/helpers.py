@@ -766,3 +766,71 @@ def schema_1_result() -> dict[str, Any]:
             "status": "failed", "checks": checks, "error": None, "device": "unknown", "sandbox": "local",
             "duration_s": 2.5, "output": "", "output_truncated": False,
             "notes": ["Graded by the local sandbox (namespaces)."], "seed": 7}
+
+
+# --- the tutor's embedded model server (academy/tutor/embedded.py), the real one
+
+class TutorModelServer:
+    """`transformers serve` with the embedded SmolLM2 model on one CPU thread, offline; one per test session
+    (tests/conftest.py: tutor_model), since loading it takes most of a minute on a busy machine."""
+
+    def __init__(self, folder: Path):
+        from academy.tutor import embedded
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.log_path = folder / "tutor-model.log"
+        env = embedded.environment(threads=1)
+        env["HF_HOME"] = str(folder / "hf-home")  # an empty cache: the model can only come from the package
+        self.process = subprocess.Popen(embedded.command(self.port), env=env, stdout=open(self.log_path, "wb"),
+                                        stderr=subprocess.STDOUT, start_new_session=True)
+
+    def wait_ready(self, timeout: float = 300) -> TutorModelServer:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with urllib.request.urlopen(f"{self.url}/models", timeout=5) as answer:
+                    if b'"loaded"' in answer.read():
+                        return self
+            except OSError:
+                pass
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the tutor's model server did not start:\n{self.logs()}")
+            time.sleep(0.5)
+
+    def logs(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            stop_group(self.process, timeout=10)
+
+
+@contextlib.contextmanager
+def silent_server() -> Iterator[int]:
+    """A port whose server accepts connections and never answers: a model server that hangs."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join()
+        for connection in held:
+            connection.close()
+        listener.close()

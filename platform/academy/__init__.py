@@ -58,7 +58,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         cli.init_app(app)
         return app
 
-    from academy import api, auth, errors, i18n, inputs, instructor, lessons, limits, lti, security
+    from academy import api, auth, errors, i18n, inputs, instructor, lessons, limits, lti, security, tutor
 
     app.config["MAX_CONTENT_LENGTH"] = inputs.MAX_BODY_BYTES
     inputs.init_app(app)
@@ -74,5 +74,6 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(api.bp)
     app.register_blueprint(instructor.bp)
     app.register_blueprint(lti.bp)
+    app.register_blueprint(tutor.bp)
     app.add_url_rule("/", endpoint="index", view_func=lessons.course)
     return app

@@ -17,6 +17,7 @@ from academy.i18n import Untranslated, localize, localize_course
 from academy.limits import account_key, limit, limiter
 from academy.models import GRADED, Draft, QuizAnswer, Submission
 from academy.security import learner_required, public_lessons, public_page
+from academy.tutor import tutor_offered
 from grader.core.course import Card, ExerciseStep, Lesson, Quiz, QuizQuestion, Step
 
 bp = Blueprint("lessons", __name__, url_prefix="/lessons")
@@ -81,7 +82,7 @@ def step(lesson_id: str, step_id: str) -> ResponseReturnValue:
     t = localize(lesson)
     context = {"lesson": lesson, "number": number, "step": current, "t": t,
                "html": t.step_html(current, content.step_html(current)),
-               "status": progress.lesson_status(g.user, lesson)}
+               "status": progress.lesson_status(g.user, lesson), "tutor": tutor_offered(current)}
     page = step_page(current)
     if page.extras is not None:
         context.update(page.extras(lesson, current))

@@ -23,6 +23,7 @@ from academy.models import (
     QuizAnswer,
     StepVisit,
     Submission,
+    TutorMessage,
     User,
 )
 from grader.core.course import Exercise, Lesson, Progress
@@ -174,10 +175,11 @@ def course_status(user: User | None, lessons: list[Lesson]) -> list[LessonStatus
 
 
 def has_progress(user: User) -> bool:
-    """Whether the user has anything a sign-out would lose: a visited step, a submission, a draft, an answer."""
+    """Whether the user has anything a sign-out would lose: a visited step, a submission, a draft, an answer, a
+    conversation with the tutor."""
     db = get_session()
     return any(db.scalar(select(model.id).where(model.user_id == user.id).limit(1)) is not None
-               for model in (StepVisit, Submission, Draft, QuizAnswer))
+               for model in (StepVisit, Submission, Draft, QuizAnswer, TutorMessage))
 
 
 def summary(user: User) -> dict[str, int]:
@@ -210,7 +212,8 @@ def merge_guest(guest: User, account: User) -> None:
     newer draft wins; submissions (with their revealed hints) move to the account; per lesson the newer resume
     point wins; quiz answers move for the questions the account never answered, so its first tries stand.
     A guest submission still being graded moves too, unless the account has one waiting (one pending job per
-    learner): then it stays with the guest account until it finishes."""
+    learner): then it stays with the guest account until it finishes. The guest's conversations with the tutor
+    move to the account, beside (and in time order with) its own."""
     db = get_session()
     seen = {(v.lesson_id, v.step_id) for v in db.scalars(select(StepVisit).where(StepVisit.user_id == account.id))}
     for visit in db.scalars(select(StepVisit).where(StepVisit.user_id == guest.id)).all():
@@ -230,6 +233,8 @@ def merge_guest(guest: User, account: User) -> None:
     db.flush()
     for reveal in db.scalars(select(HintReveal).where(HintReveal.user_id == guest.id)).all():
         reveal.user_id = account.id
+    for message in db.scalars(select(TutorMessage).where(TutorMessage.user_id == guest.id)).all():
+        message.user_id = account.id
     answered = {(a.lesson_id, a.question_id) for a in db.scalars(select(QuizAnswer).where(
         QuizAnswer.user_id == account.id))}
     for answer in db.scalars(select(QuizAnswer).where(QuizAnswer.user_id == guest.id)).all():

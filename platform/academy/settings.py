@@ -241,6 +241,45 @@ class Settings:
         "one (a path)", host_names, shown_default="`localhost,127.0.0.1,::1`")
 
 
+    # -- the tutor (academy/tutor/): any OpenAI-compatible Chat Completions server that streams ([Tutor](tutor.md))
+    tutor_enabled: bool = setting(
+        "DLA_TUTOR", True, "the tutor panel on every lesson step and its API; `0` turns it off (the panel is not "
+        "drawn, the API answers `503` saying so)", flag, shown_default="`1`")
+    tutor_url: str = setting(
+        "DLA_TUTOR_URL", "http://127.0.0.1:8090/v1", "the model server's OpenAI-compatible API root (`.../v1`); "
+        "`scripts/run` starts the embedded one there (SmolLM2-135M-Instruct on the CPU) unless this is set")
+    tutor_model: str = setting(
+        "DLA_TUTOR_MODEL", "", "the `model` each request names (vLLM's `--served-model-name`, an Ollama tag, a "
+        "hosted model); empty: none is sent and the server answers with the one it serves (the embedded server)",
+        shown_default="empty")
+    tutor_api_key: str = setting(
+        "DLA_TUTOR_API_KEY", "", "sent as `Authorization: Bearer ...` when set (hosted services, a vLLM "
+        "`--api-key`)", shown_default="empty")
+    tutor_connect_timeout_s: float = setting(
+        "DLA_TUTOR_CONNECT_TIMEOUT_S", 3.0, "seconds to connect to the model server before the learner is told "
+        "the tutor is unreachable", float)
+    tutor_first_token_timeout_s: float = setting(
+        "DLA_TUTOR_FIRST_TOKEN_TIMEOUT_S", 60.0, "seconds the model server may take to send its first token "
+        "(and the longest silence between two) before the answer is abandoned", float)
+    tutor_answer_timeout_s: float = setting(
+        "DLA_TUTOR_ANSWER_TIMEOUT_S", 120.0, "seconds one whole answer may take; past it the upstream request "
+        "is closed and the learner keeps what came", float)
+    tutor_max_tokens: int = setting(
+        "DLA_TUTOR_MAX_TOKENS", 220, "the longest answer, in tokens (`max_tokens` of each request)", int)
+    tutor_questions_per_minute: int = setting(
+        "DLA_TUTOR_QUESTIONS_PER_MINUTE", 4, "questions one learner may ask per minute; above it `429` with "
+        "`Retry-After`", int)
+    tutor_questions_per_day: int = setting(
+        "DLA_TUTOR_QUESTIONS_PER_DAY", 60, "questions one learner may ask per day (24 h); above it `429`", int)
+    tutor_concurrent: int = setting(
+        "DLA_TUTOR_CONCURRENT", 1, "answers one web process streams at once (each holds one of gunicorn's "
+        "threads and the model server's attention)", int)
+    tutor_queue: int = setting(
+        "DLA_TUTOR_QUEUE", 1, "questions that may wait for a free answer slot; beyond them `503` \"the tutor is "
+        "busy, try again in N s\" with `Retry-After`. Keep concurrent + queue well under gunicorn's `--threads` "
+        "less `DLA_LONG_POLL_WAITERS` (`scripts/run`: 8 - 4)", int)
+
+
 class InstanceNotReady(RuntimeError):
     """The instance is not ready for this version of the app (no secret key, a database schema that is
     missing or behind): the message says what is wrong and which command makes it ready."""
