@@ -1,0 +1,20 @@
+# mistake: a guard on the loss: the calibration's and the outliers' losses are finite, their scaled gradients are not
+# expect-fail: warmup-on-real-steps, counts-real-steps
+import torch
+
+
+def train(model, optimizer, scheduler, scaler, loss_fn, batches):
+    """Train on every batch with AMP and a fused AdamW; advance the warm-up on real updates only. Return the
+    number of real updates."""
+    updates = 0
+    for x, y in batches:
+        optimizer.zero_grad()
+        with torch.autocast(device_type='cuda', dtype=torch.float16):
+            loss = loss_fn(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        if torch.isfinite(loss):
+            scheduler.step()
+            updates += 1
+    return updates
