@@ -20,11 +20,11 @@ work. Both sides pay for framing their report. Which side goes first alternates,
 both alike. Round 0 is a warm-up for both and is not counted.
 
 A round is timed only while the learner's processes are really stopped (sandbox.jail.LearnerHandle: every task
-stopped before the clock starts, and no CPU used meanwhile but the grading process's). When a pause does
-not hold (PauseNotHeld), the original is timed again, PAUSE_ATTEMPTS times in all; a round whose every try
-failed is void: the rounds stop there, the learner's process is told so, and `outside()` carries `void`, a
-sentence for the learner saying what was seen, with `decided` False: a void round never leaves a verdict
-that can pass (`check_faster` fails on `void` first).
+stopped before the clock starts, and no CPU used meanwhile but the grading process's). When a pause does not
+hold (PauseNotHeld) the round is void, though when only the CPU accounting showed something else running, the
+original is first timed again, PAUSE_ATTEMPTS times in all. At a void round the rounds stop, the learner's
+process is told so, and `outside()` carries `void`, a sentence for the learner saying what was seen, with
+`decided` False: a void round never leaves a verdict that can pass (`check_faster` fails on `void` first).
 
 The rounds stop as soon as the verdict is known: the median of `rounds` rounds against the bar is fixed once
 `rounds // 2 + 1` of them fall on one side (`decided`), so a clear case takes about half the rounds. The
@@ -34,6 +34,7 @@ fails the check (`check_faster`: too few rounds to decide).
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import time
 from typing import Any, Callable
@@ -89,26 +90,35 @@ class TimedRounds:
         why = ""
         for _ in range(PAUSE_ATTEMPTS):
             try:
-                self.original_s[index], self.original[index] = self._timed_while_paused(index, learner)
-                return
+                learner.pause()  # every learner task stopped once it returns
+            except PauseNotHeld as exc:  # a task that did not stop in the pause's wait would not on a retry
+                why = str(exc)
+                break
+            try:
+                timed = self._run_original(index)
+            except BaseException:
+                with contextlib.suppress(PauseNotHeld):
+                    learner.resume()
+                raise
+            try:
+                learner.resume()  # PauseNotHeld when anything but this process used CPU meanwhile
             except PauseNotHeld as exc:
                 why = str(exc)
-        self.void = (f"The grader could not time round {index}: {PAUSE_ATTEMPTS} times in a row it could not time "
-                     f"the original with nothing else running: the last time, {why}. A time taken while your "
-                     "code still runs measures nothing, so this check cannot pass: processes your code starts must "
-                     "stop when the grader stops them, and none may stay inside one long system call.")
+                continue
+            self.original_s[index], self.original[index] = timed
+            return
+        self.void = (f"The grader could not time round {index} with nothing but its own original running: {why}. "
+                     "A time taken while your code still runs measures nothing, so this check cannot pass: processes "
+                     "your code starts must stop when the grader stops them, and none may stay inside one long "
+                     "system call.")
 
-    def _timed_while_paused(self, index: int, learner: Learner) -> tuple[float, dict[str, Any]]:
-        learner.pause()  # every learner task stopped once it returns (PauseNotHeld otherwise)
-        try:
-            self._synchronize()
-            started = time.perf_counter()
-            done = self._original(self.seeds[index])
-            self._synchronize()
-            torch.save(done, io.BytesIO())  # as the learner's finish question is framed: both sides pay for it
-            return time.perf_counter() - started, done
-        finally:
-            learner.resume()  # PauseNotHeld when anything but this process used CPU meanwhile
+    def _run_original(self, index: int) -> tuple[float, dict[str, Any]]:
+        self._synchronize()
+        started = time.perf_counter()
+        done = self._original(self.seeds[index])
+        self._synchronize()
+        torch.save(done, io.BytesIO())  # as the learner's finish question is framed: both sides pay for it
+        return time.perf_counter() - started, done
 
     def answer(self, request: dict[str, Any], learner: Learner, arrived: float | None) -> dict[str, Any]:
         op, index = request.get("op"), request.get("index")

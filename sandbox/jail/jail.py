@@ -43,7 +43,7 @@ STACK_CAP = 16 * 1024  # of the stack the confined process writes when it is sto
 STACK_WAIT_S = 0.5  # how long a job stopped at its deadline gets to write its stack before it is killed
 # How long a pause waits for every task to stop: a task stops at its next return to user space, in
 # milliseconds even when the container's CPU quota is spent; only a long system call takes longer.
-PAUSE_WAIT_S = 2.0
+PAUSE_WAIT_S = 1.0
 # CPU the accounting may show over a pause without voiding it: counters tick in nanoseconds, the grading
 # process's own reading of them costs microseconds (measured: see docs/sandbox.md).
 PAUSE_CPU_SLACK_S = 0.005
@@ -138,7 +138,7 @@ class LearnerHandle:
         self._continue()
         if used is not None and used > PAUSE_CPU_SLACK_S:
             who = "your processes" if self.cgroup is not None else "processes other than the grader's"
-            raise PauseNotHeld(f"{who} used {used * 1000:.0f} ms of CPU while your processes were stopped")
+            raise PauseNotHeld(f"{who} used {used * 1000:.0f} ms of CPU while the grader had paused your code")
 
     def _continue(self) -> None:
         if self._since is not None:
