@@ -13,7 +13,7 @@ import time
 import pytest
 
 from grader.host.grading import run_submission
-from tests.helpers import EXERCISES
+from tests.helpers import EXERCISES, caught_by
 
 AMP_SOLUTION = (EXERCISES / "mixed-precision" / "amp-step" / "solution.py").read_text()
 
@@ -146,6 +146,19 @@ def test_observations_of_the_wrong_shape_are_the_learners_error(sandbox):
     result, _ = grade(sandbox, 'obj["observations"] = [1, 2, 3]')
     assert result["status"] == "error", result
     assert "observations" in result["error"]["message"]
+
+
+def test_an_observed_line_that_is_text_is_the_learners_error_not_the_graders(sandbox):
+    # The reported attack (issue 48, finding 4): skipped-steps' advances, each with its line as text. The host
+    # refused the raw verdict ("malformed verdict: '7' is not of type 'integer', 'null'"): an infra-error,
+    # the seed lost. Now the check still fails, as the learner's doing, and marks no line.
+    mistake = (EXERCISES / "mixed-precision" / "skipped-steps" / "mistakes" / "advances_every_batch.py").read_text()
+    as_text = 'for _a in obj.get("observations", {}).get("advances", []): _a["line"] = str(_a["line"])'
+    result = run_submission("mixed-precision/skipped-steps", FORGE.format(change=as_text) + mistake, sandbox=sandbox,
+                            seed=11)
+    assert result["status"] == "failed" and result["seed"] == 11, result
+    assert "scheduler-on-real-steps" in caught_by(result), result["checks"]
+    assert all(check["line"] is None or isinstance(check["line"], int) for check in result["checks"])
 
 
 FORTY_THOUSAND_STEPS = '''

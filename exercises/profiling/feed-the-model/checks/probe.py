@@ -41,14 +41,15 @@ def prepare():
 
 
 class _WatchedLoss(torch.nn.CrossEntropyLoss):
-    """The task's loss, recording each batch's targets (the replay only)."""
+    """The task's loss, recording the targets of the first KEPT_BATCHES batches (the replay only)."""
 
     def __init__(self, targets: list) -> None:
         super().__init__()
         self.targets = targets
 
     def forward(self, input, target):
-        self.targets.append(target.detach().cpu().clone())
+        if len(self.targets) < scenario.KEPT_BATCHES:
+            self.targets.append(target.detach().cpu().clone())
         return super().forward(input, target)
 
 
@@ -62,9 +63,16 @@ def probe(api):
     # 1. One epoch on data the grading side draws now, each batch the model sees recorded (its inputs; the
     #    targets through the loss), with the fetches and the loaders' time.
     model, optimizer, _, dataset, sampler, batch_size = scenario.build(ask({"op": "replay"})["seed"], api.device)
-    inputs, targets = [], []
-    model.register_forward_pre_hook(lambda module, args: inputs.append(args[0].detach().cpu().clone())
-                                    if args and isinstance(args[0], torch.Tensor) else None)
+    inputs, targets, calls = [], [], [0]
+
+    def record_input(module, args):
+        # Only the batches the checks read are kept (scenario.KEPT_BATCHES); every call with a tensor is counted.
+        if args and isinstance(args[0], torch.Tensor):
+            calls[0] += 1
+            if len(inputs) < scenario.KEPT_BATCHES:
+                inputs.append(args[0].detach().cpu().clone())
+
+    model.register_forward_pre_hook(record_input)
     _reset()
     started = time.perf_counter()
     api.call(model, optimizer, _WatchedLoss(targets), dataset, sampler, batch_size)
@@ -83,6 +91,6 @@ def probe(api):
         return {"params": scenario.params(model)}
 
     timed_rounds(timed_round)
-    return {"inputs": inputs[:64], "targets": targets[:64], "calls": len(inputs), "params_after": params_after,
+    return {"inputs": inputs, "targets": targets, "calls": calls[0], "params_after": params_after,
             "seconds": seconds, "fetched_one": fetches[scenario.ONE], "fetched_batches": fetches[scenario.BATCHES],
             "fetched_batch_records": fetches[scenario.BATCH_RECORDS], "loaders": loaders}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
+import reference
 import scenario
 from grader.checks import outside
 
@@ -29,12 +30,12 @@ class Referee(outside.Referee):
         super().__init__(seed, device)
         self.replay_seed: int | None = None
         self.seeds = [secret_seed() for _ in range(ROUNDS + 1)]
-        self.timing = outside.TimedRounds(self.seeds, device, scenario.MIN_SPEEDUP, self._original, _received)
+        self.timing = outside.TimedRounds(self.seeds, device, reference.MIN_SPEEDUP, self._original, _received)
 
     def _original(self, seed: int) -> dict[str, Any]:
         """The starter's epoch on a timing round's data, as the learner's round runs it."""
         model, optimizer, loss_fn, dataset, sampler, batch_size = scenario.build(seed, self.device)
-        scenario.original_train(model, optimizer, loss_fn, dataset, sampler, batch_size)
+        reference.original_train(model, optimizer, loss_fn, dataset, sampler, batch_size)
         scenario.synchronize(self.device)
         return {"params": scenario.params(model)}
 
