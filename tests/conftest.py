@@ -71,12 +71,19 @@ def tutor_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 # engine, not one worker's), runs on one worker, one at a time, as in a single-process run.
 ONE_ENGINE = ("tests/integrity/", "tests/sandbox/", "tests/deploy/test_compose.py")
 ENGINE_UNIT = "docker engine"  # the name of that one unit
+# Every test that asks the tutor's embedded model (the session fixture `tutor_model`) runs on one worker, so the
+# model server loads once per run (most of a minute of CPU), not once per worker.
+ONE_TUTOR_MODEL = ("tests/tutor/", "tests/browser/test_tutor.py")
+TUTOR_UNIT = "tutor model"
 
 
 def work_unit(nodeid: str) -> str:
     """What one worker runs as a whole: a test module (so a module's fixtures, such as the corpus's and the
-    validation's one grading of every selected file, run once), or every test of the Docker Engine."""
+    validation's one grading of every selected file, run once), every test of the Docker Engine, or every test
+    of the tutor's model."""
     module = nodeid.split("::", 1)[0]
+    if module.startswith(ONE_TUTOR_MODEL):
+        return TUTOR_UNIT
     return ENGINE_UNIT if module.startswith(ONE_ENGINE) else module
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flask import url_for
+from flask_babel import gettext
 from sqlalchemy import select
 
 from academy import progress
@@ -23,11 +24,13 @@ from academy.models import GRADED, Draft, JobStatus, Submission, SubmissionKind,
 from grader.core.course import Card, ExerciseStep, Lesson, Step
 
 # How much of each piece a prompt carries: the embedded model reads a few thousand tokens in seconds on one core.
-CARD_CHARS = 1400
-CODE_CHARS = 3000
-OUTPUT_CHARS = 600
-MAX_CARDS = 2  # the lesson's cards most related to the question and the failed checks
-MAX_TRACE_ROWS = 12
+# A few hundred tokens each: on one CPU thread the embedded model reads ~150 tokens a second, and a small model
+# loses its way in a long prompt; a larger server could take more (docs/tutor.md).
+CARD_CHARS = 900
+CODE_CHARS = 2500
+OUTPUT_CHARS = 400
+MAX_CARDS = 1  # the lesson's card most related to the question and the failed checks
+MAX_TRACE_ROWS = 8
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,12 @@ def _run_block(run: Submission | None) -> str:
     return "\n".join(lines)
 
 
+def _run_error_line(run: Submission | None) -> int | None:
+    if run is None or not run.result_json:
+        return None
+    return (json.loads(run.result_json).get("error") or {}).get("line")
+
+
 def _verdict_block(submission: Submission | None) -> tuple[str, list[dict[str, Any]], list[str]]:
     """The latest verdict as the learner's page shows it, its checks, and the hints the learner opened."""
     from academy.api import hints_on_request, learner_result
@@ -166,6 +175,10 @@ def build_context(user: User, lesson: Lesson, step: Step, code: str | None, ques
     sources = [Source("card", card.title, step_url(lesson, card)) for card in cards]
     sources += [Source("check", str(c.get("title") or c["id"]), step_url(lesson, step, "result"))
                 for c in failing[:3]]
+    line = next((c["line"] for c in failing if c.get("line")), None) or _run_error_line(
+        _latest(user, exercise.id, SubmissionKind.RUN))
+    if line:  # the learner's own line that the verdict (or the Run's error) points at
+        sources.append(Source("line", gettext("your line %(line)s", line=line), step_url(lesson, step, "editor")))
     parts = [f"EXERCISE \"{exercise.title}\": write {exercise.entry}({', '.join(exercise.params)}).",
              "PROMPT:\n" + _clip(exercise.prompt.strip(), CARD_CHARS)]
     parts += [f"CARD \"{card.title}\":\n{_clip(card.markdown.strip(), CARD_CHARS)}" for card in cards]

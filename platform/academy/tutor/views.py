@@ -140,7 +140,6 @@ def _answer(lesson: Lesson, step: Step, question: str, code: str | None, slots: 
     exercise_id = step.exercise.id if isinstance(step, ExerciseStep) else None
     history = store.history_pairs(store.conversation(g.user.id, lesson.id, step.id))
     context = build_context(g.user, lesson, step, code, question)
-    store.add(g.user.id, lesson.id, step.id, exercise_id, "learner", question)
     guard = Guard(context.forbidden_code, context.forbidden_hints, context.entry,
                   removed_solution=gettext("[Code removed: it repeated the worked solution. Try writing it "
                                            "yourself first.]"),
@@ -149,12 +148,12 @@ def _answer(lesson: Lesson, step: Step, question: str, code: str | None, slots: 
                            settings().tutor_max_tokens)
     try:  # the first piece before answering 200: an unreachable or silent server is a plain 503
         first = next(upstream, Chunk(finish_reason="stop"))
-    except TutorUnavailable as exc:
+    except TutorUnavailable as exc:  # not counted against the learner's budget: nothing was answered
         upstream.close()
-        store.add(g.user.id, lesson.id, step.id, exercise_id, "tutor", "", outcome="error")
         slots.leave(time.monotonic() - started)
         return _json_error(503, gettext("The tutor cannot be reached right now; try again in a minute."), 60,
                            detail=str(exc) if g.user.is_instructor else None)
+    store.add(g.user.id, lesson.id, step.id, exercise_id, "learner", question)
     sources = [s.as_json() for s in context.sources]
     user_id = g.user.id
     notes = []

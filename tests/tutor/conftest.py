@@ -1,0 +1,82 @@
+"""The tutor's tests: apps that talk to the real embedded model server (tests/conftest.py: tutor_model, one per
+run), and one real failing amp-step grading that the tests which need a verdict share."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+from flask import Flask
+
+from academy import jobs
+from tests.helpers import EXERCISES, WebSession, ready_app, wait_for
+
+LESSON = "mixed-precision"
+STEP = "amp-step"
+ASK = f"/api/tutor/{LESSON}/{STEP}"
+# A typical mistake (the course's own): backward on the raw loss; the check scaled-backward fails on line 11.
+RAW_BACKWARD = (EXERCISES / LESSON / STEP / "mistakes" / "raw_backward.py").read_text()
+# Short answers: each test needs the answer to exist and stream, not to be long (one CPU thread, ~10 tokens/s).
+TEST_MAX_TOKENS = 24
+
+
+@pytest.fixture
+def make_tutor_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Flask]]:
+    for name in ("DATABASE_URL", "REDIS_URL", "DLA_INSTANCE", "DLA_SANDBOX", "DLA_EXERCISES", "SECRET_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    apps: list[Flask] = []
+
+    def make(**config: Any) -> Flask:
+        folder = tmp_path / f"instance-{len(apps)}"
+        app = ready_app({"INSTANCE_PATH": str(folder), "SANDBOX": "local", "SECRET_KEY": "test", "TESTING": True,
+                         "REQUEUE_ON_START": False, "WARM_POOL": 0, "TUTOR_MAX_TOKENS": TEST_MAX_TOKENS, **config})
+        apps.append(app)
+        return app
+    yield make
+    for app in apps:
+        jobs.shutdown(app)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """An instance whose learner (a guest) submitted RAW_BACKWARD once and opened the first hint of the failed
+    check: a real grading, made once per module; tests copy the instance folder so each starts from it."""
+    folder = tmp_path_factory.mktemp("graded") / "instance"
+    app = ready_app({"INSTANCE_PATH": str(folder), "SANDBOX": "local", "SECRET_KEY": "test", "TESTING": True,
+                     "REQUEUE_ON_START": False, "WARM_POOL": 0})
+    web = WebSession(app.test_client()).guest()
+    submitted = web.api("POST", "/api/submissions", json={"exercise": f"{LESSON}/{STEP}", "code": RAW_BACKWARD})
+    assert submitted.status_code == 202, submitted.get_data(as_text=True)
+    row = wait_for(app, submitted.json["id"])
+    assert row.status == "done" and not row.passed, row.result_json
+    shown = web.api("POST", f"/api/submissions/{row.id}/hints", json={"check": "scaled-backward"})
+    assert shown.status_code == 200 and len(shown.json["hints"]) == 1
+    cookie = web.client.get_cookie("session")
+    jobs.shutdown(app)
+    app.extensions["academy.engine"].dispose()
+    (folder.parent / "cookie").write_text(cookie.value)
+    yield folder
+
+
+def copy_graded(graded: Path, target: Path) -> tuple[Path, str]:
+    """A copy of the graded instance, and the guest's session cookie in it."""
+    shutil.copytree(graded, target)
+    return target, (graded.parent / "cookie").read_text()
+
+
+def events(response: Any) -> list[tuple[str, Any]]:
+    """The server-sent events of a streamed answer (a response, or its text), in order, as (name, data)."""
+    import json
+
+    text = response if isinstance(response, str) else response.get_data(as_text=True)
+    found = []
+    for block in text.split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        if "event" in lines:
+            found.append((lines["event"], json.loads(lines["data"])))
+    return found
+
+
+def answer_text(found: list[tuple[str, Any]]) -> str:
+    return "".join(data["text"] for name, data in found if name == "token")
