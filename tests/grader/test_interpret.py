@@ -1,6 +1,10 @@
 """How a confined run's end becomes a verdict (grader/harness/interpret.py)."""
 from __future__ import annotations
 
+import io
+
+import torch
+
 from grader.core.protocol import Status
 from grader.harness.interpret import interpret
 from sandbox.jail import Limits, Outcome
@@ -36,3 +40,14 @@ def test_a_run_stopped_at_its_deadline_at_its_memory_limit_says_both() -> None:
     assert verdict.status is Status.TIMEOUT and verdict.error.kind == "memory"
     assert "reached its memory limit" in verdict.error.message and "2048 MB" in verdict.error.message
     assert "killed" not in verdict.error.message and "time limit of 20 s" in verdict.error.message
+
+
+def test_an_error_line_the_learners_process_sent_as_a_bool_or_text_marks_none() -> None:
+    """The frame is the learner's process's: an error's line of True (a JSON `true`, no integer) or "7" made a
+    raw verdict the host refused, an infra-error (issue 48, finding 4)."""
+    for line in (True, "7", 0, 10**9):
+        payload = io.BytesIO()
+        torch.save({"ok": False, "stage": "run", "error": {"kind": "exception", "message": "boom", "line": line}},
+                   payload)
+        verdict, _ = interpret(ended(signal=None, exit_code=0, payload=payload.getvalue()), Limits(time_s=20))
+        assert verdict.status is Status.ERROR and verdict.error.line is None, line
