@@ -27,7 +27,7 @@ BREAKS: list[dict] = []
 # Each change of torch._dynamo.config seen while compute_loss ran or was compiled: {"call", "keys"}.
 CONFIG_CHANGES: list[dict] = []
 SPY: dict = {}  # the break spy installed by prepare()
-STATE: dict = {"call": 0, "seq": 0, "dynamo_error": None}  # the call of compute_loss being compiled; the order of graphs and breaks
+STATE: dict = {"call": 0, "seq": 0, "dynamo_error": None, "in_call": False}  # the call of compute_loss being compiled; the order of graphs and breaks
 
 
 def _learner_lines(frames) -> list[int]:
@@ -91,6 +91,28 @@ def prepare():
 
     SPY["log_graph_break"] = log_graph_break
     symbolic_convert.InstructionTranslatorBase.log_graph_break = log_graph_break
+    _watch_config_reads()
+
+
+def _watch_config_reads() -> None:
+    """Note each read of a torch._dynamo.config key, while compute_loss is compiled or runs, whose value is not
+    the default: a setting changed for the trace and put back before it ends (from code dynamo runs while
+    tracing, torch._dynamo.comptime) is seen when dynamo reads it, not only before and after."""
+    config_class = type(CONFIG)  # this config module's own class (torch.utils._config_module makes one each)
+    read = config_class.__getattr__
+
+    def read_noting_changes(self, name):
+        value = read(self, name)
+        if STATE["in_call"] and self is CONFIG and name in DEFAULTS:
+            try:
+                differs = bool(value != DEFAULTS[name])
+            except Exception:  # noqa: BLE001 - a value that cannot be compared is not the default
+                differs = True
+            if differs:
+                _note_change(sorted({name}))
+        return value
+
+    config_class.__getattr__ = read_noting_changes
 
 
 def _spy_replaced() -> bool:
@@ -115,12 +137,22 @@ def _restore_defaults() -> list[str]:
     return changed
 
 
+def _note_change(keys: list[str]) -> None:
+    """Record the keys found changed during the current call of compute_loss (merged per call)."""
+    for change in CONFIG_CHANGES:
+        if change["call"] == STATE["call"]:
+            change["keys"] = sorted(set(change["keys"]) | set(keys))[:MOST]
+            return
+    if len(CONFIG_CHANGES) < MOST:
+        CONFIG_CHANGES.append({"call": STATE["call"], "keys": keys[:MOST]})
+
+
 def _note_config_change() -> None:
-    """Record (once per call) that the config differs from the defaults now, while compute_loss is compiled or
-    runs, and put the defaults back."""
+    """Record that the config differs from the defaults now, while compute_loss is compiled or runs, and put
+    the defaults back."""
     changed = _restore_defaults()
-    if changed and len(CONFIG_CHANGES) < MOST and not any(c["call"] == STATE["call"] for c in CONFIG_CHANGES):
-        CONFIG_CHANGES.append({"call": STATE["call"], "keys": changed[:MOST]})
+    if changed:
+        _note_change(changed)
 
 
 def _recompiles() -> list[dict]:
@@ -150,6 +182,7 @@ def probe(api):
 
     def call(model, x, y):
         STATE["call"] += 1
+        STATE["in_call"] = True
         try:
             return compiled(model, x, y)
         except InternalTorchDynamoError as exc:
@@ -163,6 +196,7 @@ def probe(api):
         except Exception as exc:  # noqa: BLE001 - anything the learner's code raises is the learner's error
             raise describe_exception(exc, api.memory_mb) from None
         finally:
+            STATE["in_call"] = False
             _note_config_change()  # a change the call made, even one the compiled graph did not see
 
     model, optimizer, data = scenario.build(api.seed, api.device)
