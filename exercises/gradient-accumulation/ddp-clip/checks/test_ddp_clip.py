@@ -137,6 +137,8 @@ def test_each_window_unscaled_once_then_clipped(observed, outside, reference):
                  "Clip once per window, " + CLIP_ORDER + ".", early_clips[0].get("line"))
         if j == overflowing:
             continue  # a correct step is skipped there: steps-through-the-scaler judges it
+        if not steps and of_kind(span, "scaler.step"):
+            continue  # scaler.step skipped it: the gradient it was given was not finite (the outcome checks judge)
         if len(steps) != 1:
             fail(f"In {where} your process's optimizer stepped {len(steps)} times: step once per window, "
                  + CLIP_ORDER + ".", (steps[1:] or [{}])[0].get("line"))
@@ -198,6 +200,10 @@ def test_the_overflowing_window_is_skipped_and_the_scale_halved(observed, outsid
     scale after it); the recorded calls only choose the message. A step that was not skipped also shows outside:
     the learner's next all-reduce carries its non-finite (or wrongly scaled) gradient into rank 0's window."""
     k, spike = _overflowing(outside), outside["spike"]
+    if not _synced_once_per_window(observed, outside):
+        # The grader's spike reaches the learner's process only through the all-reduce it pairs with: syncs at
+        # other moments move it to another window (never-no-sync). syncs-once-per-window fails on its own count.
+        return
     report = observed["learner"]
     weights, scales = report.get("weights") or [], report.get("scales") or []
     if len(weights) <= k or len(scales) <= k:
@@ -211,10 +217,17 @@ def test_the_overflowing_window_is_skipped_and_the_scale_halved(observed, outsid
     if not diff <= _tolerance(before):
         span = recorded.spans(observed["events"])[k] if len(recorded.spans(observed["events"])) > k else []
         direct = [e for e in of_kind(span, "optimizer.step") if not e.get("via_scaler")]
+        backwards = of_kind(span, "backward")
+        early = [e for e in of_kind(span, "scaler.unscale_") if not e.get("internal") and backwards
+                 and e["index"] < backwards[-1]["index"]]
         how = (f" optimizer.step(){at(direct[0])} ran directly: only scaler.step(optimizer) checks the unscaled "
                "gradients for inf and NaN and skips the step when it finds any." if direct else
+               f" scaler.step(optimizer) checks for inf and NaN only what scaler.unscale_ found, and your process's "
+               f"unscale_{at(early[0])} ran before the window's last backward, whose all-reduce brought the inf: "
+               "unscale once, after it." if early else
                " Step through scaler.step(optimizer), which checks the unscaled gradients for inf and NaN and skips "
                "the step when it finds any.")
+        direct = direct or early
         changed = (f"changed by up to {diff:.3g} (in '{name}')" if math.isfinite(diff) else
                    f"became non-finite (in '{name}')")
         fail(spiked + f"A correct step is skipped there, and the grader's process skipped it; your process's "

@@ -1,5 +1,5 @@
 # mistake: unscales and clips inside the no_sync block, before the window's last backward: it clips this process's own partial sum, and the last backward adds scaled gradients on top
-# expect-fail: unscale-then-clip, same-weights-on-both-ranks
+# expect-fail: unscale-then-clip, steps-through-the-scaler, same-weights-on-both-ranks
 # expect-skip: matches-reference
 import torch
 

@@ -1,5 +1,5 @@
 # mistake: "fixes" the error of unscaling every micro-batch with a scaler.update() after each: the window's earlier micro-batches are divided by the scale again and again, and scaler.step unscales the last one's twice
-# expect-fail: unscale-then-clip, same-weights-on-both-ranks
+# expect-fail: unscale-then-clip, steps-through-the-scaler, same-weights-on-both-ranks
 # expect-skip: matches-reference
 import contextlib
 
