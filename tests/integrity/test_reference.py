@@ -45,6 +45,7 @@ SCAN = r'''
 import gc, os, sys
 
 NAMES = set({names})
+FILES = {files}  # every exercise's grading-only files, from the course's folder
 GRADING_FILES = ("/reference.py", "/grader/reference/", "/referee.py")
 
 
@@ -103,14 +104,18 @@ def _scan():
             pass
     for name, module in list(sys.modules.items()):
         _what(module, found)
-    folders = set()
-    for name in ("scenario", "exercise_probe"):
+    folders, course = set(), None
+    for name, up in (("scenario", 3), ("exercise_probe", 3), ("exercise_example", 2)):
         path = getattr(sys.modules.get(name), "__file__", None)
         if path:
             folders.add(os.path.dirname(path))
+            course = path
+            for _ in range(up + 1):
+                course = os.path.dirname(course)
     import grader
     shared = os.path.join(os.path.dirname(grader.__file__), "reference")
     paths = [os.path.join(folder, "reference.py") for folder in folders]
+    paths += [os.path.join(course, name) for name in FILES] if course else []
     paths += [os.path.join(shared, name) for name in ("__init__.py", "amp.py", "underflow.py")]
     for folder in [*folders, shared]:
         try:
@@ -159,18 +164,31 @@ def exercise_yaml(exercise: str) -> dict:
     return yaml.safe_load((EXERCISES / exercise / "exercise.yaml").read_text())
 
 
+def grading_only_files() -> list[str]:
+    """Every exercise's grading-only files, relative to the course's folder."""
+    return sorted(path.relative_to(EXERCISES).as_posix() for path in EXERCISES.glob("*/*/checks/*.py")
+                  if path.name == "reference.py" or path.name == "referee.py" or path.name.startswith("test_"))
+
+
 def scan(exercise: str) -> str:
-    return SCAN.format(names=sorted(REFERENCES.get(exercise, [])), entry=exercise_yaml(exercise)["entry"])
+    return SCAN.format(names=sorted(REFERENCES.get(exercise, [])), entry=exercise_yaml(exercise)["entry"],
+                       files=grading_only_files())
 
 
 def hints(exercise: str) -> list[str]:
     return [check["hint"] for check in exercise_yaml(exercise)["checks"] if check.get("hint")]
 
 
-@pytest.mark.parametrize("exercise", sorted(REFERENCES))
-def test_the_submission_cannot_reach_the_reference_or_a_hint(sandbox, exercise):
+# Every exercise in the local sandbox; in docker one, whose scan also tries to read every exercise's grading-only
+# files: a learner process is made the same way for every exercise (the zygote, the image's permissions), and
+# each container grading costs seconds of CI.
+IN_BOTH = "mixed-precision/amp-step"
+
+
+@pytest.mark.parametrize("kind, exercise", [*(("local", e) for e in sorted(REFERENCES)), ("docker", IN_BOTH)])
+def test_the_submission_cannot_reach_the_reference_or_a_hint(warm_sandbox, kind, exercise):
     """By import, in sys.modules, by reading the file, through frames, closures and __globals__, and in gc."""
-    output = run_submission(exercise, scan(exercise), sandbox=sandbox)["output"]
+    output = run_submission(exercise, scan(exercise), sandbox=warm_sandbox(kind))["output"]
     assert "REACH found 0: []" in output, output
     assert "probe frame seen: True" in output, output  # it ran inside the probe's call, with the probe's frames
     assert not [hint for hint in hints(exercise) if hint[:60] in output]
@@ -187,28 +205,13 @@ def test_a_run_finds_no_hint_in_its_process(sandbox):
 # Finding 1's attack as it was found: the starter's loop (advancing on every batch), then the grader's own
 # correct loop, called with the recorder off, and its outcome copied into the model, the EMA, the learning
 # rate and the scheduler.
-COPIES_THE_REFERENCE = r'''
-import sys
-import torch
-
-
-def train(model, optimizer, scheduler, ema, scaler, loss_fn, batches):
-    steps = 0
-    for x, y in batches:
-        optimizer.zero_grad()
-        with torch.autocast(device_type='cuda', dtype=torch.float16):
-            loss = loss_fn(model(x), y)
-        scaler.scale(loss).backward()
-        scaler.step(optimizer)
-        scaler.update()
-        scheduler.step()
-        ema.update_parameters(model)
-        steps += 1
+STARTER = (EXERCISES / "mixed-precision/skipped-steps/starter.py").read_text()
+COPIES_THE_REFERENCE = "import sys\n" + STARTER.replace("    return steps\n", r'''
     reference = getattr(sys.modules.get("scenario"), "reference", None)
     print(f"REFERENCE reachable: {reference is not None}", flush=True)
     if reference is None:
         return steps
-    api = sys._getframe(1).f_locals.get("self") or sys._getframe(2).f_locals["api"]
+    api = sys._getframe(1).f_locals["self"]  # ProbeAPI.call's frame
     recorder = sys.modules["grader.learner.recorder"].RECORDER
     recorder.recording = False
     want = reference(api.seed, batches[0][0].device.type)
@@ -222,10 +225,34 @@ def train(model, optimizer, scheduler, ema, scaler, loss_fn, batches):
     optimizer.param_groups[0]["lr"] = want["lr"]
     scheduler.last_epoch = want["scheduler_steps"]
     return want["real_steps"]
-'''
+''')
 
 
 def test_the_skipped_steps_reference_cannot_be_called_and_copied(sandbox):
+    assert "REFERENCE reachable" in COPIES_THE_REFERENCE  # the starter still ends with `return steps`
     result = run_submission("mixed-precision/skipped-steps", COPIES_THE_REFERENCE, sandbox=sandbox)
     assert "REFERENCE reachable: False" in result["output"], result["output"]
     assert result["status"] == "failed", result
+
+
+# Finding 3's way in (issue 48): a module whose class is a ModuleType subclass answers the grader's reads of its
+# functions with code of its own (a __getattribute__). The grader reads functions only from a plain module.
+CLASS_CHANGED = (EXERCISES / "mixed-precision/amp-step/solution.py").read_text() + '''
+
+import sys, types
+
+
+class Answering(types.ModuleType):
+    def __getattribute__(self, name):
+        return types.ModuleType.__getattribute__(self, name)
+
+
+sys.modules[__name__].__class__ = Answering
+'''
+
+
+def test_a_module_whose_class_was_changed_is_refused(warm_sandbox):
+    result = run_submission("mixed-precision/amp-step", CLASS_CHANGED, sandbox=warm_sandbox("local"))
+    assert result["status"] == "error", result
+    assert result["error"]["kind"] == "module-class", result["error"]
+    assert "changed the class of its own module" in result["error"]["message"]
