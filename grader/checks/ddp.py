@@ -341,15 +341,19 @@ def count_allreduces(report: dict[str, Any], group: dist.ProcessGroup, ddp: Dist
         raise failed[0]
 
 
-def grader_rank_referee(code: Path, secrets_told: Callable[[], dict[str, Any]] = dict,
-                        fields: dict[str, Callable[[Any], Any]] | None = None) -> type:
-    """The exercise's referee (checks/referee.py: `Referee = grader_rank_referee(...)`): it draws the grader's
-    rank's data seed (and `secrets_told()`'s further secrets) from `secrets`, tells them to that rank with the
-    source of `code` (its loop), never to the learner's process, and receives its report, each of `fields`
-    read through its checker. The checks get `outside["grader_rank"]` (the report) and
-    `outside["grader_rank_seed"]`, with the further secrets."""
-    import secrets
+def draw_seed(source: Any) -> int:
+    """The grader's rank's data seed, from `source` (the referee's `secrets` module, looked up when drawn)."""
+    return source.randbelow(2**31 - 2) + 1
 
+
+def grader_rank_referee(code: Path, draw: Callable[[], dict[str, int]],
+                        fields: dict[str, Callable[[Any], Any]] | None = None) -> type:
+    """The exercise's referee (checks/referee.py: `Referee = grader_rank_referee(...)`). `draw()`, the
+    referee module's own function, draws from `secrets` the grader's rank's data seed (`grader_rank_seed`,
+    `draw_seed`) and any further secret; they are told to that rank with the source of `code` (its loop),
+    never to the learner's process, and held as the referee's attributes. It receives the rank's report,
+    each of `fields` read through its checker. The checks get `outside["grader_rank"]` (the report) and the
+    drawn secrets."""
     from grader.checks import outside  # the grading process only: the learner's process never needs it
 
     checkers = {"allreduces": lambda v: v if type(v) is int and v >= 0 else 0,
@@ -363,24 +367,27 @@ def grader_rank_referee(code: Path, secrets_told: Callable[[], dict[str, Any]] =
 
         def __init__(self, seed: int, device: str) -> None:
             super().__init__(seed, device)
-            self.grader_rank_seed = secrets.randbelow(2**31 - 2) + 1
-            self.secrets = secrets_told()
+            drawn = draw()
+            self.drawn = sorted(drawn)
+            vars(self).update(drawn)  # each secret an attribute of its own (tests/course/test_secrets.py reads them)
             self.told = False
             self.report: dict[str, Any] | None = None
+
+        def _secrets(self) -> dict[str, int]:
+            return {name: getattr(self, name) for name in self.drawn}
 
         def answer_helper(self, request: dict[str, Any]) -> dict[str, Any]:
             if request.get("op") == "data" and not self.told:
                 self.told = True
-                return {"seed": self.grader_rank_seed, "model_seed": self.seed, "code": code.read_text(),
-                        **self.secrets}
+                told = {k: v for k, v in self._secrets().items() if k != "grader_rank_seed"}
+                return {"seed": self.grader_rank_seed, "model_seed": self.seed, "code": code.read_text(), **told}
             if request.get("op") == "report" and self.report is None and isinstance(request.get("report"), dict):
                 self.report = {key: check(request["report"].get(key)) for key, check in checkers.items()}
                 return {}
             raise outside.ChannelError(f"rank 0 sent {str(request)[:80]} out of turn")
 
         def outside(self) -> dict[str, Any]:
-            return {**super().outside(), "grader_rank": self.report, "grader_rank_seed": self.grader_rank_seed,
-                    **self.secrets}
+            return {**super().outside(), "grader_rank": self.report, **self._secrets()}
 
     return Referee
 

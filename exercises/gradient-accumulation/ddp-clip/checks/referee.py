@@ -11,8 +11,9 @@ from grader.checks import ddp
 MAX_WINDOWS = 16  # rank 0's loop has 3; anything longer is not its report
 
 
-def _spike() -> dict:
-    return {"spike": secrets.choice([i for window in scenario.windows()[:-1] for i in window])}
+def _draw() -> dict:
+    full = [i for window in scenario.windows()[:-1] for i in window]  # the window after it shows the halved scale
+    return {"grader_rank_seed": ddp.draw_seed(secrets), "spike": full[secrets.randbelow(len(full))]}
 
 
 def _weights(value):
@@ -24,5 +25,5 @@ def _numbers(value):
         if isinstance(value, list) else []
 
 
-Referee = ddp.grader_rank_referee(Path(__file__).with_name("grader_rank.py"), _spike,
+Referee = ddp.grader_rank_referee(Path(__file__).with_name("grader_rank.py"), _draw,
                                   {"weights": _weights, "synced_norms": _numbers, "scales": _numbers})
