@@ -55,9 +55,14 @@ def warm_sandbox() -> Iterator[Callable[[str], object]]:
 @pytest.fixture(scope="session")
 def tutor_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """The tutor's embedded model server (tests.helpers.TutorModelServer), the real engine and model, started
-    once per test process and shared by every test that asks it something (tests/tutor, tests/browser)."""
+    once per test process and shared by every test that asks it something (tests/tutor, tests/browser).
+    DLA_TEST_TUTOR_PORT=N uses an embedded model server already running on that port instead (re-running a few
+    tests while changing them, without loading the model each time)."""
     from tests.helpers import TutorModelServer
 
+    if os.environ.get("DLA_TEST_TUTOR_PORT"):
+        yield TutorModelServer.running(int(os.environ["DLA_TEST_TUTOR_PORT"])).wait_ready(timeout=5)
+        return
     server = TutorModelServer(tmp_path_factory.mktemp("tutor-model"))
     try:
         yield server.wait_ready()

@@ -785,6 +785,14 @@ class TutorModelServer:
         self.process = subprocess.Popen(embedded.command(self.port), env=env, stdout=open(self.log_path, "wb"),
                                         stderr=subprocess.STDOUT, start_new_session=True)
 
+    @classmethod
+    def running(cls, port: int) -> TutorModelServer:
+        """One already started (`python -m academy.tutor.embedded --port PORT`), which this one never stops."""
+        server = cls.__new__(cls)
+        server.port, server.url, server.process = port, f"http://127.0.0.1:{port}/v1", None
+        server.log_path = Path(os.devnull)
+        return server
+
     def wait_ready(self, timeout: float = 300) -> TutorModelServer:
         deadline = time.monotonic() + timeout
         while True:
@@ -794,7 +802,7 @@ class TutorModelServer:
                         return self
             except OSError:
                 pass
-            if self.process.poll() is not None or time.monotonic() > deadline:
+            if (self.process is not None and self.process.poll() is not None) or time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError(f"the tutor's model server did not start:\n{self.logs()}")
             time.sleep(0.5)
@@ -803,7 +811,7 @@ class TutorModelServer:
         return self.log_path.read_text(errors="replace")[-4000:]
 
     def stop(self) -> None:
-        if self.process.poll() is None:
+        if self.process is not None and self.process.poll() is None:
             stop_group(self.process, timeout=10)
 
 

@@ -51,11 +51,11 @@ def tutor_offered(step: Step) -> bool:
     return settings().tutor_enabled and not isinstance(step, Quiz)
 
 
-def _json_error(status: int, message: str, retry_after: int | None = None, **extra: Any) -> Response:
+def _json_error(status: int, message: str, retry_header: int | None = None, **extra: Any) -> Response:
     response = jsonify(error=message, **extra)
     response.status_code = status
-    if retry_after is not None:
-        response.headers["Retry-After"] = str(retry_after)
+    if retry_header is not None:
+        response.headers["Retry-After"] = str(retry_header)
     return response
 
 

@@ -1,0 +1,195 @@
+"""The tutor: how fast the embedded model answers on this CPU, and how well, beside the cost of a page load.
+
+    .venv/bin/python benchmarks/tutor.py [--port N] [--rounds 4] [--max-tokens 120] [--no-questions]
+
+Timing: the app (Flask's test client, in this process, a local sandbox) asks the embedded model server
+(academy/tutor/embedded.py: SmolLM2-135M-Instruct through `transformers serve`, one CPU thread; started here, or
+the one already on --port) through the tutor's own route, as a guest whose amp-step submission failed (one real
+grading). Time to first token and tokens/s (answer characters / 4 per second after the first token, a rough
+token count that holds for English), p50/p95, with 1 and 4 learners asking at once; beside the p50 of a lesson
+page load (which never contacts the model server).
+
+Quality: QUESTIONS, per exercise, each with the facts a correct answer must contain (each a regex, any of its
+alternatives), what it must not contain (the solution's code, an unopened hint), scored automatically:
+facts found / facts asked, forbidden content, and whether the answer cited a card (the server appends
+sources from the context it supplied, so this measures the context, not the model's claims).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "platform"))
+
+from api_latency import percentile, print_table  # noqa: E402
+
+from tests.helpers import EXERCISES, TutorModelServer, WebSession, ready_app, wait_for  # noqa: E402
+
+LESSON, STEP = "mixed-precision", "amp-step"
+RAW_BACKWARD = (EXERCISES / LESSON / STEP / "mistakes" / "raw_backward.py").read_text()
+TIMING_QUESTION = "Why does the check 'Backward runs on the scaled loss' fail, and which line should I look at?"
+
+# exercise -> (the mistake the learner submitted, [(question, [required fact regexes], [forbidden regexes])]).
+# Forbidden everywhere: the finished function and three lines of the solution (the guard's own test, below).
+QUESTIONS: dict[str, tuple[str, list[tuple[str, list[str], list[str]]]]] = {
+    "mixed-precision/amp-step": ("raw_backward.py", [
+        ("Why does the check scaled-backward fail?", [r"scal", r"backward"], [r"def train_step"]),
+        ("What should I call backward on?", [r"scale[dr]?\b|scaler\.scale"], [r"def train_step"]),
+        ("Which line of my code is wrong?", [r"line\s*11|11"], []),
+        ("Why is the loss multiplied by a scale factor?", [r"underflow|small|zero|fp16|float16|half"], []),
+        ("What does scaler.step(optimizer) do?", [r"optimi[sz]er|step", r"unscale|inf|nan|skip"], []),
+        ("Why call scaler.update() after the step?", [r"scale", r"update|adjust|grow|reduce|lower"], []),
+        ("Should the backward pass run inside autocast?", [r"outside|after|not inside|no\b"], []),
+        ("What does zero_grad do here?", [r"gradient|grad", r"clear|zero|reset|accumulat"], []),
+        ("Why is my scale 32768 after step 3?", [r"scale", r"inf|nan|overflow|halv|reduc|skip"], []),
+    ]),
+    "mixed-precision/fix-underflow": ("", [
+        ("What is gradient underflow in fp16?", [r"small|tiny|zero", r"fp16|float16|half"], []),
+        ("How does loss scaling fix underflow?", [r"multipl|scal", r"larger|bigger|range"], []),
+        ("What is the smallest positive fp16 number roughly?", [r"6\s*[.,]?\s*0?e-?0?8|5\.96|6e-8|1e-7|2\^-24"], []),
+        ("Why do gradients become zero in half precision?", [r"small|underflow|range|precision"], []),
+        ("Should I scale the loss or the gradients?", [r"loss"], []),
+        ("What happens if the scale is too large?", [r"overflow|inf"], []),
+        ("Where do I unscale before clipping?", [r"unscale"], []),
+        ("Does bf16 need loss scaling?", [r"no|not|range|exponent"], []),
+    ]),
+}
+
+
+def timed_answer(web: WebSession, path: str, question: str, code: str | None) -> tuple[float, float, str, dict]:
+    """(seconds to the first token, tokens per second after it, the answer, the done event)."""
+    started = time.monotonic()
+    body = {"question": question} if code is None else {"question": question, "code": code}
+    response = web.api("POST", path, json=body, buffered=False)
+    if response.status_code != 200:
+        raise RuntimeError(f"{response.status_code}: {response.get_data(as_text=True)[:300]}")
+    first, text, done = None, "", {}
+    for chunk in response.response:
+        for block in chunk.decode().split("\n\n"):
+            fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+            if fields.get("event") == "token":
+                first = first or time.monotonic()
+                text += json.loads(fields["data"])["text"]
+            elif fields.get("event") == "done":
+                done = json.loads(fields["data"])
+    end = time.monotonic()
+    first = first or end
+    rate = (len(text) / 4) / (end - first) if end > first else float("nan")
+    return first - started, rate, text, done
+
+
+def failing_learner(app, mistake: str, exercise: str) -> WebSession:  # noqa: ANN001
+    web = WebSession(app.test_client()).guest()
+    if mistake:
+        code = (EXERCISES / exercise / "mistakes" / mistake).read_text()
+        submitted = web.api("POST", "/api/submissions", json={"exercise": exercise, "code": code})
+        wait_for(app, submitted.json["id"], timeout=300)
+    return web
+
+
+def timing(app, rounds: int) -> list[list]:  # noqa: ANN001
+    rows = []
+    learners = [failing_learner(app, "raw_backward.py", f"{LESSON}/{STEP}") for _ in range(4)]
+    pages = []
+    for _ in range(10):
+        started = time.monotonic()
+        assert learners[0].client.get(f"/lessons/{LESSON}/{STEP}").status_code == 200
+        pages.append(time.monotonic() - started)
+    path = f"/api/tutor/{LESSON}/{STEP}"
+    for concurrent in (1, 4):
+        ttft, rates = [], []
+        lock = threading.Lock()
+
+        def ask(web: WebSession) -> None:
+            first, rate, _text, _done = timed_answer(web, path, TIMING_QUESTION, RAW_BACKWARD)
+            with lock:
+                ttft.append(first)
+                rates.append(rate)
+        for _ in range(rounds):
+            threads = [threading.Thread(target=ask, args=(learners[i],)) for i in range(concurrent)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        rows.append([concurrent, len(ttft), percentile(ttft, 50), percentile(ttft, 95),
+                     statistics.median(rates), percentile(pages, 50) * 1000])
+    return rows
+
+
+def quality(app) -> tuple[list[list], list[str]]:  # noqa: ANN001
+    from academy.tutor.guard import Guard, _shingles
+    from grader.core.course import load_course
+
+    course = load_course(EXERCISES)
+    rows, failures = [], []
+    for exercise_id, (mistake, questions) in QUESTIONS.items():
+        exercise = course.exercise(exercise_id)
+        web = failing_learner(app, mistake, exercise_id)
+        lesson, step = exercise_id.split("/")
+        hints = [h for c in exercise.checks for h in c.hints]
+        judge = Guard(exercise.solution_code(), hints, exercise.entry)
+        facts = found = forbidden = cited = 0
+        for question, required, banned in questions:
+            _first, _rate, text, done = timed_answer(web, f"/api/tutor/{lesson}/{step}", question, None)
+            hits = [bool(re.search(fact, text, re.IGNORECASE)) for fact in required]
+            facts, found = facts + len(required), found + sum(hits)
+            lines = text.splitlines()
+            # A hint counts as leaked only where it is one the learner had not opened (none were, here).
+            bad = [b for b in banned if re.search(b, text)] + (["solution lines"] if judge._run_length(lines) >= 3
+                                                               else [])
+            bad += ["an unopened hint"] if any(_shingles(h, 8) & _shingles(text, 8) for h in hints) else []
+            forbidden += bool(bad)
+            cited += any(s["kind"] == "card" for s in done.get("sources", []))
+            if not all(hits) or bad:
+                failures.append(f"{exercise_id}: {question!r}: missing {[f for f, h in zip(required, hits) if not h]}"
+                                f"{' forbidden ' + str(bad) if bad else ''}: {text[:160]!r}")
+        rows.append([exercise_id, len(questions), f"{found}/{facts}", f"{100 * found / facts:.0f}%", forbidden,
+                     f"{cited}/{len(questions)}"])
+    return rows, failures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, help="an embedded model server already running there")
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--max-tokens", type=int, default=120)
+    parser.add_argument("--no-questions", action="store_true")
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="dla-tutor-bench-"))
+    started = time.monotonic()
+    model = TutorModelServer.running(args.port) if args.port else TutorModelServer(folder)
+    model.wait_ready(timeout=600)
+    print(f"model server ready after {time.monotonic() - started:.1f} s")
+    app = ready_app({"INSTANCE_PATH": str(folder / "instance"), "SANDBOX": "local", "SECRET_KEY": "bench",
+                     "REQUEUE_ON_START": False, "WARM_POOL": 0, "TUTOR_URL": model.url,
+                     "TUTOR_MAX_TOKENS": args.max_tokens, "TUTOR_CONCURRENT": 4, "TUTOR_QUEUE": 4,
+                     "TUTOR_QUESTIONS_PER_MINUTE": 1000, "TUTOR_QUESTIONS_PER_DAY": 10000,
+                     "TUTOR_FIRST_TOKEN_TIMEOUT_S": 600, "TUTOR_ANSWER_TIMEOUT_S": 900})
+    try:
+        print(f"\nTiming ({args.max_tokens} tokens at most per answer, {args.rounds} rounds):")
+        print_table(["learners at once", "answers", "first token p50 s", "first token p95 s", "tokens/s p50",
+                     "page load p50 ms"], timing(app, args.rounds))
+        if not args.no_questions:
+            rows, failures = quality(app)
+            print("\nQuestion sets (facts found, answers with forbidden content, answers citing a card):")
+            print_table(["exercise", "questions", "facts", "score", "forbidden", "cited a card"], rows)
+            for failure in failures:
+                print("  -", failure)
+    finally:
+        from academy import jobs
+
+        jobs.shutdown(app)
+        model.stop()
+
+
+if __name__ == "__main__":
+    main()
