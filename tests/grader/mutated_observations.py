@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 # The submission whose observations are mutated, per exercise: a mistake, so that the checks reach their
-# failing paths (where lines, counts and names go into the verdict), and a quick one.
+# failing paths (where lines, counts and names go into the verdict), and a quick one. An exercise not named
+# here gets its first mistake (`submission_of`).
 SUBMISSIONS = {
     "gpu-memory/fit-the-budget": "mistakes/forgets-zero-grad.py",
     "gradient-accumulation/accumulate-amp": "mistakes/boundary-off-by-one.py",
@@ -45,6 +46,12 @@ WRONG: tuple[Any, ...] = ("7", ["x"], None, 2**62, {"a": {"b": [1]}}, float("nan
 EVENT_WRONG = {int: (0, -3, 2**62), float: (float("nan"), float("inf"), -1e308), str: ("", "x" * 300)}
 # The keys only the grading side fills (grade.verdict_for): never the learner's frame.
 GRADING_SIDE = ("events", "runs")
+
+
+def submission_of(exercise: Any) -> Path:
+    named = SUBMISSIONS.get(exercise.id)
+    mistakes = sorted((exercise.path / "mistakes").glob("*.py"))
+    return exercise.path / named if named else mistakes[0] if mistakes else exercise.path / "solution.py"
 
 
 def _leaves(value: Any, path: tuple = ()) -> Iterator[tuple[tuple, Any]]:
@@ -179,7 +186,7 @@ def main(ids: list[str]) -> None:
     grade._limit_self = lambda exercise: None
     exercises = load_course().exercises
     real_checks = grade._run_checks
-    for number, exercise_id in enumerate(ids or list(SUBMISSIONS)):
+    for number, exercise_id in enumerate(ids or list(exercises)):
         exercise = exercises[exercise_id]
         _forget_exercise_modules(exercise.checks_dir)
         reports: list[dict[str, Any]] = []
@@ -204,7 +211,7 @@ def main(ids: list[str]) -> None:
             return check_run if check_run is not None else real_checks(folder, observed, facts, outside)
 
         grade._run_checks = mutated_checks
-        code = (exercise.path / SUBMISSIONS[exercise_id]).read_text()
+        code = submission_of(exercise).read_text()
         try:
             verdict = grade.verdict_for(exercise, code, Confinement.NONE, seed=5)
         except Exception as exc:  # noqa: BLE001 - the grading process would crash: said, not raised

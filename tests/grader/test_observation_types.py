@@ -17,7 +17,6 @@ import pytest
 from grader.core.course import load_course
 from grader.core.protocol import MAX_FIGURES, ErrorInfo, RawVerdict, Status, parse_output_line
 from grader.harness.checking import CheckFailed, explained_by, fail
-from tests.grader.mutated_observations import SUBMISSIONS
 from tests.helpers import REPO
 
 NOT_A_LINE = "which is not a line of your file: no line is marked"
@@ -88,7 +87,7 @@ def mutated_runs():
 
 def test_every_exercises_checks_on_observations_of_the_wrong_type_judge_the_learner(mutated_runs):
     exercises = load_course().exercises
-    assert {r["exercise"] for r in mutated_runs} == set(SUBMISSIONS) == set(exercises)
+    assert {r["exercise"] for r in mutated_runs} == set(exercises)
     for report in mutated_runs:
         where = f"{report['exercise']}, {report['mutation']}"
         assert report["status"] in ("failed", "passed"), (where, report.get("error"), report.get("traceback"))
