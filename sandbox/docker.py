@@ -21,6 +21,7 @@ import json
 import random
 import shutil
 import subprocess
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ from sandbox.settings import LEARNER_UID_BASE, SCRATCH_MB
 
 CONTAINER_LABEL = "dla.sandbox"  # every grading container carries it: `docker ps -a --filter label=...`
 CONTENT_LABEL = "dla.content"  # what an image was built from (its caller's fingerprint of those files)
+CLIENT_EXIT_S = 30.0  # how long a container's removal waits for its docker client to exit before killing it
 
 
 def docker_binary() -> str | None:
@@ -141,11 +143,22 @@ class Container(PopenProcess):
         return None
 
     def kill(self) -> None:
-        """Remove the container now (killing it), then its docker client, then the container again: a
-        client killed while the daemon was still creating the container leaves it behind "Created"
-        (seen when a pool closed during a refill), and only a removal after that catches it."""
-        self._remove()
-        super().kill()
+        """Remove the container now (killing it), again until its docker client has exited, then once more.
+        The client is not killed first: the daemon finishes a create whose client is gone, so a client killed
+        between create and start left the container behind "Created" for good (`--rm` acts only when a
+        container exits; seen when a warm pool closed during a refill). A client that exits on its own had
+        every request it made answered: the last removal finds whatever it created. Only a client still
+        there after CLIENT_EXIT_S (a hung engine) is killed."""
+        deadline = time.monotonic() + CLIENT_EXIT_S
+        while True:
+            self._remove()
+            try:
+                self.process.wait(timeout=0.1)
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() > deadline:
+                    super().kill()
+                    break
         self._remove()
 
     def _remove(self) -> None:
