@@ -18,15 +18,16 @@ Z_WEIGHT, Z_MAX = 0.01, 4.0  # as in the starter
 # Which side of Z_MAX each step's batch mean z-loss is on, so the original's `if` goes both ways. Every batch
 # also has OUTLIERS rows on the other side on their own: thresholding each row's z-loss instead of the batch
 # mean then always computes another loss. Under-steps: rows at SMALL scale (a z-loss near its value at zero
-# input, about 2.6-3.5) but OUTLIERS rows moved toward a high-z-loss row until theirs is OUTLIER_Z; over-steps:
-# rows at LARGE scale but OUTLIERS rows at TINY scale (near the zero-input value). reference.py asserts this
-# on its own run of each seed; tests/integrity/test_graph_breaks_attacks.py measures the margins.
+# input, 2.6-3.8 measured) but OUTLIERS rows moved toward the batch's highest-z-loss candidate row until theirs
+# is UNDER_STEP_OUTLIER_Z; over-steps: rows moved that way until theirs is at least OVER_STEP_Z, but OUTLIERS
+# rows at TINY scale (near the zero-input value). reference.py asserts this on its own run of each seed,
+# tests/integrity/test_graph_breaks_attacks.py on 50 seeds.
 SIDES = ("under", "over", "under", "over")
 STEPS = len(SIDES)
 SMALL, LARGE, TINY = 0.5, 16.0, 0.05
 OUTLIERS = 4
-OUTLIER_Z = 1.5 * Z_MAX
-CANDIDATES = 64  # LARGE-scale rows drawn for an under-step; its outliers move toward the one with the top z-loss
+UNDER_STEP_OUTLIER_Z, OVER_STEP_Z = 1.5 * Z_MAX, 2 * Z_MAX
+CANDIDATES = 64  # LARGE-scale rows drawn per batch; rows are moved toward the one with the highest z-loss
 BISECTIONS = 30  # halvings of the way to it: past float32's spacing near 1 (2**-24), the rest would change nothing
 
 
@@ -45,9 +46,9 @@ def row_z_losses(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 
 def _moved_to(model: nn.Module, rows: torch.Tensor, toward: torch.Tensor, target: float) -> torch.Tensor:
-    """Each row moved along the straight way to `toward` until its z-loss is `target` (bisection between a
-    point under it and one over it). Continuous in the weights, so two runs whose weights agree to rounding
-    get the same rows to rounding too."""
+    """Each row moved along the straight way to `toward` (whose z-loss is over `target`) until its z-loss is over
+    `target`: where it is under, to where it crosses `target` (bisection), else hardly at all. Continuous in the
+    weights, so two runs whose weights agree to rounding get the same rows to rounding too."""
     low = torch.zeros(len(rows), 1, device=rows.device)
     high = torch.ones_like(low)
     for _ in range(BISECTIONS):
@@ -62,14 +63,14 @@ def batch(model: nn.Module, step: int, data: torch.Generator, device: str) -> tu
     of Z_MAX, its first OUTLIERS rows on the other side."""
     directions = torch.randn(BATCH, FEATURES, generator=data).to(device)
     y = torch.randint(0, CLASSES, (BATCH,), generator=data).to(device)
-    if SIDES[step] == "over":
-        x = LARGE * directions
-        x[:OUTLIERS] = TINY * directions[:OUTLIERS]
-        return x, y
     candidates = LARGE * torch.randn(CANDIDATES, FEATURES, generator=data).to(device)
     highest = candidates[int(row_z_losses(model, candidates).argmax())]
-    x = SMALL * directions
-    x[:OUTLIERS] = _moved_to(model, x[:OUTLIERS], highest, OUTLIER_Z)
+    if SIDES[step] == "over":
+        x = _moved_to(model, LARGE * directions, highest, OVER_STEP_Z)
+        x[:OUTLIERS] = TINY * directions[:OUTLIERS]
+    else:
+        x = SMALL * directions
+        x[:OUTLIERS] = _moved_to(model, x[:OUTLIERS], highest, UNDER_STEP_OUTLIER_Z)
     return x, y
 
 
