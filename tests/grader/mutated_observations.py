@@ -79,9 +79,12 @@ def _frames(observed: dict[str, Any]) -> list[dict[str, Any]]:
     return [observed, *(run for run in runs.values() if isinstance(run, dict))]
 
 
-def _mutate_frames(observed: dict[str, Any], change: Callable[[int, tuple, Any], Any]) -> dict[str, Any]:
+Mutated = tuple[dict[str, Any], int]  # the mutated copy, how many values it changed
+
+
+def _mutate_frames(observed: dict[str, Any], change: Callable[[int, tuple, Any], Any]) -> Mutated:
     out = copy.deepcopy(observed)
-    number = 0
+    number, changed = 0, 0
     for frame in _frames(out):
         for key in [k for k in frame if k not in GRADING_SIDE]:
             for path, value in list(_leaves(frame[key], (key,))):
@@ -89,21 +92,22 @@ def _mutate_frames(observed: dict[str, Any], change: Callable[[int, tuple, Any],
                 number += 1
                 if new is not value:
                     _put(frame, path, new)
-    return out
+                    changed += 1
+    return out, changed
 
 
-def lines_as_text(observed: dict[str, Any]) -> dict[str, Any]:
+def lines_as_text(observed: dict[str, Any]) -> Mutated:
     """Every `line` the probe sent (a break's, an advance's, an error's) as text: the reported attack."""
     return _mutate_frames(observed, lambda n, path, value: str(value) if path[-1] == "line" and value else value)
 
 
-def sparse(offset: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
+def sparse(offset: int) -> Callable[[dict[str, Any]], Mutated]:
     """Every third leaf (from `offset`) replaced by one of WRONG, in turn; the events' values within their
     types (EVENT_WRONG) where the channel would let them through."""
-    def mutate(observed: dict[str, Any]) -> dict[str, Any]:
+    def mutate(observed: dict[str, Any]) -> Mutated:
         from grader.core.events import MalformedEvent, check_event
 
-        out = _mutate_frames(observed, lambda n, path, value: WRONG[(n // 3 + offset) % len(WRONG)]
+        out, changed = _mutate_frames(observed, lambda n, path, value: WRONG[(n // 3 + offset) % len(WRONG)]
                              if n % 3 == offset else value)
         number = 0
         for events in [out.get("events") or [], *(run.get("events") or [] for run in _frames(out)[1:])]:
@@ -118,13 +122,14 @@ def sparse(offset: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
                     event[name] = choices[number // 3 % len(choices)]
                     try:
                         check_event(event)
+                        changed += 1
                     except MalformedEvent:
                         event[name] = value
-        return out
+        return out, changed
     return mutate
 
 
-def mutations(number: int) -> dict[str, Callable[[dict[str, Any]], dict[str, Any]]]:
+def mutations(number: int) -> dict[str, Callable[[dict[str, Any]], Mutated]]:
     """The mutations the `number`-th exercise's observations get: its lines as text, then every third leaf
     (which third turns with the exercise)."""
     return {"lines as text": lines_as_text, f"every third leaf from {number % 3}": sparse(number % 3)}
@@ -199,7 +204,9 @@ def main(ids: list[str]) -> None:
             makes its verdict as for any grading."""
             check_run = None
             for name, mutate in mutations(number).items():
-                mutated = mutate(observed)
+                mutated, changed = mutate(observed)
+                if not changed:
+                    continue  # nothing of that kind in this exercise's observations
                 try:
                     check_value({k: v for k, v in mutated.items() if k not in GRADING_SIDE})
                 except FrameError:
