@@ -1,7 +1,8 @@
 """Runs in the learner's process: compile the learner's compute_loss with torch.compile on a backend that
 runs each captured graph as it is (no C++ compiler), train a few steps with it, and record what dynamo did:
-every graph it captured (its operators), every graph break (dynamo's reason and the learner's line), and
-every recompilation (the guard that failed)."""
+every graph it captured (its operators), every graph break (dynamo's reason and the learner's line), every
+recompilation (the guard that failed), and every change of torch._dynamo.config seen while compute_loss was
+compiled or ran (dynamo compiles with its defaults)."""
 import copy
 import logging
 import re
