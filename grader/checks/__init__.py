@@ -3,7 +3,11 @@
 An exercise's checks folder holds code for three places (docs/authoring.md walks through one):
 
     checks/scenario.py   both sides: build the task's model and data from the run's seed
-                         (`seeded(seed)` below)
+                         (`seeded(seed)` below); nothing that runs a correct solution
+    checks/reference.py  the grading process only: the correct run(s) the checks compare with and the
+                         values the verdict decides on (`from grader.reference... import ...` for the shared
+                         ones); imported by checks/test_*.py and checks/referee.py, never by probe.py,
+                         scenario.py, example.py or what they import (grader/reference/__init__.py)
     checks/probe.py      the learner's process: `from grader.checks.probing import ...`: spies,
                          calling the learner's function (`ProbeAPI`), memory meters, questions to the referee
     checks/test_*.py     the grading process: `from grader.checks.judging import ...`: `check`, `fail`,
