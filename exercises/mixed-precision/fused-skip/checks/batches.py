@@ -11,7 +11,9 @@ from typing import Any
 
 def scale_words(value: float) -> str:
     """A scale as a power of two when it is one (2^19), else as a number."""
-    exponent = math.log2(value) if value > 0 else 0.5
+    if not (math.isfinite(value) and value > 0):
+        return f"{value:g}"
+    exponent = math.log2(value)
     return f"2^{int(exponent)}" if exponent == int(exponent) else f"{value:g}"
 
 
