@@ -67,12 +67,14 @@ def join_group(store: str, rank: int) -> dist.ProcessGroup:
 
 # --- the learner's own collectives, followed ------------------------------------------------------------------
 
-FOLLOWED = ("all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce", "gather", "barrier")
+FOLLOWED = ("all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "all_gather_single", "reduce", "gather",
+            "barrier")
 NOT_FOLLOWED = ("scatter", "send", "recv", "isend", "irecv", "batch_isend_irecv", "all_to_all", "all_to_all_single",
-                "reduce_scatter", "reduce_scatter_tensor", "all_reduce_coalesced", "all_gather_coalesced",
-                "monitored_barrier", "new_group", "new_subgroups", "new_subgroups_by_enumeration")
+                "reduce_scatter", "reduce_scatter_tensor", "reduce_scatter_single", "all_reduce_coalesced",
+                "all_gather_coalesced", "monitored_barrier", "new_group", "new_subgroups",
+                "new_subgroups_by_enumeration")
 FOLLOWED_TEXT = ("the grader's process (rank 0) follows your own collectives on the default group made with "
-                 "dist.all_reduce, broadcast, all_gather, all_gather_into_tensor, reduce, gather or barrier (and "
+                 "dist.all_reduce, broadcast, all_gather, all_gather_single, reduce, gather or barrier (and "
                  "the *_object ones built on them), contributing what your process contributes")
 _NEW_GROUP = dist.new_group  # the probe's own groups are made with this; the learner's code gets the refusal
 REDUCE_OPS = {name: getattr(dist.ReduceOp, name) for name in ("SUM", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR")}
@@ -96,7 +98,8 @@ def _describe(name: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], lis
     header: dict[str, Any] = {"op": name}
     if name == "barrier":
         return header, []
-    tensor = arguments.get("input_tensor" if name == "all_gather_into_tensor" else "tensor")
+    single = name in ("all_gather_into_tensor", "all_gather_single")
+    tensor = arguments.get("input_tensor" if single else "tensor")
     if not isinstance(tensor, torch.Tensor):
         raise TypeError(f"dist.{name}: expected a tensor, got {type(tensor).__name__}")
     if name in ("all_reduce", "reduce"):
@@ -105,7 +108,7 @@ def _describe(name: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], lis
         key = "src" if name == "broadcast" else "dst"
         root = arguments.get(key)
         header["root"] = root if root is not None else arguments.get(f"group_{key}")
-    if name == "all_gather_into_tensor":
+    if single:
         header["out"] = list(arguments["output_tensor"].shape)
     return header, [tensor]
 
@@ -134,7 +137,7 @@ def follow_collectives(fd: int, grad_group: dist.ProcessGroup) -> None:
     """In the learner's rank, before its code is called: every collective of torch.distributed's on the default
     group is first described to the grader's rank (which then makes it too); DDP's own group passes through
     untold; the collectives the grader's rank cannot follow raise, saying so."""
-    pipe = _Pipe(fd)
+    pipe, inside = _Pipe(fd), threading.local()
 
     def followed(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         signature = inspect.signature(original)
@@ -142,12 +145,18 @@ def follow_collectives(fd: int, grad_group: dist.ProcessGroup) -> None:
         def collective(*args: Any, **kwargs: Any) -> Any:
             arguments = signature.bind(*args, **kwargs).arguments
             group = arguments.get("group")
-            if group is grad_group:
-                return original(*args, **kwargs)  # DDP's gradient all-reduce: it pairs with the grader's count
+            if group is grad_group or getattr(inside, "collective", False):
+                # DDP's gradient all-reduce (it pairs with the grader's count), or one that a followed
+                # collective makes itself (all_gather_into_tensor calls all_gather_single): told already
+                return original(*args, **kwargs)
             if group is not None and group is not dist.group.WORLD:
                 raise RuntimeError(f"dist.{name} on a group of your own: {FOLLOWED_TEXT}")
             pipe.send(*_describe(name, arguments))
-            return original(*args, **kwargs)
+            inside.collective = True
+            try:
+                return original(*args, **kwargs)
+            finally:
+                inside.collective = False
 
         return collective
 
@@ -232,12 +241,12 @@ class _Mirror:
             dist.broadcast(mine, src=self._root(header))
         elif op == "all_gather":
             dist.all_gather([torch.empty_like(mine) for _ in range(WORLD)], mine)
-        elif op == "all_gather_into_tensor":
+        elif op in ("all_gather_into_tensor", "all_gather_single"):
             out = header.get("out")
             if not isinstance(out, list) or not all(type(n) is int and n >= 0 for n in out) or \
                     torch.Size(out).numel() > WORLD * mine.numel():
-                raise ValueError(f"dist.all_gather_into_tensor into {str(out)[:40]}")
-            dist.all_gather_into_tensor(torch.empty(out, dtype=mine.dtype), mine)
+                raise ValueError(f"dist.{op} into {str(out)[:40]}")
+            dist.all_gather_single(torch.empty(out, dtype=mine.dtype), mine)
         elif op == "reduce":
             dist.reduce(mine, dst=self._root(header), op=REDUCE_OPS[header.get("reduce", "SUM")])
         elif op == "gather":
@@ -445,13 +454,12 @@ def run_learner_rank(grader: dict[str, Any], size: int,
     return report, finished
 
 
-def collective_failure(message: str, grader_rank: dict[str, Any] | None) -> str:
-    """Plain words for a learner's error that a collective raised: what the grader's rank could not follow, or
-    that no process joined; empty when the message is not a collective's."""
+def explained(message: str, grader_rank: dict[str, Any] | None) -> str:
+    """The learner's error `message`, and when a collective raised it, plain words for why: what the grader's
+    rank could not follow, or that no process joined."""
     error = (grader_rank or {}).get("collective_error")
-    if error:
-        return f" The grader's process (rank 0) could not follow a collective of your process's own: {error}."
-    if "gloo" in message or "Timed out" in message or "Connection closed by peer" in message:
-        return (" A collective of your process's waited for a partner that never came: " + FOLLOWED_TEXT
-                + "; a collective made any other way (or on DDP's own group) finds no partner.")
-    return ""
+    why = (f"The grader's process (rank 0) could not follow a collective of your process's own: {error}." if error
+           else "A collective your process made waited for a partner that never came: " + FOLLOWED_TEXT
+           + "; a collective made any other way (or on DDP's own group) finds no partner."
+           if "gloo" in message or "Timed out" in message or "Connection closed by peer" in message else "")
+    return f"{message.rstrip('. ')}. {why}" if why else message

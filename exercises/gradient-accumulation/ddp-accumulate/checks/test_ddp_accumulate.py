@@ -12,7 +12,7 @@ def test_your_process_completes(observed, outside):
         fail(f"Your process could not run your function: {report['failed']}", hint="")
     error = report["error"]
     if error:
-        fail(f"train failed. {error['message']}{ddp.collective_failure(error['message'], outside['grader_rank'])}",
+        fail(f"train failed. {ddp.explained(error['message'], outside['grader_rank'])}",
              error["line"])
 
 

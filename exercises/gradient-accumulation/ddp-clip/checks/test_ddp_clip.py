@@ -54,7 +54,7 @@ def test_your_process_completes(observed, outside):
              hint="Call scaler.unscale_(optimizer) and clip only when the micro-batch ends its window, right before "
                   "scaler.step(optimizer).")
     if error:
-        fail(f"train failed. {error['message']}{ddp.collective_failure(error['message'], outside['grader_rank'])}",
+        fail(f"train failed. {ddp.explained(error['message'], outside['grader_rank'])}",
              error["line"])
 
 
