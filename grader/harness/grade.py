@@ -318,9 +318,10 @@ def load_referee(checks_dir: Path, seed: int, device: str):  # noqa: ANN201 - ch
 def _limit_self(exercise: Exercise) -> None:
     """The grading process under limits of its own, whatever the learner's side sends it: address space
     and CPU time. Its own share of address space is GRADER_MEMORY_MB above what it holds now (the soft
-    limit); the hard limit leaves the learner's share on top, for the learner's processes forked from it,
-    which raise their soft limit to their own bound and no further. Not on CUDA hosts, whose driver
-    reserves address space far beyond any such limit."""
+    limit); the hard limit leaves the learner's share on top, for learner processes whose zygote was forked
+    after it (an in-process caller's jail, `_jail_for`), which raise their soft limit to their own bound and
+    no further (serve.py's zygote is forked before it: its learner processes set their own bounds). Not on
+    CUDA hosts, whose driver reserves address space far beyond any such limit."""
     import resource
 
     from grader.learner.emulation import cuda_available
