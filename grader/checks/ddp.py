@@ -29,6 +29,7 @@ count.
 # No `from __future__ import annotations` here: DDP checks a comm hook's annotations as objects.
 import inspect
 import json
+import math
 import os
 import struct
 import tempfile
@@ -211,15 +212,15 @@ class _Mirror:
             dtype, shape = DTYPES.get(spec[0]) if isinstance(spec, list) and spec else None, spec[1]
             if dtype is None or not isinstance(shape, list) or not all(type(n) is int and n >= 0 for n in shape):
                 raise ValueError(f"a tensor described as {str(spec)[:80]}")
-            empty = torch.empty(shape, dtype=dtype)
-            total += empty.numel() * empty.element_size()
+            size = math.prod(shape) * torch.empty((), dtype=dtype).element_size()  # counted before any allocation
+            total += size
             if total > MAX_VALUES:
                 raise ValueError(f"a tensor of more than {MAX_VALUES} bytes")
-            data = self._read(empty.numel() * empty.element_size()) if empty.numel() else b""
+            data = self._read(size) if size else b""
             if data is None:
                 return None
             tensors.append(torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dtype).reshape(shape).clone()
-                           if data else empty)
+                           if data else torch.empty(shape, dtype=dtype))
         return header, tensors
 
     @staticmethod

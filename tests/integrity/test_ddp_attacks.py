@@ -13,8 +13,13 @@ An all-reduce of the learner's own therefore cannot stand in for a DDP sync: it 
 other rank."""
 from __future__ import annotations
 
+import json
+import os
+import struct
+
 import pytest
 
+from grader.checks.ddp import MAX_HEADER, MAX_VALUES, _Mirror
 from grader.host.grading import run_submission
 from tests.helpers import caught_by
 
@@ -127,3 +132,31 @@ def test_an_all_reduce_of_its_own_is_no_gradient_sync(sandbox):
     assert checks["runs"]["status"] == "passed", checks["runs"]["message"]
     assert "syncs-once-per-window" in caught_by(result)
     assert "0 times" in checks["syncs-once-per-window"]["message"], checks["syncs-once-per-window"]["message"]
+
+
+# What the learner's rank writes on the pipe to the grader's rank is the learner's to forge. The grader's rank
+# reads it with bounds, before it allocates or joins anything, and only ever joins the default group with it.
+def _frames(*frames: bytes) -> dict:
+    reader, writer = os.pipe()
+    os.write(writer, b"".join(frames))
+    os.close(writer)
+    report = {"collectives": 0, "collective_error": None}
+    _Mirror(reader, report).run()
+    assert report["collectives"] == 0
+    return report
+
+
+def _frame(header: dict, payload: bytes = b"") -> bytes:
+    text = json.dumps(header).encode()
+    return struct.pack(">I", len(text)) + text + payload
+
+
+def test_what_the_learners_rank_describes_is_bounded_before_the_grader_rank_acts_on_it():
+    assert "description of" in _frames(b"\xff\xff\xff\xff")["collective_error"]
+    assert "description of" in _frames(_frame({"op": "barrier", "pad": "x" * MAX_HEADER}))["collective_error"]
+    assert "unknown collective" in _frames(_frame({"op": "new_group", "tensors": []}))["collective_error"]
+    too_big = {"op": "all_reduce", "tensors": [["torch.float32", [1 << 40]]]}  # 4 TB: refused, never allocated
+    assert f"more than {MAX_VALUES} bytes" in _frames(_frame(too_big))["collective_error"]
+    assert "described as" in _frames(_frame({"op": "all_reduce", "tensors": [["torch.complex64", [1]]]}))[
+        "collective_error"]
+    assert _frames(b"")["collective_error"] is None  # the learner's rank closed the pipe: nothing to follow
