@@ -138,7 +138,7 @@ class LearnerHandle:
         self._continue()
         if used is not None and used > PAUSE_CPU_SLACK_S:
             who = "your processes" if self.cgroup is not None else "processes other than the grader's"
-            raise PauseNotHeld(f"{who} used {used * 1000:.0f} ms of CPU while the grader had paused your code")
+            raise PauseNotHeld(f"{who} used {used * 1000:.1f} ms of CPU while the grader had paused your code")
 
     def _continue(self) -> None:
         if self._since is not None:
