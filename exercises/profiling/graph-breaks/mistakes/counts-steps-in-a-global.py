@@ -1,4 +1,4 @@
-# mistake: keeps a Python step counter in a global and logs through it: dynamo guards on its value and recompiles every call
+# mistake: keeps a Python step counter in a global: dynamo guards on its value and recompiles every call
 # expect-fail: one-graph
 import torch
 import torch.nn.functional as F
