@@ -24,7 +24,8 @@ stopped before the clock starts, and no CPU used meanwhile but the grading proce
 hold (PauseNotHeld) the round is void, though when only the CPU accounting showed something else running, the
 original is first timed again, PAUSE_ATTEMPTS times in all. At a void round the rounds stop, the learner's
 process is told so, and `outside()` carries `void`, a sentence for the learner saying what was seen, with
-`decided` False: a void round never leaves a verdict that can pass (`check_faster` fails on `void` first).
+`decided` False: a void round never leaves a verdict that can pass (check_faster fails on too few rounds;
+a check that reads `void` first, as fix-the-bottleneck's does, says why).
 
 The rounds stop as soon as the verdict is known: the median of `rounds` rounds against the bar is fixed once
 `rounds // 2 + 1` of them fall on one side (`decided`), so a clear case takes about half the rounds. The
