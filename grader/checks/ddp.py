@@ -130,8 +130,8 @@ class _Pipe:
             while view:
                 view = view[os.write(self.fd, view):]
         except OSError as exc:
-            raise RuntimeError(f"dist.{header['op']}: the grader's process (rank 0) is no longer there to join "
-                               f"it ({exc.strerror or exc})") from None
+            raise RuntimeError(f"dist.{header['op']}: the grader's process (rank 0) no longer follows your "
+                               f"process's own collectives ({exc.strerror or exc})") from None
 
 
 def follow_collectives(fd: int, grad_group: dist.ProcessGroup) -> None:
