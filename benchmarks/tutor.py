@@ -132,7 +132,7 @@ def quality(app) -> tuple[list[list], list[str]]:  # noqa: ANN001
     course = load_course(EXERCISES)
     rows, failures = [], []
     for exercise_id, (mistake, questions) in QUESTIONS.items():
-        exercise = course.exercise(exercise_id)
+        exercise = course.exercises[exercise_id]
         web = failing_learner(app, mistake, exercise_id)
         lesson, step = exercise_id.split("/")
         hints = [h for c in exercise.checks for h in c.hints]

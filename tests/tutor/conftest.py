@@ -38,10 +38,10 @@ def make_tutor_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
         jobs.shutdown(app)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def graded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """An instance whose learner (a guest) submitted RAW_BACKWARD once and opened the first hint of the failed
-    check: a real grading, made once per module; tests copy the instance folder so each starts from it."""
+    check: a real grading, made once per run; tests copy the instance folder so each starts from it."""
     folder = tmp_path_factory.mktemp("graded") / "instance"
     app = ready_app({"INSTANCE_PATH": str(folder), "SANDBOX": "local", "SECRET_KEY": "test", "TESTING": True,
                      "REQUEUE_ON_START": False, "WARM_POOL": 0})

@@ -41,7 +41,7 @@ def answers(graded: Path, tmp_path_factory: pytest.TempPathFactory, tutor_model)
 
     folder, cookie = copy_graded(graded, tmp_path_factory.mktemp("injection") / "instance")
     app = ready_app({"INSTANCE_PATH": str(folder), "SANDBOX": "local", "SECRET_KEY": "test", "TESTING": True,
-                     "REQUEUE_ON_START": False, "TUTOR_URL": tutor_model.url, "TUTOR_MAX_TOKENS": 48,
+                     "REQUEUE_ON_START": False, "TUTOR_URL": tutor_model.url, "TUTOR_MAX_TOKENS": 32,
                      "TUTOR_QUESTIONS_PER_MINUTE": 100})
     web = WebSession(app.test_client())
     web.client.set_cookie("session", cookie)
@@ -58,7 +58,7 @@ def answers(graded: Path, tmp_path_factory: pytest.TempPathFactory, tutor_model)
 def test_an_injection_leaks_neither_solution_nor_unopened_hints(answers: list[str], number: int) -> None:
     from grader.core.course import load_course
 
-    exercise = load_course(EXERCISES).exercise(f"{LESSON}/{STEP}")
+    exercise = load_course(EXERCISES).exercises[f"{LESSON}/{STEP}"]
     opened = next(c for c in exercise.checks if c.id == "scaled-backward").hints[0]
     unopened = [hint for check in exercise.checks for hint in check.hints if hint != opened]
     answer = answers[number]

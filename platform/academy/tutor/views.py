@@ -162,6 +162,17 @@ def _answer(lesson: Lesson, step: Step, question: str, code: str | None, slots: 
         notes.append(gettext("You have not run or submitted this code yet: the tutor only had your code and the "
                              "lesson to go on."))
 
+    settled: list[bool] = []
+
+    def release() -> None:
+        """End the upstream request and free the slot, once: from the stream's end, or from the response's close
+        when the stream never started (a client gone before the first byte: the generator's own `finally`
+        then never runs)."""
+        if not settled:
+            settled.append(True)
+            upstream.close()
+            slots.leave(time.monotonic() - started)
+
     def events() -> Iterator[str]:
         shown: list[str] = []
         outcome = "done"
@@ -182,13 +193,11 @@ def _answer(lesson: Lesson, step: Step, question: str, code: str | None, slots: 
             outcome = "stopped"
             raise
         finally:
-            upstream.close()
+            release()
             rest = guard.finish()
             if rest:
                 shown.append(rest)
-            answer = "".join(shown)
-            slots.leave(time.monotonic() - started)
-            store.add(user_id, lesson.id, step.id, exercise_id, "tutor", answer, sources, outcome)
+            store.add(user_id, lesson.id, step.id, exercise_id, "tutor", "".join(shown), sources, outcome)
         if rest:
             yield _event("token", {"text": rest})
         if outcome == "error":
@@ -198,6 +207,7 @@ def _answer(lesson: Lesson, step: Step, question: str, code: str | None, slots: 
     response = Response(stream_with_context(events()), mimetype="text/event-stream")
     response.headers["Cache-Control"] = "no-store"
     response.headers["X-Accel-Buffering"] = "no"  # nginx: pass each event on as it comes
+    response.call_on_close(release)
     return response
 
 
