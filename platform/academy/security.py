@@ -31,7 +31,8 @@ def csrf_token() -> str:
 
 
 def wants_json() -> bool:
-    return request.blueprint == "api"
+    """The JSON API's requests (errors.py answers them the same way): the api blueprint's and the tutor's."""
+    return request.blueprint == "api" or request.path.startswith("/api/")
 
 
 def start_session(user: User, adopt_visits: bool = True) -> None:
