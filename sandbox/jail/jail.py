@@ -127,7 +127,7 @@ class LearnerHandle:
                 self._continue()
                 pid, tid, state = running[0]
                 raise PauseNotHeld(f"{len(running)} thread{'s' if len(running) > 1 else ''} of your processes "
-                                   f"still ran {PAUSE_WAIT_S:g} s after the grader stopped them, process {pid}'s "
+                                   f"still ran {PAUSE_WAIT_S:g} s after the grader sent them SIGSTOP, process {pid}'s "
                                    f"among them (thread {tid}, state {state}); a thread inside one long system "
                                    "call stops only when the call returns")
         self._cpu_at_pause = self._cpu_now()
