@@ -199,11 +199,36 @@ def test_the_overflowing_window_is_skipped_and_the_scale_halved(observed, outsid
     """Judged by the outcome in the learner's process (its weights across the overflowing window, its scaler's
     scale after it); the recorded calls only choose the message. A step that was not skipped also shows outside:
     the learner's next all-reduce carries its non-finite (or wrongly scaled) gradient into rank 0's window."""
-    k, spike = _overflowing(outside), outside["spike"]
-    if not _synced_once_per_window(observed, outside):
+    if _synced_once_per_window(observed, outside):
         # The grader's spike reaches the learner's process only through the all-reduce it pairs with: syncs at
         # other moments move it to another window (never-no-sync). syncs-once-per-window fails on its own count.
-        return
+        _the_overflowing_window_skipped(observed, outside, run)
+    _every_window_through_the_scaler(observed)
+
+
+def _every_window_through_the_scaler(observed):
+    """Every window's step went through scaler.step (the recorded calls, learner evidence). The outcome alone
+    cannot tell: the all-reduced gradient's inf is there for any code to see after the window's last backward,
+    so a loop that skips a non-finite step by hand and calls optimizer.step() itself leaves the same weights
+    and, with scaler.update(), the same scale (red team, issue 48)."""
+    for j, span in enumerate(recorded.spans(observed["events"])):
+        direct = [e for e in of_kind(span, "optimizer.step") if not e.get("via_scaler")]
+        if direct:
+            fail(f"In {_window_text(j)}, optimizer.step(){at(direct[0])} was called directly: step through "
+                 "scaler.step(optimizer), which checks the unscaled gradients for inf and NaN and skips the step "
+                 "when it finds any, in every window, whether or not its gradient overflowed.", direct[0].get("line"))
+        unseen = len(of_kind(span, "optimizer.class_step")) - len(of_kind(span, "optimizer.step"))
+        if unseen > 0:
+            fail(f"In {_window_text(j)}, the optimizer stepped {unseen} more time{'s' if unseen > 1 else ''} than "
+                 "optimizer.step() and scaler.step(optimizer) were called: its class's step was called directly. "
+                 "Step only through scaler.step(optimizer).")
+        if not of_kind(span, "scaler.step"):
+            fail(f"In {_window_text(j)}, scaler.step(optimizer) was never called: every window steps through it, "
+                 "so that a window whose gradient overflowed is skipped by the scaler.")
+
+
+def _the_overflowing_window_skipped(observed, outside, run):
+    k, spike = _overflowing(outside), outside["spike"]
     report = observed["learner"]
     weights, scales = report.get("weights") or [], report.get("scales") or []
     if len(weights) <= k or len(scales) <= k:

@@ -1,6 +1,6 @@
 # mistake: unscales and clips after every micro-batch's backward, as in a one-batch AMP step: PyTorch raises at the second unscale_ of the window
 # expect-fail: runs
-# expect-skip: syncs-once-per-window, unscale-then-clip, same-weights-on-both-ranks, matches-reference
+# expect-skip: syncs-once-per-window, unscale-then-clip, steps-through-the-scaler, same-weights-on-both-ranks, matches-reference
 import contextlib
 
 import torch
