@@ -316,6 +316,8 @@ def check_faster(outside: dict[str, Any], bar: float, what: str, why: str) -> fl
     enough rounds to decide, and the median of the per-round ratios (original over the learner's, `speedup`)
     at least `bar`. `what` names the timed run ("step", "epoch"); `why` ends a failure's message (where the
     time goes). Returns the ratio."""
+    if outside.get("void"):  # a round timed while learner code ran (grader.checks.timing): never a pass
+        fail(outside["void"], hint="")
     rounds = outside["rounds"]
     if not outside["decided"]:
         fail(f"The grader timed {len(rounds)} rounds of your {what}, too few to decide (it needs "

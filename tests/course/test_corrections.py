@@ -288,3 +288,43 @@ def test_arabic_names_underflow_with_the_english_word_beside_it():
     card = (MP / "cards" / "ar" / "03-the-catch-with-16-bit.md").read_text()
     assert "التدفق السفلي (underflow)" in card
     assert "معامل التحجيم" in (MP / "cards" / "ar" / "09-update-the-scale-factor.md").read_text()
+
+
+def test_a_fused_adam_keeps_its_step_count_on_a_skipped_step():
+    """Card 13: the fused kernel leaves state["step"] where it was on a skipped batch (it subtracts found_inf)."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.1, fused=True)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**24)
+    with torch.autocast("cpu", dtype=torch.float16):
+        loss = model(torch.full((2, 4), 1e4)).float().pow(2).mean()
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    assert scaler.get_scale() == 2.0**23
+    assert [int(s["step"]) for s in optimizer.state.values()] == [0, 0]
+
+
+def test_a_step_in_backward_through_one_scaler_ends_half_applied():
+    """Card 14: per-parameter optimizers stepped from register_post_accumulate_grad_hook through one GradScaler:
+    at 2^10 three of the four parameters update while one overflows, and the scale halves."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    per_param = {p: torch.optim.Adam([p], foreach=False) for p in model.parameters()}
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**10)
+
+    def step_now(p):
+        scaler.step(per_param[p])
+        per_param[p].zero_grad()
+
+    for p in model.parameters():
+        p.register_post_accumulate_grad_hook(step_now)
+    before = [p.detach().clone() for p in model.parameters()]
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.randn(16, 4, generator=g) * 30, torch.randn(16, 2, generator=g)
+    with torch.autocast("cpu", dtype=torch.float16):
+        loss = torch.nn.functional.mse_loss(model(x).float(), y)
+    scaler.scale(loss).backward()
+    scaler.update()
+    assert scaler.get_scale() == 2.0**9
+    assert [not torch.equal(b, p) for b, p in zip(before, model.parameters())] == [True, True, False, True]

@@ -32,6 +32,7 @@ SUBMISSIONS = {
     "mixed-precision/amp-step": "mistakes/raw_backward.py",
     "mixed-precision/bf16-train": "mistakes/no-autocast.py",
     "mixed-precision/fix-underflow": "mistakes/no_scaler.py",
+    "mixed-precision/fused-skip": "mistakes/step_post_hook.py",
     "mixed-precision/skipped-steps": "mistakes/advances_every_batch.py",
     "profiling/feed-the-model": "mistakes/drops-the-last-batch.py",
     "profiling/fix-the-bottleneck": "mistakes/names-the-wrong-region.py",

@@ -36,6 +36,11 @@ REFERENCES = {
     "gradient-accumulation/accumulate-amp": ["reference_run", "_correct_run", *SHARED],
     "gradient-accumulation/token-weighted": ["reference_run", "summed_loss", "micro_batch_gradients", *SHARED],
     "gpu-memory/fit-the-budget": ["reference", *SHARED],
+    "mixed-precision/fused-skip": ["reference", *SHARED],
+    "profiling/feed-the-model": ["original_train", "batches_of", "decoded", "RecordFinder", *SHARED],
+    "profiling/graph-breaks": ["reference", "original_compute_loss", "z_losses"],
+    "gradient-accumulation/ddp-accumulate": ["accumulate_windows", "reference_params", "_reference_params"],
+    "gradient-accumulation/ddp-clip": ["accumulate_windows", "reference"],
 }
 
 # The learner's function (any signature): once, it looks through its whole process for the grading side's
@@ -46,12 +51,14 @@ import gc, os, sys
 
 NAMES = set({names})
 FILES = {files}  # every exercise's grading-only files, from the course's folder
-GRADING_FILES = ("/reference.py", "/grader/reference/", "/referee.py")
+GRADING_FILES = ("/reference.py", "/grader/reference/", "/referee.py", "/grader_rank.py")
 
 
 def _grading_file(path):
     path = str(path or "")
-    return path.endswith(GRADING_FILES[0]) or GRADING_FILES[1] in path or path.endswith(GRADING_FILES[2]) \
+    if "-packages/" in path:  # torch's own torch/utils/_sympy/reference.py, which dynamo imports
+        return False
+    return path.endswith((GRADING_FILES[0], GRADING_FILES[2], GRADING_FILES[3])) or GRADING_FILES[1] in path \
         or ("/checks/" in path and os.path.basename(path).startswith("test_"))
 
 
