@@ -1,12 +1,11 @@
 # mistake: shards without a MixedPrecisionPolicy: every layer computes in float32
 # expect-fail: mixed-precision, matches-reference
 import torch
-from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+from torch.distributed.fsdp import fully_shard
 
 
 def train(model, mesh, make_optimizer, loss_fn, micro_batches, accum_steps, max_norm):
     """Shard `model` with FSDP2 over `mesh`, then accumulate windows of `accum_steps` micro-batches."""
-    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     for layer in model:
         if isinstance(layer, torch.nn.Linear):
             fully_shard(layer, mesh=mesh)  # one unit per layer: gathered one at a time
