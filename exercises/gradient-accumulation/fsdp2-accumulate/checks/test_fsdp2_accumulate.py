@@ -40,7 +40,9 @@ def test_both_processes_complete(observed):
         error = report.get("error")
         if error:
             waited = (" A collective waited for the other process and never got it: both processes must make the "
-                      "same fully_shard calls and the same forwards and backwards, in the same order."
+                      "same fully_shard calls and the same forwards and backwards, in the same order, and clip alike: "
+                      "clip_grad_norm_ over DTensor gradients is a collective too (it sums the shards' norms over "
+                      "the processes), so a clip on one process only waits forever for the other."
                       if "gloo" in error["message"] or "Timed out" in error["message"] else
                       " The layers' weights and their inputs are in different dtypes: pass the same MixedPrecisionPolicy "
                       "to every fully_shard call, the layers' and the root's." if "dtype" in error["message"] else "")
