@@ -41,6 +41,7 @@ REFERENCES = {
     "profiling/graph-breaks": ["reference", "original_compute_loss", "z_losses"],
     "gradient-accumulation/ddp-accumulate": ["accumulate_windows", "reference_params", "_reference_params"],
     "gradient-accumulation/ddp-clip": ["accumulate_windows", "reference"],
+    "gradient-accumulation/fsdp2-accumulate": ["reference", "_norm"],
 }
 
 # The learner's function (any signature): once, it looks through its whole process for the grading side's
