@@ -9,6 +9,7 @@ import re
 
 import torch
 import torch._dynamo
+from torch._dynamo import eval_frame
 from torch._dynamo.utils import guard_failures
 
 import scenario
@@ -20,6 +21,9 @@ CONFIG = torch._dynamo.config
 # module cannot answer for it).
 CONFIG_COPY = type(CONFIG).get_config_copy
 DEFAULTS: dict = {}
+# torch.compiler.set_stance's setting ("eager_on_recompile" runs every recompile in eager) lives beside the config,
+# in eval_frame's module global; its default is kept here and put back like a config key.
+STANCE_KEY = "torch.compiler.set_stance"
 GRAPHS: list[dict] = []
 RAN: list[int] = []  # per call of compute_loss: how many compiled graphs of at least one operation ran in it
 CONFIG_CHANGES: list[dict] = []  # each change of the config seen during a call: {"call", "keys"}
@@ -53,19 +57,24 @@ def prepare():
     silenced: the verdict says when the recompile limit was hit, with the guards that failed."""
     torch._logging.set_logs(dynamo=logging.ERROR)
     DEFAULTS.update(CONFIG_COPY(CONFIG))
+    DEFAULTS[STANCE_KEY] = copy.deepcopy(eval_frame._stance)
 
 
 def _changed_keys() -> list[str]:
     now = CONFIG_COPY(CONFIG)
+    now[STANCE_KEY] = eval_frame._stance
     return sorted(k for k in DEFAULTS if k in now and now[k] != DEFAULTS[k])
 
 
 def _restore_defaults() -> list[str]:
-    """Undo what the learner's code changed in torch._dynamo.config (copies, so in-place changes cannot reach
-    the defaults kept here); say what it was."""
+    """Undo what the learner's code changed in torch._dynamo.config and the compile stance (copies, so in-place
+    changes cannot reach the defaults kept here); say what it was."""
     changed = _changed_keys()
     for key in changed:
-        setattr(CONFIG, key, copy.deepcopy(DEFAULTS[key]))
+        if key == STANCE_KEY:
+            eval_frame._stance = copy.deepcopy(DEFAULTS[key])
+        else:
+            setattr(CONFIG, key, copy.deepcopy(DEFAULTS[key]))
     return changed
 
 

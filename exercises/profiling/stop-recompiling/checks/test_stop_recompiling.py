@@ -101,12 +101,12 @@ def original(run):
 def test_compiles_at_most_twice(observed):
     observed = record(observed, "graphs", "calls", "recompiles", "config_changed", "config_changed_while_compiling")
     graphs, calls = computing(observed["graphs"]), observed["calls"]
-    note = (f" (Your code changed torch._dynamo.config: {', '.join(observed['config_changed'])}; the grader undid "
+    note = (f" (Your code changed dynamo's settings: {', '.join(observed['config_changed'])}; the grader undid "
             "that and compiled with dynamo's defaults.)" if observed["config_changed"] else "")
     during = observed["config_changed_while_compiling"]
     if during:
         keys = sorted({k for c in during for k in c["keys"]})
-        fail(f"Your code changed torch._dynamo.config ({', '.join(keys)}) while dynamo compiled or ran your "
+        fail(f"Your code changed dynamo's settings ({', '.join(keys)}) while dynamo compiled or ran your "
              f"compute_loss (on call {during[0]['call']}). The grader compiles with dynamo's defaults: a setting "
              f"that hides recompiles or raises the limit does not stop them.{note}")
     if len(graphs) > MOST_GRAPHS:
