@@ -53,3 +53,86 @@ def test_a_step_that_skips_the_overflow_by_hand_does_not_step_through_the_scaler
     assert caught_by(result) == {"steps-through-the-scaler"}, result["checks"]
     message = next(c["message"] for c in result["checks"] if c["id"] == "steps-through-the-scaler")
     assert "scaler.step(optimizer)" in message, message
+
+
+# graph-breaks: the probe's lists of graphs and breaks live in the learner's process until the probe returns.
+# Code that runs in Python after a break (a function under torch.compiler.disable) found them with `gc` and
+# emptied the breaks and merged the graphs into one: `mistakes/prints-the-tensor.py` plus this passed all 3
+# checks (1 of 1, deterministic). Each graph and break is now streamed to the grading process as dynamo makes
+# it, before any of the learner's code runs in Python.
+SCRUBS_THE_RECORDS = '''
+import gc
+
+import torch
+import torch.nn.functional as F
+
+Z_WEIGHT, Z_MAX = 0.01, 4.0
+
+
+@torch.compiler.disable
+def _scrub():
+    for found in gc.get_objects():
+        if type(found) is list and found and all(type(e) is dict for e in found):
+            if set(found[0]) == {"seq", "call", "kind", "reason", "line", "lines"}:
+                found.clear()
+            elif set(found[0]) == {"seq", "call", "ops", "op_count", "foreign"} and len(found) > 1:
+                ops = [op for g in found for op in g["ops"]]
+                found[:] = [dict(found[0], ops=ops, op_count=len(ops), foreign=[])]
+
+
+def compute_loss(model, x, y):
+    logits = model(x)
+    loss = F.cross_entropy(logits, y)
+    print("cross-entropy", loss)
+    z_loss = torch.logsumexp(logits, dim=-1).pow(2).mean()
+    out = loss + torch.where(z_loss > Z_MAX, Z_WEIGHT * z_loss, torch.zeros_like(z_loss))
+    _scrub()
+    return out
+'''
+
+
+def test_records_emptied_after_a_break_do_not_hide_it(local):
+    result = run_submission("profiling/graph-breaks", SCRUBS_THE_RECORDS, sandbox=local)
+    assert result["status"] == "failed", result
+    message = next(c["message"] for c in result["checks"] if c["id"] == "no-graph-breaks")
+    assert "`print`" in message, message
+
+
+# graph-breaks: torch._dynamo.comptime runs the learner's function while dynamo traces, before any break: it
+# swapped dynamo's unspied log_graph_break in for the print's break and the spy back after it, and a print left
+# in passed all 3 checks (1 of 1, deterministic). Each comptime call is now streamed before it runs, and fails.
+SWAPS_THE_SPY_WHILE_TRACED = '''
+import torch
+import torch.nn.functional as F
+from torch._dynamo import symbolic_convert
+from torch._dynamo.comptime import comptime
+
+Z_WEIGHT, Z_MAX = 0.01, 4.0
+SAVED = {}
+
+
+def mute(ctx):
+    SAVED["spy"] = symbolic_convert.InstructionTranslatorBase.__dict__["log_graph_break"]
+    symbolic_convert.InstructionTranslatorBase.log_graph_break = lambda self, code_options, reason, exc: None
+
+
+def unmute(ctx):
+    symbolic_convert.InstructionTranslatorBase.log_graph_break = SAVED["spy"]
+
+
+def compute_loss(model, x, y):
+    comptime(mute)
+    print("step")
+    comptime(unmute)
+    logits = model(x)
+    z_loss = torch.logsumexp(logits, dim=-1).pow(2).mean()
+    return F.cross_entropy(logits, y) + torch.where(z_loss > Z_MAX, Z_WEIGHT * z_loss, torch.zeros_like(z_loss))
+'''
+
+
+def test_code_run_while_dynamo_traces_does_not_pass(local):
+    result = run_submission("profiling/graph-breaks", SWAPS_THE_SPY_WHILE_TRACED, sandbox=local)
+    assert result["status"] == "failed", result
+    message = next(c["message"] for c in result["checks"] if c["id"] == "no-graph-breaks")
+    line = SWAPS_THE_SPY_WHILE_TRACED.splitlines().index("    comptime(mute)") + 1
+    assert f"torch._dynamo.comptime on line {line}" in message, message

@@ -2,7 +2,14 @@
 runs each captured graph as it is (no C++ compiler), train a few steps with it, and record what dynamo did:
 every graph it captured (its operators), every graph break (dynamo's reason and the learner's line), every
 recompilation (the guard that failed), and every change of torch._dynamo.config seen while compute_loss was
-compiled or ran (dynamo compiles with its defaults)."""
+compiled or ran (dynamo compiles with its defaults).
+
+Each graph and each break is streamed to the grading process as dynamo makes it (a RECORDER mark, `_stream`),
+and the checks read the grading side's copy: the lists kept here are the learner's code's to rewrite (`gc`
+finds them) once the break that let its code run in Python has been logged, but by then the mark is sent.
+The path a mark takes (the recorder's and the channel's functions) is compared with what it was in prepare(),
+before the learner's code loaded, when compiling starts and after every call; only a run whose path stayed
+intact ends with scenario.DONE_MARK, without which the checks judge nothing."""
 import copy
 import logging
 import re
@@ -13,9 +20,11 @@ import torch._dynamo
 from torch._dynamo import symbolic_convert
 from torch._dynamo.exc import InternalTorchDynamoError
 from torch._dynamo.utils import guard_failures
+from torch._dynamo.variables.misc import ComptimeVariable
 
 import scenario
-from grader.checks.probing import SUBMISSION_FILENAME, describe_exception
+from grader.checks.probing import RECORDER, SUBMISSION_FILENAME, describe_exception
+from grader.learner import channel
 
 MOST = 20  # graphs, breaks and guard failures kept (the starter has 3 breaks, 4 graphs)
 CONFIG = torch._dynamo.config
@@ -28,7 +37,34 @@ BREAKS: list[dict] = []
 # Each change of torch._dynamo.config seen while compute_loss ran or was compiled: {"call", "keys"}.
 CONFIG_CHANGES: list[dict] = []
 SPY: dict = {}  # the break spy installed by prepare()
-STATE: dict = {"call": 0, "seq": 0, "dynamo_error": None, "in_call": False}  # the call of compute_loss being compiled; the order of graphs and breaks
+PATH: list = []  # what `_path()` was in prepare(), before the learner's code loaded
+STATE: dict = {"call": 0, "seq": 0, "dynamo_error": None, "in_call": False, "tampered": False}  # the call of compute_loss being compiled; the order of graphs and breaks
+
+
+def _path() -> list:
+    """The functions and objects a streamed mark passes through in this process."""
+    learner, recorder = channel._learner, type(RECORDER)
+    return [channel.emit, learner, getattr(learner, "_sock", None), getattr(type(learner), "emit", None),
+            getattr(type(learner), "_send", None), recorder._record, recorder.mark, recorder]
+
+
+def _stream_intact() -> bool:
+    """Whether a mark still reaches the grading process as it did before the learner's code loaded."""
+    learner = channel._learner
+    return (learner is not None and len(PATH) == len(_path()) and all(a is b for a, b in zip(_path(), PATH))
+            and RECORDER.recording is True and learner.closed is False
+            and not {"emit", "_send"} & vars(learner).keys() and not {"mark", "_record"} & vars(RECORDER).keys())
+
+
+def _stream(label: str, item: dict) -> None:
+    """Send one graph or break to the grading process now; a run whose path was changed sends no scenario.DONE_MARK."""
+    if not _stream_intact():
+        STATE["tampered"] = True
+    recording, RECORDER.recording = RECORDER.recording, True  # the learner's code may have switched it off
+    try:
+        RECORDER.mark(label, record=item)
+    finally:
+        RECORDER.recording = recording
 
 
 def _learner_lines(frames) -> list[int]:
@@ -52,6 +88,7 @@ def _record_break(translator, code_options, reason, exc):
     BREAKS.append({"seq": STATE["seq"], "call": STATE["call"], "kind": str(kind)[:200],
                    "reason": " ".join(str(reason).split())[:400],
                    "line": lines[-1] if lines else None, "lines": lines[-4:]})
+    _stream(scenario.BREAK_MARK, BREAKS[-1])
 
 
 def _backend(gm, example_inputs):
@@ -73,6 +110,7 @@ def _backend(gm, example_inputs):
         STATE["seq"] += 1
         GRAPHS.append({"seq": STATE["seq"], "call": STATE["call"], "ops": ops[:200], "op_count": len(ops),
                        "foreign": foreign[:10]})
+        _stream(scenario.GRAPH_MARK, GRAPHS[-1])
     return gm.forward
 
 
@@ -90,9 +128,26 @@ def prepare():
         finally:
             original(self, code_options, reason, exc)
 
+    PATH[:] = _path()
     SPY["log_graph_break"] = log_graph_break
     symbolic_convert.InstructionTranslatorBase.log_graph_break = log_graph_break
+    _watch_comptime()
     _watch_config_reads()
+
+
+def _watch_comptime() -> None:
+    """Stream each torch._dynamo.comptime call dynamo meets, before the learner's function runs in it: code that
+    runs while dynamo traces, with no break before it, could swap the break spy out and back (red team, issue 48)."""
+    original = ComptimeVariable.call_function
+
+    def call_function(self, tx, args, kwargs):
+        line = tx.lineno if getattr(tx, "f_code", None) is not None and \
+            tx.f_code.co_filename == SUBMISSION_FILENAME and type(tx.lineno) is int else None
+        _stream(scenario.TRACE_TIME_MARK, {"call": STATE["call"], "line": line})
+        return original(self, tx, args, kwargs)
+
+    SPY["comptime"] = call_function
+    ComptimeVariable.call_function = call_function
 
 
 def _watch_config_reads() -> None:
@@ -118,8 +173,10 @@ def _watch_config_reads() -> None:
 
 def _spy_replaced() -> bool:
     """Whether the learner's module replaced the break spy; it is put back either way, before compiling."""
-    replaced = symbolic_convert.InstructionTranslatorBase.__dict__.get("log_graph_break") is not SPY["log_graph_break"]
+    replaced = symbolic_convert.InstructionTranslatorBase.__dict__.get("log_graph_break") is not SPY["log_graph_break"] \
+        or ComptimeVariable.__dict__.get("call_function") is not SPY["comptime"]
     symbolic_convert.InstructionTranslatorBase.log_graph_break = SPY["log_graph_break"]
+    ComptimeVariable.call_function = SPY["comptime"]
     return replaced
 
 
@@ -178,6 +235,7 @@ def probe(api):
     compute_loss = api.entry
     changed = _restore_defaults()
     spy_replaced = _spy_replaced()
+    STATE["tampered"] = not _stream_intact()
     torch._dynamo.reset()
     compiled = torch.compile(compute_loss, backend=_backend)
 
@@ -199,10 +257,13 @@ def probe(api):
         finally:
             STATE["in_call"] = False
             _note_config_change()  # a change the call made, even one the compiled graph did not see
+            STATE["tampered"] = STATE["tampered"] or not _stream_intact()
 
     model, optimizer, data = scenario.build(api.seed, api.device)
     weights: list = []
     losses = scenario.train(call, model, optimizer, data, api.device, weights)
+    if not STATE["tampered"] and _stream_intact():
+        RECORDER.mark(scenario.DONE_MARK, graphs=len(GRAPHS), breaks=len(BREAKS))
     return {"losses": losses, "weights": weights, "graphs": GRAPHS, "breaks": BREAKS,
             "recompiles": _recompiles(), "config_changed": changed[:MOST], "config_changed_while_compiling": CONFIG_CHANGES,
             "spy_replaced": spy_replaced, "calls": STATE["call"], "dynamo_error": STATE["dynamo_error"]}

@@ -15,6 +15,9 @@ from grader.checks.scenarios import params
 FEATURES, HIDDEN, CLASSES, BATCH = 16, 32, 5, 64
 LR, MOMENTUM = 0.1, 0.9
 Z_WEIGHT, Z_MAX = 0.01, 4.0  # as in the starter
+# The labels of the probe's marks, each graph and break streamed as dynamo makes it; the checks read them.
+BREAK_MARK, GRAPH_MARK, DONE_MARK = "dynamo.break", "dynamo.graph", "dynamo.done"
+TRACE_TIME_MARK = "dynamo.comptime"  # a torch._dynamo.comptime call: the learner's code run while dynamo traced
 # Which side of Z_MAX each step's batch mean z-loss is on, so the original's `if` goes both ways. Every batch
 # also has OUTLIERS rows on the other side on their own: thresholding each row's z-loss instead of the batch
 # mean then always computes another loss. Under-steps: rows at SMALL scale (a z-loss near its value at zero

@@ -39,6 +39,7 @@ RECORD = {
     "recompiles": [{"guard": str, "line": (count, None)}],
     "config_changed": [str], "config_changed_while_compiling": [{"call": count, "keys": [str]}],
     "dynamo_error": ({"call": count, "line": (count, None), "message": str}, None),
+    "trace_time": [{"call": count, "line": (count, None)}],
 }
 
 
@@ -69,8 +70,28 @@ def malformed(observed, keys) -> list[str]:
     return [key for key in keys if key not in observed or not conforms(observed[key], RECORD[key])]
 
 
+def streamed(observed) -> dict | None:
+    """The probe's record with its graphs and breaks as they were streamed while dynamo made them (the grading
+    side's copy of the marks, probe.py's `_stream`), not as the learner's process kept them until the end: code
+    that ran in Python after a break could rewrite those lists. None when the run did not end with DONE_MARK:
+    the path the marks take was changed, so what arrived cannot be the whole record."""
+    marks = [e for e in observed.get("events") or [] if isinstance(e, dict) and e.get("event") == "mark"]
+    if not any(m.get("label") == scenario.DONE_MARK for m in marks):
+        return None
+    return {**observed, **{key: [m.get("record") for m in marks if m.get("label") == label]
+                           for key, label in (("breaks", scenario.BREAK_MARK), ("graphs", scenario.GRAPH_MARK),
+                                              ("trace_time", scenario.TRACE_TIME_MARK))}}
+
+
 def record(observed, *keys: str) -> dict:
-    """The probe's record, its fields `keys` checked, or a failure saying they were not what the probe writes."""
+    """The probe's record (`streamed`), its fields `keys` checked, or a failure saying they were not what the
+    probe writes."""
+    if {"breaks", "graphs"} & set(keys):
+        observed = streamed(observed)
+        if observed is None:
+            fail("The grader's record of what dynamo did (each graph and graph break, sent to the grader as dynamo "
+                 "made it) did not arrive whole: your code changed how your process sends it, so it cannot be "
+                 "judged.")
     bad = malformed(observed, keys)
     if bad:
         fail(f"The grader's record of your run ({', '.join(bad)}) is not what the grader writes in your process: "
@@ -110,7 +131,7 @@ def original(run):
 @check("no-graph-breaks")
 def test_dynamo_compiles_without_a_graph_break(observed):
     observed = record(observed, "breaks", "config_changed", "spy_replaced", "config_changed_while_compiling",
-                      "dynamo_error")
+                      "dynamo_error", "trace_time")
     found = distinct_breaks(observed)
     changed = observed["config_changed"]
     note = (f" (Your code changed torch._dynamo.config: {', '.join(changed)}; the grader undid that and compiled "
@@ -125,6 +146,12 @@ def test_dynamo_compiles_without_a_graph_break(observed):
              f"compute_loss (seen on call{'s' if len(during) > 1 else ''} {calls}). The grader compiles with "
              "dynamo's defaults: a setting that hides a break does not remove it, so no absence of breaks can "
              f"be read from this run.{note}")
+    if observed["trace_time"]:  # after the settings: a setting it changed is the more precise message
+        first = observed["trace_time"][0]
+        at = f" on line {first['line']}" if first.get("line") else ""
+        fail(f"Your compute_loss ran code of its own while dynamo traced it (torch._dynamo.comptime{at}): such code "
+             "can change what dynamo records of your function, its graph breaks included, so no absence of breaks "
+             "can be read from this run. Remove it.", first.get("line"))
     # A break with none of the learner's lines on its stack is in a frame dynamo compiled on its own, library
     # code that ran in Python after an earlier break (logging's internals after a logger call): said, not listed.
     crash = observed["dynamo_error"]
@@ -225,7 +252,8 @@ def test_same_losses_and_weights_as_the_original(observed, original):
 @figure
 def test_show_what_dynamo_did(observed):
     """Every graph dynamo captured and every break, in the order dynamo met them."""
-    if malformed(observed, ("graphs", "breaks", "calls")):
+    observed = streamed(observed)
+    if observed is None or malformed(observed, ("graphs", "breaks", "calls")):
         return  # no picture of a record the learner's code changed (no-graph-breaks says so)
     rows, marked, number = [], [], 0
     items = sorted([("graph", g) for g in observed["graphs"]] + [("break", b) for b in observed["breaks"]],
