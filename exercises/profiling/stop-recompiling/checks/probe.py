@@ -94,16 +94,18 @@ def _submission_line(text: str) -> int | None:
 
 
 def _recompiles() -> list[dict]:
-    """The guards that failed, as dynamo keeps them (one text per failed cache entry): the guard and the line."""
+    """The guards that failed, as dynamo keeps them (one text per failed cache entry): the guard, the line, and
+    which of the function's graphs it guarded."""
     found = []
     for code, failures in guard_failures.items():
         if getattr(code, "co_filename", None) != SUBMISSION_FILENAME:
             continue
         for text in failures[:MOST]:
             first = str(text).split("\n")[0]
+            entry = re.match(r"\d+/(\d+):", first)  # "<frame>/<cache entry>: <guard>"; entry 0 is the first graph
             guard = re.sub(r"^\d+/\d+:\s*", "", first.split("#")[0]).strip()
-            line = _submission_line(str(text))
-            found.append({"guard": guard[:200], "line": line})
+            found.append({"guard": guard[:200], "line": _submission_line(str(text)),
+                          "entry": int(entry.group(1)) if entry else None})
     return found[:MOST]
 
 
