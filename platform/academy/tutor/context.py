@@ -169,7 +169,8 @@ def build_context(user: User, lesson: Lesson, step: Step, code: str | None, ques
         code = draft.code if draft is not None else exercise.starter_code()
     verdict_text, checks, opened = _verdict_block(_latest(user, exercise.id, SubmissionKind.GRADE))
     run_text = _run_block(_latest(user, exercise.id, SubmissionKind.RUN))
-    failing = [c for c in checks if c.get("status") != "passed"]
+    # The checks that failed (a skipped one was not judged: the failure it names explains it).
+    failing = [c for c in checks if c.get("status") not in ("passed", "skipped")]
     about = question + " " + " ".join(f"{c.get('title')} {c.get('message') or ''}" for c in failing)
     cards = related_cards(lesson, step, about)
     sources = [Source("card", card.title, step_url(lesson, card)) for card in cards]
