@@ -12,6 +12,7 @@ import scenario
 import windows as recorded
 from grader.checks import ddp
 from grader.checks.judging import at, check, early_allreduces, fail, fail_if_too_many_allreduces, of_kind, where_early
+from grader.checks.verdicts import check_step_then_update
 from reference import reference as correct_run
 
 MAX_NORM = scenario.MAX_NORM
@@ -212,19 +213,7 @@ def _every_window_through_the_scaler(observed):
     so a loop that skips a non-finite step by hand and calls optimizer.step() itself leaves the same weights
     and, with scaler.update(), the same scale (red team, issue 48)."""
     for j, span in enumerate(recorded.spans(observed["events"])):
-        direct = [e for e in of_kind(span, "optimizer.step") if not e.get("via_scaler")]
-        if direct:
-            fail(f"In {_window_text(j)}, optimizer.step(){at(direct[0])} was called directly: step through "
-                 "scaler.step(optimizer), which checks the unscaled gradients for inf and NaN and skips the step "
-                 "when it finds any, in every window, whether or not its gradient overflowed.", direct[0].get("line"))
-        unseen = len(of_kind(span, "optimizer.class_step")) - len(of_kind(span, "optimizer.step"))
-        if unseen > 0:
-            fail(f"In {_window_text(j)}, the optimizer stepped {unseen} more time{'s' if unseen > 1 else ''} than "
-                 "optimizer.step() and scaler.step(optimizer) were called: its class's step was called directly. "
-                 "Step only through scaler.step(optimizer).")
-        if not of_kind(span, "scaler.step"):
-            fail(f"In {_window_text(j)}, scaler.step(optimizer) was never called: every window steps through it, "
-                 "so that a window whose gradient overflowed is skipped by the scaler.")
+        check_step_then_update(span, _window_text(j))
 
 
 def _the_overflowing_window_skipped(observed, outside, run):
