@@ -42,6 +42,7 @@ REFERENCES = {
     "gradient-accumulation/ddp-accumulate": ["accumulate_windows", "reference_params", "_reference_params"],
     "gradient-accumulation/ddp-clip": ["accumulate_windows", "reference"],
     "gradient-accumulation/fsdp2-accumulate": ["reference", "_norm"],
+    "profiling/stop-recompiling": ["reference", "original_compute_loss"],
 }
 
 # The learner's function (any signature): once, it looks through its whole process for the grading side's
