@@ -222,6 +222,9 @@ class ProbeJob:
         probe = self._probe
         stage = "load"  # until the learner's module has run and its function was found
         attribute_warnings_to_submission()
+        # The probe's functions are taken now: the learner's module, loaded below, can reach the probe module
+        # (through any of its functions' __globals__) and replace `probe.probe` there.
+        observe = probe.probe if self.code is not None else getattr(probe, "measure", None)
         try:
             if hasattr(probe, "prepare"):
                 probe.prepare()
@@ -230,7 +233,7 @@ class ProbeJob:
                 if self.code is not None else None
             stage = "run"
             api = ProbeAPI(function, self.seed, self.memory_mb, self.run_name)
-            observations = probe.probe(api) if self.code is not None else probe.measure(api, self.run_name)
+            observations = observe(api) if self.code is not None else observe(api, self.run_name)
             message = {"ok": True, "observations": observations}
         except LearnerError as err:
             message = {"ok": False, "error": err.frame(), "stage": stage}

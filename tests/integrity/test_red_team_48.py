@@ -11,6 +11,8 @@ scaler.step (the recorded calls).
 """
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from grader.host.grading import run_submission
@@ -136,3 +138,33 @@ def test_code_run_while_dynamo_traces_does_not_pass(local):
     message = next(c["message"] for c in result["checks"] if c["id"] == "no-graph-breaks")
     line = SWAPS_THE_SPY_WHILE_TRACED.splitlines().index("    comptime(mute)") + 1
     assert f"torch._dynamo.comptime on line {line}" in message, message
+
+
+# Every exercise: the learner's module runs after the probe was loaded, and any of the probe's functions (a spy's
+# __globals__, or the module found with gc) reaches the probe module. A module that replaced `probe.probe` there
+# had its own function called in place of the probe's, and reported whatever it liked. The entry now takes the
+# probe's function before the learner's module loads: the replacement is never called, and the mistake below
+# is judged on what it really did.
+REPLACES_THE_PROBE = '''
+import gc
+import types
+
+
+def _forged(api):
+    raise RuntimeError("the learner's own probe ran")
+
+
+for _module in [o for o in gc.get_objects() if isinstance(o, types.ModuleType)]:
+    if getattr(_module, "__name__", "") == "exercise_probe":
+        _module.probe = _forged
+'''
+
+
+def test_a_probe_replaced_by_the_learners_module_is_never_called(local):
+    from tests.helpers import EXERCISES
+
+    mistake = (EXERCISES / "mixed-precision" / "amp-step" / "mistakes" / "raw_backward.py").read_text()
+    result = run_submission("mixed-precision/amp-step", mistake + REPLACES_THE_PROBE, sandbox=local)
+    assert "the learner's own probe ran" not in json.dumps(result), result
+    failed = {c["id"] for c in result["checks"] if c["status"] == "failed"}
+    assert failed == {"scaled-backward"}, result["checks"]  # what the mistake did, as the real probe saw it
