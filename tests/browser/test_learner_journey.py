@@ -12,8 +12,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 LESSON = "mixed-precision"
 EXERCISE_STEP = 11  # amp-step
-QUIZ_STEP = 17
-STEPS = 18
+QUIZ_STEP = 20
+STEPS = 21
 SOLUTION = (REPO / "exercises" / LESSON / "amp-step" / "solution.py").read_text()
 # The reference solution with the classic slip: backward on the raw loss (line 10).
 WRONG = SOLUTION.replace("scaler.scale(loss).backward()", "loss.backward()")
@@ -134,7 +134,7 @@ def test_learner_journey(page: Page, live_server: str, shoot) -> None:  # noqa: 
     expect(page.locator("#q-vanishing-gradients .verdict.wrong")).to_contain_text("No. The learning rate is applied")
     page.locator("#q-vanishing-gradients").get_by_role("button", name="A GradScaler").click()
     expect(page.locator("#q-vanishing-gradients .verdict.right")).to_contain_text("Right. GradScaler multiplies")
-    expect(page.locator("#first-try")).to_have_text("First try: 0 of 4 right (3 not answered yet).")
+    expect(page.locator("#first-try")).to_have_text("First try: 0 of 6 right (5 not answered yet).")
     shoot(page, "05-quiz")
     page.wait_for_load_state()
     page.keyboard.press("ArrowRight")
@@ -143,9 +143,10 @@ def test_learner_journey(page: Page, live_server: str, shoot) -> None:  # noqa: 
     # Progress on the course page, after a reload; the lesson link resumes at the recap.
     page.goto(live_server)
     page.reload()
-    # Left: amp-clip-step, fix-underflow, bf16-train, skipped-steps, the card before the quiz (the quiz was
-    # opened by its URL: that card is unread) and the quiz itself (one of its questions answered, not all).
-    expect(card.locator(".progress-text")).to_have_text(f"{STEPS - 6} of {STEPS} steps done")
+    # Left: amp-clip-step, fix-underflow, bf16-train, skipped-steps, cards 13 and 14 and fused-skip, the card
+    # before the quiz (the quiz was opened by its URL: that card is unread) and the quiz itself (one of its
+    # questions answered, not all).
+    expect(card.locator(".progress-text")).to_have_text(f"{STEPS - 9} of {STEPS} steps done")
     shoot(page, "06-course-progress")
     card.get_by_role("link", name="Continue").click()
     expect(page).to_have_url(re.compile(rf"/lessons/{LESSON}/recap$"))
@@ -153,7 +154,7 @@ def test_learner_journey(page: Page, live_server: str, shoot) -> None:  # noqa: 
     # The lesson's end: the first-try result, what was practised, the next lesson.
     page.get_by_role("link", name="Finish lesson").click()
     expect(page.locator("#lesson-end h1")).to_have_text("End of lesson 1")
-    expect(page.locator("#end-first-try")).to_have_text("First try: 0 of 4 right (3 not answered yet).")
+    expect(page.locator("#end-first-try")).to_have_text("First try: 0 of 6 right (5 not answered yet).")
     expect(page.locator(".practised li.pass")).to_contain_text("Write one AMP training step")
     shoot(page, "06b-lesson-end")
     page.get_by_role("link", name=re.compile("^Next lesson")).click()

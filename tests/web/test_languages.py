@@ -137,8 +137,10 @@ def test_lesson_one_cards_in_each_language(web: WebSession) -> None:
     cards = [step for step in load_course().lesson(LESSON).steps if isinstance(step, Card)]
     for code in SEED_TITLES:
         translated = translated_cards(code)
-        assert len(translated) == len(cards) == 12, code
-        for card, (title, markdown) in zip(cards, translated.values()):
+        assert len(translated) == len(cards) == 14, code
+        by_id = {Card.default_id(name): text for name, text in translated.items()}  # lesson order is not file order
+        for card in cards:
+            title, markdown = by_id[card.id]
             page = web.client.get(f"/{code}/lessons/{LESSON}/{card.id}").get_data(as_text=True)
             assert f"<h1>{escape(title)}</h1>" in page and title != card.title, (code, card.id)
             assert render_markdown(markdown) in page, (code, card.id)
@@ -173,7 +175,7 @@ def test_the_quiz_in_each_language_and_its_answers(make_app) -> None:  # noqa: A
             shown = re.search(rf'<p class="verdict {verdict}"[^>]*id="verdict-{question_id}">(.*?)</p>', page, re.S)
             assert shown and str(explanation) in shown.group(1), (code, question_id)
         first_try = re.search(r'id="first-try">([^<]*)</p>', page).group(1)  # "1 of 4 right", in the language
-        assert sorted(re.findall(r"\d+", first_try)) == ["1", "2", "4"] and "First try" not in first_try
+        assert sorted(re.findall(r"\d+", first_try)) == ["1", "4", "6"] and "First try" not in first_try
 
 
 def test_untranslated_text_is_marked_english(make_app, exercises_copy: Path) -> None:  # noqa: ANN001

@@ -19,7 +19,7 @@ def test_course_page_lists_lessons_for_anyone(web) -> None:  # noqa: ANN001
 def test_one_step_at_a_time_with_back_next_and_progress(web) -> None:  # noqa: ANN001
     web.guest()
     page = web.client.get(f"/lessons/{LESSON}/meet-autocast").get_data(as_text=True)
-    assert "<h1>Meet autocast</h1>" in page and "Step 4 of 18" in page
+    assert "<h1>Meet autocast</h1>" in page and "Step 4 of 21" in page
     assert f'href="/lessons/{LESSON}/the-catch-with-16-bit"' in page
     assert f'href="/lessons/{LESSON}/what-autocast-wraps"' in page
     assert page.count('class="seg ') == 18 and page.count(" current") == 1
@@ -44,7 +44,7 @@ def test_resume_point_and_course_progress(web) -> None:  # noqa: ANN001
     web.client.get(f"/lessons/{LESSON}/6", follow_redirects=True)  # going back moves the resume point
     assert web.client.get(f"/lessons/{LESSON}").location.endswith(f"/lessons/{LESSON}/meet-gradscaler")
     course = web.client.get("/").get_data(as_text=True)
-    assert "5 of 18 steps done" in course  # the five cards opened; 4 and 5 were skipped, so not read
+    assert "5 of 21 steps done" in course  # the five cards opened; 4 and 5 were skipped, so not read
     progress = web.api("GET", "/api/progress").json
     lesson = next(item for item in progress["lessons"] if item["lesson"] == LESSON)
     assert lesson["steps_done"] == 5 and lesson["resume_step"] == 6
@@ -61,12 +61,12 @@ def test_quiz_answer_is_graded_on_the_server(web) -> None:  # noqa: ANN001
     page = web.client.get(url).get_data(as_text=True)
     # One feedback sentence: the option's explanation, which says itself whether it is right.
     assert "already underflowed to zero" in page and "Not quite" not in page
-    assert "First try: 0 of 4 right (3 not answered yet)" in page
+    assert "First try: 0 of 6 right (5 not answered yet)" in page
     web.post(f"/lessons/{LESSON}/quiz/vanishing-gradients", data={"option": "1"})
     page = web.client.get(url).get_data(as_text=True)
     assert "Right. GradScaler multiplies" in page and "Correct." not in page
-    assert "First try: 0 of 4 right (3 not answered yet)" in page  # the first answer stays the first try
-    assert "18 steps done" in web.client.get("/").get_data(as_text=True)
+    assert "First try: 0 of 6 right (5 not answered yet)" in page  # the first answer stays the first try
+    assert "21 steps done" in web.client.get("/").get_data(as_text=True)
 
 
 def test_quiz_rejects_bad_choices(web) -> None:  # noqa: ANN001
@@ -121,7 +121,7 @@ def test_lesson_end_page(web) -> None:  # noqa: ANN001
     page = web.client.get(f"/lessons/{LESSON}/recap").get_data(as_text=True)
     assert f'href="/lessons/{LESSON}/end"' in page
     end = web.client.get(f"/lessons/{LESSON}/end").get_data(as_text=True)
-    assert "First try: 1 of 4 right (3 not answered yet)" in end and "What you practised" in end
+    assert "First try: 1 of 6 right (5 not answered yet)" in end and "What you practised" in end
     assert "Write one AMP training step" in end and "not passed yet" in end
     assert 'href="/lessons/gradient-accumulation"' in end and "Next lesson" in end
     last = web.client.get("/lessons/gpu-memory/end").get_data(as_text=True)
