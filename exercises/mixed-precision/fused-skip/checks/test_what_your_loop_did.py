@@ -12,8 +12,8 @@ from grader.checks.judging import figure, line_figure, show, table_figure
 
 
 @pytest.fixture(scope="module")
-def reference(run):
-    return correct_loop.reference(run["seed"], run["device"])
+def reference(run, outside):
+    return correct_loop.reference(run["seed"], run["device"], tuple(outside["outliers"]))
 
 
 @figure
