@@ -7,7 +7,7 @@ hands it the scale and the inf flag and calls its `step()` on every batch, and t
 itself), a linear warm-up over `WARMUP` steps (LambdaLR, so the learning rate counts the scheduler's steps for
 the whole run) and a GradScaler that starts at 2**24 with a growth interval of 3. Measured on the CPU
 (seeds 0-7, torch 2.13): the first 5-6 steps overflow while the scale backs off from 2**24 (the
-calibration), the outlier batches `OVERFLOW` (inputs 1000 times larger: finite loss, overflowing scaled
+calibration), the two outlier batches `outliers` (drawn by referee.py; inputs 1000 times larger: finite loss, overflowing scaled
 float16 gradients) overflow at any scale the run reaches, and of 16 steps 8-9 are real whatever the schedule."""
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ EMA of the weights (torch.optim.swa_utils.AveragedModel, whose `n_averaged` coun
 GradScaler that starts at 2**24 with a growth interval of 3. Measured on the CPU (seeds 0-7): the scaled
 float16 gradients overflow in the first 4-6 steps while the scale backs off from 2**24 to 2**19-2**20 (the
 calibration), and sometimes once more right after a growth; the scale grows after every 3 real steps in a
-row (at least twice a run, the last step's among them); batches `OVERFLOW` hold inputs 1000 times larger
+row (at least twice a run); the two batches `outliers` (drawn by referee.py) hold inputs 1000 times larger
 (outliers): their loss stays finite (about 200, against 1.4) while their scaled float16 gradients overflow at
 any scale the run reaches. Of 16 steps, 8-9 are real."""
 from __future__ import annotations
