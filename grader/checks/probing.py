@@ -21,6 +21,7 @@ channel of its own (`channel.ask(...)`, answered by the referee's `answer_helper
 from __future__ import annotations
 
 from grader.learner import accumulation, amp, memory, profiling
+from grader.learner import channel as learner_channel
 from grader.learner.accumulation import watch_step_gradients
 from grader.learner.amp import RECORDER, watch_loss, watch_model, watch_optimizer
 from grader.learner.channel import ask
@@ -37,7 +38,7 @@ __all__ = [
     "install_amp_spies", "install_accumulation_spies", "install_profiler_spies", "install_cuda_emulation",
     "RECORDER", "watch_model", "watch_optimizer", "watch_loss", "watch_step_gradients", "watch_calls",
     "swap_in", "slow_forward",
-    "ask", "start_helper", "wait_helper", "submission_line", "SUBMISSION_FILENAME",
+    "ask", "learner_channel", "start_helper", "wait_helper", "submission_line", "SUBMISSION_FILENAME",
     "SavedTensorMeter", "measure_step", "cuda_peak", "return_freed_memory", "memory_measure",
 ]
 

@@ -49,10 +49,12 @@ from grader.core.wire import (
     MAX_STREAM_ITEMS,
     recv_exactly,
 )
+from sandbox.jail import PauseNotHeld  # noqa: F401 - what Learner.pause/resume raise, for the referees' side
 
 
 class Learner(Protocol):
-    """What a referee may do to the learner's processes while it answers."""
+    """What a referee may do to the learner's processes while it answers. `pause` and `resume` raise
+    `PauseNotHeld` when the learner's tasks did not all stop, or something but the grading process ran meanwhile."""
 
     def pause(self) -> None: ...
     def resume(self) -> None: ...

@@ -17,7 +17,8 @@ One file per concern, applied as one ordered sequence per mode (confinement.py):
     preflight.py   what this host lacks to confine
 """
 from sandbox.jail.confinement import Confinement, Limits, in_container
-from sandbox.jail.jail import OUTPUT_CAP, Jail, LearnerHandle, Outcome
+from sandbox.jail.jail import OUTPUT_CAP, Jail, LearnerHandle, Outcome, PauseNotHeld
 from sandbox.jail.tree import Job
 
-__all__ = ["Confinement", "Limits", "in_container", "Jail", "LearnerHandle", "Outcome", "Job", "OUTPUT_CAP"]
+__all__ = ["Confinement", "Limits", "in_container", "Jail", "LearnerHandle", "Outcome", "PauseNotHeld", "Job",
+           "OUTPUT_CAP"]

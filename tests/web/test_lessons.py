@@ -22,9 +22,9 @@ def test_one_step_at_a_time_with_back_next_and_progress(web) -> None:  # noqa: A
     assert "<h1>Meet autocast</h1>" in page and "Step 4 of 21" in page
     assert f'href="/lessons/{LESSON}/the-catch-with-16-bit"' in page
     assert f'href="/lessons/{LESSON}/what-autocast-wraps"' in page
-    assert page.count('class="seg ') == 18 and page.count(" current") == 1
+    assert page.count('class="seg ') == 21 and page.count(" current") == 1
     assert '<pre class="highlight"><code><span class="k">with</span>' in page  # Pygments, not escaped twice
-    assert web.client.get(f"/lessons/{LESSON}/19").status_code == 404
+    assert web.client.get(f"/lessons/{LESSON}/22").status_code == 404
     assert web.client.get(f"/lessons/{LESSON}/0").status_code == 404
     assert web.client.get("/lessons/no-such-lesson/1").status_code == 404
     assert web.client.get(f"/lessons/{LESSON}/no-such-step").status_code == 404
