@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 import select
 import signal
 import socket
@@ -75,17 +76,25 @@ _learner.ask = _ask
 '''
 
 
-def test_helpers_inside_long_system_calls_void_the_round_and_the_verdict_says_so(sandbox):
+def test_helpers_inside_long_system_calls_never_time_the_original_beside_them(sandbox):
+    """The attack fails either way: a round during which a helper was still inside its call is void, and the
+    verdict says so; on a machine fast enough that every call ends within the pause's wait, every round was
+    timed with all of them stopped, and the unfixed step is simply not faster. Which happens depends on the
+    machine's speed (a void round 0 in most runs under load, round 2 in one, none on an idle machine in
+    docker), so the void itself is held deterministically by the handle's tests below."""
     result = run_submission(EXERCISE, NOT_FIXED + HELPERS_IN_LONG_CALLS, sandbox=sandbox)
     assert result["status"] == "failed", result
     checks = {c["id"]: c for c in result["checks"]}
     assert checks["same-result"]["passed"], checks["same-result"]  # the step did the checked work
     faster = checks["faster"]
     assert not faster["passed"]
-    assert faster["message"].startswith("The grader could not time round 0 with nothing but its own original "
-                                        "running"), faster["message"]
-    assert f"still ran {PAUSE_WAIT_S:g} s after the grader sent them SIGSTOP" in faster["message"] \
-        or f"did not all stop within {PAUSE_WAIT_S:g} s" in faster["message"], faster["message"]
+    message = faster["message"]
+    if re.match(r"The grader could not time round \d+ with nothing but its own original running", message):
+        assert f"still ran {PAUSE_WAIT_S:g} s after the grader sent them SIGSTOP" in message \
+            or f"did not all stop within {PAUSE_WAIT_S:g} s" in message, message
+    else:
+        ratio = float(re.search(r"the original step took ([0-9.]+)x as long as yours", message).group(1))
+        assert ratio < 2, message  # timed with every helper stopped: the unfixed step's own speed
 
 
 # --- the handle itself, in the pytest process (no grading) ---------------------------------------------------
