@@ -77,6 +77,21 @@ def password_method(value: str) -> str:
     return method
 
 
+SMTP_SECURITY = ("starttls", "ssl", "none")
+
+
+def _choice(value: str, choices: tuple[str, ...]) -> str:
+    if value.strip().lower() not in choices:
+        raise ValueError(value)
+    return value.strip().lower()
+
+
+def networks(value: str) -> tuple[str, ...]:
+    """CIDR networks, comma separated, each checked (`ipaddress.ip_network`) and kept in its canonical form."""
+    import ipaddress
+    return tuple(str(ipaddress.ip_network(part.strip(), strict=False)) for part in value.split(",") if part.strip())
+
+
 def host_names(value: str) -> tuple[str, ...]:
     return tuple(name.strip().lower().strip("[]") for name in value.split(",") if name.strip())
 
@@ -229,6 +244,42 @@ class Settings:
     signin_max_delay_s: int = setting(
         "DLA_SIGNIN_MAX_DELAY_S", 900, "the longest wait after a wrong password (a delay, never a lock: no "
         "attempt is ever held back for longer)", int)
+
+    # -- how long a sign-in lasts (academy/security.py)
+    session_idle_days: float = setting(
+        "DLA_SESSION_IDLE_DAYS", 7.0, "a signed-in session that made no request for this long ends, and the "
+        "browser signs in again", float)
+    session_max_days: float = setting(
+        "DLA_SESSION_MAX_DAYS", 30.0, "the longest a signed-in session lives from its sign-in, however often it "
+        "is used (a guest's session is bounded by `DLA_GUEST_IDLE_DAYS` instead: it has no password to sign in "
+        "again with)", float)
+
+    # -- email (academy/mail.py): confirmation links for sign-ups
+    smtp_host: str = setting(
+        "DLA_SMTP_HOST", "", "the SMTP server that sends confirmation links; empty: no mail is sent, the link is "
+        "written to the server's log for the operator, and addresses stay unconfirmed until opened",
+        shown_default="empty")
+    smtp_port: int = setting("DLA_SMTP_PORT", 587, "the SMTP server's port", int)
+    smtp_security: str = setting(
+        "DLA_SMTP_SECURITY", "starttls", "`starttls` (upgrade the connection; port 587), `ssl` (TLS from the "
+        "start; port 465) or `none` (a relay on this host or network only)", lambda v: _choice(v, SMTP_SECURITY))
+    smtp_user: str = setting("DLA_SMTP_USER", "", "the SMTP login, if the server wants one",
+                             shown_default="empty")
+    smtp_password: str = setting("DLA_SMTP_PASSWORD", "", "the SMTP password", shown_default="empty")
+    mail_from: str = setting(
+        "DLA_MAIL_FROM", "Deep Learning Academy <noreply@localhost>", "the `From` of every mail the site sends")
+    email_confirm_hours: int = setting(
+        "DLA_EMAIL_CONFIRM_HOURS", 48, "hours a confirmation link stays valid", int)
+
+    # -- what the server may reach on an LMS's behalf (academy/outbound.py)
+    lti_private_networks: tuple[str, ...] = setting(
+        "DLA_LTI_PRIVATE_NETWORKS", (), "networks (CIDR, comma separated, e.g. `10.20.0.0/16`) an LTI "
+        "registration's URLs may resolve to although they are not public: a campus LMS on a private network. "
+        "Loopback, link-local and cloud metadata addresses are never reached, whatever this says",
+        networks, shown_default="empty")
+    lti_allow_http: bool = setting(
+        "DLA_LTI_ALLOW_HTTP", False, "accept `http://` LTI registration URLs (development and tests against a "
+        "local LMS only; with it, loopback is reachable too)", flag, shown_default="unset")
 
     # -- absolute URLs (hreflang links; academy/i18n.py)
     public_url: str | None = setting(
