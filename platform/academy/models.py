@@ -71,6 +71,12 @@ class User(Base):
     # The institution's student id (Canvas's "SIS User ID"), set by an instructor or an LTI launch's `lis`
     # claim; optional, and never two accounts with the same one.
     sis_id: Mapped[str | None] = mapped_column(String(SIS_ID_MAX), unique=True, index=True)
+    # When the owner proved `email` is theirs (a confirmation link opened with the account's password;
+    # academy/confirmation.py), or an operator vouched for it (`create-user`). None: unconfirmed, as every
+    # account from before migration 0011: such an address is never a gradebook's matching key, and a sign-up
+    # by whoever owns it takes it away (pending_signups).
+    email_confirmed_at: Mapped[datetime | None] = mapped_column(DateTime)
+    confirmation_sent_at: Mapped[datetime | None] = mapped_column(DateTime)  # the last link mailed (rate limit)
 
     tokens: Mapped[list[ApiToken]] = relationship(back_populates="user", cascade="all, delete-orphan")
 
@@ -85,6 +91,10 @@ class User(Base):
     @property
     def is_instructor(self) -> bool:
         return self.role == "instructor"
+
+    @property
+    def email_confirmed(self) -> bool:
+        return self.email is not None and self.email_confirmed_at is not None
 
     @property
     def display_name(self) -> str:
@@ -104,6 +114,22 @@ class ApiToken(Base):
     last_used_at: Mapped[datetime | None] = mapped_column(DateTime)
 
     user: Mapped[User] = relationship(back_populates="tokens")
+
+
+class PendingSignup(Base):
+    """A sign-up whose address an unconfirmed account holds (migration 0011; academy/confirmation.py): kept until
+    a link mailed to the address is opened with the sign-up's password (then the account is made, the address
+    confirmed, and the unconfirmed holder loses it), or until the link expires."""
+    __tablename__ = "pending_signups"
+    __table_args__ = {"sqlite_autoincrement": True}  # an id is never reused: a link names one sign-up only
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    email: Mapped[str] = mapped_column(String(254), index=True)
+    name: Mapped[str | None] = mapped_column(String(NAME_MAX))
+    password_hash: Mapped[str] = mapped_column(String(256))
+    # The guest who signed up, whose work the new account takes (progress.merge_guest); None if none, or gone.
+    guest_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
 
 
 class JobStatus(StrEnum):

@@ -266,6 +266,48 @@ def test_migration_0009_on_postgresql(postgres: PostgresServer) -> None:
     _names_round_trip(postgres.url())
 
 
+def _confirmed_emails_round_trip(url: str) -> None:
+    """0011: accounts from before it stay unconfirmed (nobody proved their address), the columns added to `users`
+    in place, a pending sign-up loses its guest (not itself) when the guest is removed; down to 0010 and up."""
+    config = alembic_config(url)
+    command.upgrade(config, "0010")
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        for email in ("a@example.org", "b@example.org"):
+            connection.execute(text("INSERT INTO users (email, role, is_guest, created_at, session_secret) "
+                                    "VALUES (:e, 'learner', false, CURRENT_TIMESTAMP, 's')"), {"e": email})
+        connection.execute(text("INSERT INTO users (role, is_guest, created_at, session_secret) "
+                                "VALUES ('learner', true, CURRENT_TIMESTAMP, 's')"))
+    command.upgrade(config, "0011")
+    with engine.begin() as connection:
+        assert connection.execute(text("SELECT id, email_confirmed_at, confirmation_sent_at FROM users "
+                                       "ORDER BY id")).all() == [(1, None, None), (2, None, None), (3, None, None)]
+        connection.execute(text("INSERT INTO pending_signups (email, name, password_hash, guest_id, created_at) "
+                                "VALUES ('a@example.org', 'A', 'h', 3, CURRENT_TIMESTAMP)"))
+    with engine.begin() as connection:
+        if engine.dialect.name == "sqlite":
+            connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+        connection.execute(text("DELETE FROM users WHERE id = 3"))
+        assert connection.execute(text("SELECT email, guest_id FROM pending_signups")).all() == [
+            ("a@example.org", None)]
+    command.downgrade(config, "0010")
+    with engine.begin() as connection:
+        assert "email_confirmed_at" not in {c["name"] for c in inspect(connection).get_columns("users")}
+        assert not inspect(connection).has_table("pending_signups")
+        assert connection.execute(text("SELECT id, email FROM users ORDER BY id")).all() == [
+            (1, "a@example.org"), (2, "b@example.org")]
+    command.upgrade(config, "head")
+    engine.dispose()
+
+
+def test_migration_0011_on_sqlite(tmp_path: Path) -> None:
+    _confirmed_emails_round_trip(f"sqlite:///{tmp_path / 'academy.sqlite'}")
+
+
+def test_migration_0011_on_postgresql(postgres: PostgresServer) -> None:
+    _confirmed_emails_round_trip(postgres.url())
+
+
 def test_the_schema_the_app_checks_for_is_alembics_head() -> None:
     """academy.db.SCHEMA_REVISION (what the app's first session checks, without importing Alembic) names the
     newest migration: a new migration without it fails here, not in an operator's `503`."""
