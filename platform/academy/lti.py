@@ -31,9 +31,9 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+from flask import Blueprint, abort, flash, g, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
-from sqlalchemy import delete, func, select
+from sqlalchemy import column, delete, func, literal_column, select, table, update
 from sqlalchemy.exc import IntegrityError
 
 from academy.accounts import AccountError, clean_name, clean_sis_id, gettext
@@ -51,6 +51,7 @@ from academy.models import (
     User,
     utcnow,
 )
+from academy.outbound import OutboundError, Policy, fetch_key_set, key_sets, printable
 from academy.security import CONTENT_SECURITY_POLICY, instructor_required, start_session
 from academy.settings import settings
 
@@ -69,6 +70,21 @@ LIS = "https://purl.imsglobal.org/spec/lti/claim/lis"
 TARGET = "dla_target"  # the custom parameter a deep link sets: "exercise:<id>" or "lesson:<id>"
 LAUNCH_LIFETIME_S = 3600  # a deep-linking launch waits this long for the instructor's pick
 SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
+ROLES = "https://purl.imsglobal.org/spec/lti/claim/roles"
+MESSAGE_TYPE = "https://purl.imsglobal.org/spec/lti/claim/message_type"
+# The context (course membership) roles that may choose what the LMS links to: the course's instructors, content
+# developers and administrators. Institution roles (.../institution/person#Instructor, #Faculty, #Staff) say
+# nothing about this course: a learner of it may hold one.
+DEEP_LINKING_ROLES = frozenset(f"http://purl.imsglobal.org/vocab/lis/v2/membership#{role}"
+                               for role in ("Instructor", "ContentDeveloper", "Administrator"))
+MAX_CLAIM = 255  # the longest `sub`, resource link id ... a launch may carry (the columns they are kept in)
+SESSION_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")  # PyLTI1p3's uuid4
+
+# Registrations an instructor removed keep their row (lti_platforms.removed_at, migration 0012): the learners'
+# accounts stay keyed to it, and registering the same issuer and client id again brings the row back, so every
+# learner's launch finds the same account as before.
+REMOVED_AT = literal_column("lti_platforms.removed_at")
+_platforms_table = table("lti_platforms", column("id"), column("removed_at"))
 
 
 class LtiRefused(Exception):
@@ -108,10 +124,37 @@ def public_jwk(private_pem: str) -> dict[str, Any]:
 
 
 def _url(value: str, what: str) -> str:
+    """A URL this site will connect to or send browsers to: https (http only with DLA_LTI_ALLOW_HTTP), a host,
+    and that host not on a loopback, private, link-local or reserved network (DLA_LTI_PRIVATE_NETWORKS)."""
+    policy = Policy.from_settings()
+    try:
+        value = policy.check_url(value)
+    except OutboundError:
+        raise AccountError(gettext("%(what)s must be an https:// URL with a host name.", what=what)) from None
+    try:
+        policy.check_host(value)
+    except OutboundError:
+        raise AccountError(gettext("%(what)s names a host on a loopback, private, link-local or reserved network, "
+                                   "which this site does not connect to (an operator may allow a private network "
+                                   "with DLA_LTI_PRIVATE_NETWORKS).", what=what)) from None
+    return value
+
+
+def _issuer(value: str) -> str:
+    """The platform's issuer as the spec has it: an https URL with a host and no query or fragment (http only with
+    DLA_LTI_ALLOW_HTTP), without spaces or control characters. It is never fetched."""
     value = value.strip()
-    parts = urlsplit(value)
-    if parts.scheme not in ("https", "http") or not parts.hostname or len(value) > 1000:
-        raise AccountError(gettext("%(what)s must be an http(s) URL.", what=what))
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - a port that is not a number raises
+    except ValueError:
+        parts = None
+    schemes = ("https", "http") if settings().lti_allow_http else ("https",)
+    if (parts is None or parts.scheme not in schemes or not parts.hostname or parts.query or parts.fragment
+            or parts.username is not None or len(value) > 255
+            or any(ord(ch) <= 32 or ord(ch) == 127 or 0x80 <= ord(ch) < 0xA0 for ch in value)):
+        raise AccountError(gettext("The issuer must be the LMS's https:// URL with a host name, as the LMS shows it "
+                                   "(e.g. https://canvas.instructure.com), without spaces."))
     return value
 
 
@@ -137,7 +180,7 @@ class PlatformForm:
 
     def clean(self) -> PlatformForm:
         return PlatformForm(
-            name=_field(self.name, gettext("The name"), 100), issuer=_field(self.issuer, gettext("The issuer")),
+            name=_field(self.name, gettext("The name"), 100), issuer=_issuer(self.issuer),
             client_id=_field(self.client_id, gettext("The client id")),
             auth_login_url=_url(self.auth_login_url, gettext("The authorization (OIDC auth) URL")),
             auth_token_url=_url(self.auth_token_url, gettext("The access token URL")),
@@ -148,24 +191,57 @@ class PlatformForm:
             else "")
 
 
+def is_removed(platform: LtiPlatform) -> bool:
+    return get_session().scalar(select(REMOVED_AT).select_from(LtiPlatform).where(
+        LtiPlatform.id == platform.id)) is not None
+
+
 def register_platform(form: PlatformForm) -> LtiPlatform:
     """A new registration with its own key pair (caller commits). AccountError for a field that is wrong or
-    an issuer and client id registered already."""
+    an issuer and client id registered already. The issuer and client id of a removed registration bring it back
+    (new URLs, deployments and key): its learners' launches find their accounts again."""
     form = form.clean()
     db = get_session()
-    if db.scalar(select(LtiPlatform).where(LtiPlatform.issuer == form.issuer,
-                                           LtiPlatform.client_id == form.client_id)) is not None:
+    platform = db.scalar(select(LtiPlatform).where(LtiPlatform.issuer == form.issuer,
+                                                   LtiPlatform.client_id == form.client_id))
+    if platform is not None and not is_removed(platform):
         raise AccountError(gettext("The issuer %(issuer)s already has a registration with client id %(client)s.",
                                    issuer=form.issuer, client=form.client_id))
     private, kid = new_key_pair()
-    platform = LtiPlatform(name=form.name, issuer=form.issuer, client_id=form.client_id,
-                           auth_login_url=form.auth_login_url, auth_token_url=form.auth_token_url,
-                           key_set_url=form.key_set_url, auth_audience=form.auth_audience or None,
-                           tool_private_key=private, tool_kid=kid)
+    if platform is None:
+        platform = LtiPlatform(issuer=form.issuer, client_id=form.client_id)
+        db.add(platform)
+    platform.name, platform.tool_private_key, platform.tool_kid = form.name, private, kid
+    _update_urls(platform, form)
     platform.deployments = [LtiDeployment(deployment_id=d) for d in form.deployment_ids]
-    db.add(platform)
     db.flush()
+    db.execute(update(_platforms_table).where(_platforms_table.c.id == platform.id).values(removed_at=None))
     return platform
+
+
+def _update_urls(platform: LtiPlatform, form: PlatformForm) -> None:
+    platform.auth_login_url, platform.auth_token_url = form.auth_login_url, form.auth_token_url
+    platform.key_set_url, platform.auth_audience = form.key_set_url, form.auth_audience or None
+
+
+def edit_platform(platform: LtiPlatform, form: PlatformForm) -> None:
+    """Change a registration's name, URLs and token audience in place (its issuer, client id, key and learners stay),
+    each checked as at registration (AccountError). The caller commits."""
+    form = PlatformForm(name=form.name, issuer=platform.issuer, client_id=platform.client_id,
+                        auth_login_url=form.auth_login_url, auth_token_url=form.auth_token_url,
+                        key_set_url=form.key_set_url, auth_audience=form.auth_audience).clean()
+    platform.name = form.name
+    _update_urls(platform, form)
+
+
+def remove_platform(platform: LtiPlatform) -> None:
+    """Refuse the registration's launches from now on (it leaves /lti/jwks and the list); its learners keep their
+    accounts, and registering the same issuer and client id again leads their launches back to them. The caller
+    commits."""
+    platform.deployments = []
+    get_session().flush()
+    get_session().execute(update(_platforms_table).where(_platforms_table.c.id == platform.id)
+                          .values(removed_at=utcnow()))
 
 
 def add_deployment(platform: LtiPlatform, deployment_id: str) -> None:
@@ -189,22 +265,20 @@ def public_base() -> str:
 
 # -- PyLTI1p3's seams: where registrations, nonces and launches live ----------------------------------------
 
-HTTP_TIMEOUT_S = 10  # a platform that does not answer holds no web thread or grading job for longer
-
-
 def _http() -> Any:
-    """A requests session whose every call gives up after HTTP_TIMEOUT_S (PyLTI1p3 passes none itself)."""
-    import requests
+    """The requests session PyLTI1p3 is given: only where academy/outbound.py allows, no redirects, bounded."""
     from pylti1p3.service_connector import REQUESTS_USER_AGENT
 
-    class Session(requests.Session):
-        def request(self, *args: Any, **kwargs: Any) -> Any:
-            kwargs.setdefault("timeout", HTTP_TIMEOUT_S)
-            return super().request(*args, **kwargs)
+    from academy import outbound
 
-    session = Session()
-    session.headers["User-Agent"] = REQUESTS_USER_AGENT
-    return session
+    return outbound.session(Policy.from_settings(), REQUESTS_USER_AGENT)
+
+
+# What pages and stored errors say when the LMS cannot be reached or answers wrongly: one fixed reason each,
+# never the upstream text (it may be anything the URL answered, an internal service's included), and the same
+# whether the port was closed, filtered or answered.
+KEY_SET_UNAVAILABLE = "the LMS's key set could not be fetched"
+SCORE_NOT_TAKEN = "the LMS could not be reached, or did not take the score"
 
 
 def _registration(platform: LtiPlatform) -> Registration:
@@ -219,13 +293,20 @@ def _registration(platform: LtiPlatform) -> Registration:
     return registration
 
 
+def active_platforms() -> Any:
+    """select(LtiPlatform) of the registrations not removed."""
+    return select(LtiPlatform).where(REMOVED_AT.is_(None))
+
+
 def find_platform(issuer: str, client_id: str | None) -> LtiPlatform | None:
     """The registration of (issuer, client id); without a client id (the login initiation may leave it out),
-    the issuer's only registration, if it has exactly one."""
+    the issuer's only registration, if it has exactly one. A removed registration is none."""
     db = get_session()
+    if not isinstance(issuer, str) or (client_id is not None and not isinstance(client_id, str)):
+        return None
     if client_id:
-        return db.scalar(select(LtiPlatform).where(LtiPlatform.issuer == issuer, LtiPlatform.client_id == client_id))
-    rows = db.scalars(select(LtiPlatform).where(LtiPlatform.issuer == issuer).limit(2)).all()
+        return db.scalar(active_platforms().where(LtiPlatform.issuer == issuer, LtiPlatform.client_id == client_id))
+    rows = db.scalars(active_platforms().where(LtiPlatform.issuer == issuer).limit(2)).all()
     return rows[0] if len(rows) == 1 else None
 
 
@@ -302,6 +383,16 @@ def _services() -> tuple[Any, Any, Any, Any]:
     from pylti1p3.contrib.flask import FlaskCookieService, FlaskRequest
     from pylti1p3.session import SessionService
 
+    class CheckedCookieService(FlaskCookieService):
+        """An LTI session id that is not one PyLTI1p3 makes (a uuid4) is no session id: the login makes a new one,
+        a launch is refused (400), and no over-long key ever reaches the database."""
+
+        def get_cookie(self, name: str) -> Any:
+            value = super().get_cookie(name)
+            if name == "session-id" and value is not None and not SESSION_ID.fullmatch(value):
+                return None
+            return value
+
     class OneTimeSessionService(SessionService):
         """PyLTI1p3's, with a nonce that a launch uses up (the library only checks that it exists, so the same
         id_token could be posted again), and no second validation of a state by the token's hash."""
@@ -318,20 +409,87 @@ def _services() -> tuple[Any, Any, Any, Any]:
 
     lti_request = FlaskRequest(request_is_secure=request.is_secure)
     session_service = OneTimeSessionService(lti_request)
-    return lti_request, _tool_conf(), session_service, FlaskCookieService(lti_request)
+    return lti_request, _tool_conf(), session_service, CheckedCookieService(lti_request)
+
+
+class LaunchRefused(Exception):
+    """A launch refused by this module's own checks: `message` is the fixed reason the page shows."""
+
+    def __init__(self, message: str, detail: str, status: int = 400):
+        super().__init__(detail)
+        self.message, self.detail, self.status = message, detail, status
+
+
+def _launch_class() -> Any:
+    from pylti1p3.contrib.flask import FlaskMessageLaunch
+
+    class MessageLaunch(FlaskMessageLaunch):
+        """PyLTI1p3's launch, with the key set fetched through academy/outbound.py and kept (key_sets), and the
+        claims LTI 1.3 (OpenID Connect) requires: `exp` and `iat`, and `azp` when `aud` is a list."""
+
+        def get_client_id(self) -> str:
+            body = self._get_jwt_body()
+            aud, azp = body.get("aud"), body.get("azp")
+            if isinstance(aud, list) and isinstance(azp, str) and azp in aud:
+                return azp  # the party the token was issued to, whatever its place in the list
+            return super().get_client_id()
+
+        def get_public_key(self) -> tuple[str, str]:
+            from jwcrypto.jwk import JWK
+
+            header = self._jwt.get("header", {})
+            kid, alg = header.get("kid"), header.get("alg")
+            if not isinstance(kid, str) or not kid or not isinstance(alg, str) or not alg:
+                raise LaunchRefused(gettext("The launch's signature does not match the LMS's keys."),
+                                    "no kid or alg in the header")
+            url = self._registration.get_key_set_url()
+            policy = Policy.from_settings()
+            try:
+                key = key_sets.key(url, kid, lambda u: fetch_key_set(u, policy))
+            except OutboundError as exc:
+                log.warning("LTI key set of %s not fetched: %s", printable(self._registration.get_issuer(), 200),
+                            printable(exc.detail))
+                raise LaunchRefused(gettext("The LMS's key set could not be fetched, so its launch cannot be "
+                                            "checked. If it keeps failing, tell the course's instructor."),
+                                    "key set", 502) from None
+            if key is None or key.get("alg", "RS256") != alg:
+                raise LaunchRefused(gettext("The launch's signature does not match the LMS's keys."),
+                                    "no key with this kid and alg")
+            try:
+                return JWK.from_json(json.dumps(key)).export_to_pem(), alg
+            except Exception:  # noqa: BLE001 - whatever the key set holds
+                raise LaunchRefused(gettext("The launch's signature does not match the LMS's keys."),
+                                    "a key of the key set is not usable") from None
+
+        def validate_jwt_signature(self) -> Any:
+            super().validate_jwt_signature()
+            body = self._get_jwt_body()
+            for claim in ("exp", "iat"):
+                if not isinstance(body.get(claim), (int, float)) or isinstance(body.get(claim), bool):
+                    raise LaunchRefused(gettext("The LMS's launch lacks its issue or expiry time (iat, exp), which "
+                                                "LTI 1.3 requires."), f"no {claim}")
+            aud, azp = body.get("aud"), body.get("azp")
+            client_id = self._registration.get_client_id()
+            audience = aud if isinstance(aud, list) else [aud]
+            if client_id not in audience or (azp is not None and azp != client_id) or (
+                    isinstance(aud, list) and len(aud) > 1 and azp is None):
+                raise LaunchRefused(gettext("The launch is not addressed to this tool (its aud and azp claims)."),
+                                    "aud/azp")
+            return self
+
+    return MessageLaunch
 
 
 def _message_launch(launch_id: str | None = None) -> Any:
-    from pylti1p3.contrib.flask import FlaskMessageLaunch
-
     lti_request, tool_conf, session_service, cookies = _services()
     storage = _storage()
+    message_launch = _launch_class()
     if launch_id is not None:
-        return FlaskMessageLaunch.from_cache(launch_id, lti_request, tool_conf, session_service=session_service,
-                                             cookie_service=cookies, launch_data_storage=storage,
-                                             requests_session=_http())
-    launch = FlaskMessageLaunch(lti_request, tool_conf, session_service=session_service, cookie_service=cookies,
-                                requests_session=_http())
+        return message_launch.from_cache(launch_id, lti_request, tool_conf, session_service=session_service,
+                                         cookie_service=cookies, launch_data_storage=storage,
+                                         requests_session=_http())
+    launch = message_launch(lti_request, tool_conf, session_service=session_service, cookie_service=cookies,
+                            requests_session=_http())
     launch.set_launch_data_storage(storage)
     return launch
 
@@ -345,24 +503,47 @@ FRAMEABLE = frozenset({"lti.login", "lti.launch", "lti.deep_link"})
 _HOST = re.compile(r"[A-Za-z0-9.-]+(:[0-9]{1,5})?")
 
 
-def platform_origins() -> list[str]:
-    """The web origins of the registered LMSes (their issuer and endpoints), as CSP sources."""
+def platform_origins(platform: LtiPlatform) -> list[str]:
+    """The web origins of one registered LMS (its issuer and endpoints), as CSP sources."""
     origins: set[str] = set()
-    for row in get_session().execute(select(LtiPlatform.issuer, LtiPlatform.auth_login_url,
-                                            LtiPlatform.auth_token_url)):
-        for url in row:
-            parts = urlsplit(url)
-            if parts.scheme in ("https", "http") and _HOST.fullmatch(parts.netloc or ""):
-                origins.add(f"{parts.scheme}://{parts.netloc}")
+    for url in (platform.issuer, platform.auth_login_url, platform.auth_token_url):
+        parts = urlsplit(url)
+        if parts.scheme in ("https", "http") and _HOST.fullmatch(parts.netloc or ""):
+            origins.add(f"{parts.scheme}://{parts.netloc}")
     return sorted(origins)
 
 
+def _remember_frame(storage: Any, platform: LtiPlatform) -> None:
+    """The browser's LTI session (its session id, in `storage`) came from `platform`: its pages may be framed by
+    that LMS only."""
+    if storage.get_session_id():
+        storage.set_value("frame", platform.id, LAUNCH_LIFETIME_S)
+
+
+def _framing_platform() -> LtiPlatform | None:
+    """The registration this request's LTI pages may be framed by: the one the handler named (g.lti_platform),
+    else the one the browser's LTI session came from (its login)."""
+    platform = g.get("lti_platform")
+    if platform is not None:
+        return platform
+    session_id = request.cookies.get("lti1p3-session-id", "")
+    if not SESSION_ID.fullmatch(session_id):
+        return None
+    storage = _storage()
+    storage.set_session_id(session_id)
+    platform_id = storage.get_value("frame")
+    if not isinstance(platform_id, int):
+        return None
+    return get_session().scalar(active_platforms().where(LtiPlatform.id == platform_id))
+
+
 @bp.after_request
-def _framed_by_registered_platforms(response: Any) -> Any:
+def _framed_by_the_sessions_platform(response: Any) -> Any:
     if request.endpoint in FRAMEABLE:
-        ancestors = " ".join(platform_origins()) or "'none'"
+        platform = _framing_platform()
+        ancestors = " ".join(platform_origins(platform)) if platform is not None else ""
         response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY.replace(
-            "frame-ancestors 'none'", f"frame-ancestors {ancestors}")
+            "frame-ancestors 'none'", f"frame-ancestors {ancestors or chr(39) + 'none' + chr(39)}")
     return response
 
 
@@ -371,7 +552,8 @@ def _framed_by_registered_platforms(response: Any) -> Any:
                error_message=lambda: gettext("Too many LMS launches from your network; try again later."))
 def login() -> ResponseReturnValue:
     """Third-party initiated login: the platform names itself (iss, client_id) and the user (login_hint); an
-    unregistered platform is refused here, before any browser is sent anywhere."""
+    unregistered platform is refused here, before any browser is sent anywhere, and so is a registration whose
+    authorization URL is not one browsers may be sent to (https, a public host: academy/outbound.py)."""
     from pylti1p3.contrib.flask import FlaskOIDCLogin
     from pylti1p3.exception import OIDCException
 
@@ -380,17 +562,35 @@ def login() -> ResponseReturnValue:
     db = get_session()
     db.execute(delete(LtiValue).where(LtiValue.expires_at <= utcnow()))  # logins never launched, launches done
     db.commit()
+    issuer, client_id = lti_request.get_param("iss"), lti_request.get_param("client_id")
+    platform = find_platform(issuer, client_id or None) if issuer else None
+    if platform is not None:
+        policy = Policy.from_settings()
+        try:
+            policy.check_host(policy.check_url(platform.auth_login_url))
+        except OutboundError as exc:
+            log.warning("LTI login refused: the authorization URL of registration %s is not allowed: %s",
+                        platform.id, printable(exc.detail))
+            return _refused(gettext("This LMS's registration names an authorization URL this site does not send "
+                                    "browsers to. An instructor corrects it on /lti/platforms."), 403)
+        g.lti_platform = platform
+    storage = _storage()
     oidc = FlaskOIDCLogin(lti_request, tool_conf, session_service=session_service, cookie_service=cookies,
-                          launch_data_storage=_storage())
+                          launch_data_storage=storage)
     try:
-        return oidc.redirect(launch_url)
+        answer = oidc.redirect(launch_url)
     except OIDCException as exc:
-        issuer = lti_request.get_param("iss") or "?"
-        log.warning("LTI login refused (issuer %s, client %s): %s", issuer, lti_request.get_param("client_id"), exc)
+        log.warning("LTI login refused (issuer %s, client %s): %s", printable(issuer or "?", 200),
+                    printable(client_id, 200), printable(exc))
         if "registration" in str(exc):
             return _refused(gettext("No LMS with the issuer %(issuer)s and this client id is registered here. An "
-                                    "instructor registers it on /lti/platforms.", issuer=issuer), 403)
-        return _refused(gettext("The LMS's login request is incomplete: %(reason)s.", reason=str(exc)), 400)
+                                    "instructor registers it on /lti/platforms.",
+                                    issuer=printable(issuer or "?", 200)), 403)
+        return _refused(gettext("The LMS's login request is incomplete (it lacks the issuer, the user hint or the "
+                                "target link)."), 400)
+    if platform is not None:
+        _remember_frame(storage, platform)
+    return answer
 
 
 @bp.post("/launch")
@@ -400,16 +600,28 @@ def launch() -> ResponseReturnValue:
     try:
         message_launch = _message_launch()  # refused without this browser's LTI session cookie
         data = message_launch.get_launch_data()  # validates everything, once
+    except LaunchRefused as exc:
+        log.warning("LTI launch refused: %s", printable(exc.detail))
+        return _refused(exc.message, exc.status)
     except LtiException as exc:
-        log.warning("LTI launch refused: %s", exc)
+        log.warning("LTI launch refused: %s", printable(exc))
         return _refused(_launch_reason(str(exc)), 403 if "Registration" in str(exc) or "deployment" in str(exc)
                         else 400)
     platform = find_platform(data["iss"], message_launch.get_client_id())
     if platform is None:  # deleted between the check and now
         return _refused(gettext("This LMS is no longer registered here."), 403)
+    g.lti_platform = platform
+    too_long = [claim for claim, value in (("sub", data.get("sub")), ("deployment_id", data.get(DEPLOYMENT)),
+                                           ("resource_link", (data.get(RESOURCE_LINK) or {}).get("id", "")))
+                if not isinstance(value, (str, int)) or len(str(value)) > MAX_CLAIM
+                or (claim == "sub" and not str(value))]
+    if too_long:
+        log.warning("LTI launch refused: %s missing or longer than %d characters", ", ".join(too_long), MAX_CLAIM)
+        return _refused(gettext("The LMS's launch names a user, deployment or link id that is missing or longer than "
+                                "%(num)d characters.", num=MAX_CLAIM), 400)
     if message_launch.is_deep_link_launch():
-        if not (message_launch.check_teacher_access() or message_launch.check_staff_access()
-                or message_launch.check_designer_access()):
+        roles = data.get(ROLES)
+        if not isinstance(roles, list) or not DEEP_LINKING_ROLES.intersection(r for r in roles if isinstance(r, str)):
             return _refused(gettext("Only the course's instructors can choose what the LMS links to."), 403)
         return render_template("lti/pick.html", launch_id=message_launch.get_launch_id(), course=_course(),
                                platform=platform)
@@ -426,6 +638,7 @@ def launch() -> ResponseReturnValue:
 
 
 def _launch_reason(error: str) -> str:
+    """A fixed reason for PyLTI1p3's refusal (its text, which may quote the launch, goes to the log only)."""
     if "Nonce" in error or "State not found" in error or "Missing state" in error or "cookie" in error:
         return gettext("This launch was already used, is too old, or did not start in this browser. Open the "
                        "link in the LMS again.")
@@ -438,7 +651,7 @@ def _launch_reason(error: str) -> str:
         return gettext("This launch is too old. Open the link in the LMS again.")
     if "decode" in error or "public key" in error or "signature" in error.lower() or "JWT" in error:
         return gettext("The launch's signature does not match the LMS's keys.")
-    return gettext("The LMS's launch was refused: %(reason)s.", reason=error)
+    return gettext("The LMS's launch is not a valid LTI 1.3 launch.")
 
 
 def _refused(message: str, status: int) -> ResponseReturnValue:
@@ -556,9 +769,13 @@ def send_best_score(user_id: int, exercise_id: str) -> int:
             continue
         try:
             _put_score(link, best)
+        except LtiRefused as exc:  # this site's own reason
+            log.warning("the score of %s for user %s was not sent: %s", exercise_id, user_id, exc.message)
+            link.error = exc.message
         except Exception as exc:  # noqa: BLE001 - the platform's refusal or a network failure: kept, retried later
-            log.warning("sending the score of %s for user %s failed: %s", exercise_id, user_id, exc)
-            link.error = f"{type(exc).__name__}: {exc}"[:2000]
+            detail = exc.detail if isinstance(exc, OutboundError) else f"{type(exc).__name__}: {exc}"
+            log.warning("sending the score of %s for user %s failed: %s", exercise_id, user_id, printable(detail))
+            link.error = SCORE_NOT_TAKEN  # never the upstream text: it may be anything the URL answered
         else:
             link.sent_score, link.sent_at, link.error = best, utcnow(), None
             sent += 1
@@ -578,6 +795,8 @@ def _put_score(link: LtiGradeLink, score: float) -> None:
     if SCORE_SCOPE not in claim.get("scope", []):
         raise LtiRefused("the LMS did not allow this tool to send scores for this link")
     platform = link.identity.platform
+    if is_removed(platform):
+        raise LtiRefused("this LMS's registration was removed")
     service = AssignmentsGradesService(ServiceConnector(_registration(platform), _http()), claim)
     timestamp = utcnow().replace(microsecond=0).isoformat() + "Z"
     grade = (Grade().set_score_given(score).set_score_maximum(100).set_timestamp(timestamp)
@@ -598,7 +817,7 @@ def _put_score(link: LtiGradeLink, score: float) -> None:
 
 @bp.get("/jwks")
 def jwks() -> ResponseReturnValue:
-    platforms = get_session().scalars(select(LtiPlatform).order_by(LtiPlatform.id)).all()
+    platforms = get_session().scalars(active_platforms().order_by(LtiPlatform.id)).all()
     keys = [public_jwk(p.tool_private_key) for p in platforms]
     return {"keys": keys}, 200, {"Cache-Control": "max-age=300"}
 
@@ -620,6 +839,10 @@ def deep_link() -> ResponseReturnValue:
     if message_launch is None or not message_launch.is_deep_link_launch():
         return _refused(gettext("This choice belongs to no deep-linking launch of this browser (it may have been "
                                 "answered already, or be older than an hour). Start again from the LMS."), 400)
+    platform = find_platform(message_launch.get_iss(), message_launch.get_client_id())
+    if platform is None:
+        return _refused(gettext("This LMS is no longer registered here."), 403)
+    g.lti_platform = platform
     course = _course()
     target = request.form.get("target", "")
     kind, _, item = target.partition(":")
@@ -630,8 +853,11 @@ def deep_link() -> ResponseReturnValue:
         exercise, title = None, course.lesson(item).title
     else:
         flash(gettext("Choose a lesson or an exercise."), "error")
-        platform = find_platform(message_launch.get_iss(), message_launch.get_client_id())
         return render_template("lti/pick.html", launch_id=launch_id, course=course, platform=platform), 400
+    # One signed answer per launch: the launch is used up here, before anything is signed, by a DELETE that only
+    # one request can win; the others (a double click, six tabs) are told it was answered.
+    if not _storage_for_launch().take(launch_id):
+        return _refused(gettext("This deep-linking launch was answered already. Start again from the LMS."), 409)
     base = public_base()
     resource = (DeepLinkResource().set_url(f"{base}{url_for('lti.launch')}").set_title(title)
                 .set_custom_params({TARGET: target}).set_target("window"))
@@ -642,7 +868,6 @@ def deep_link() -> ResponseReturnValue:
     jwt_value = deep_link.get_response_jwt([resource])
     return_url = message_launch.get_launch_data()[
         "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"]["deep_link_return_url"]
-    _storage_for_launch().take(launch_id)  # one answer per launch
     return render_template("lti/return.html", return_url=return_url, jwt=jwt_value, title=title)
 
 
@@ -687,7 +912,7 @@ def platforms() -> ResponseReturnValue:
             db.commit()
             flash(gettext("Registered %(name)s. Give the LMS the tool's URLs below.", name=platform.name), "info")
             return redirect(url_for("lti.platforms"), 303)
-    rows = db.scalars(select(LtiPlatform).order_by(LtiPlatform.id)).all()
+    rows = db.scalars(active_platforms().order_by(LtiPlatform.id)).all()
     learners = dict(db.execute(select(LtiIdentity.platform_id, func.count()).group_by(LtiIdentity.platform_id)).all())
     failing = db.scalars(select(LtiGradeLink).where(LtiGradeLink.error.is_not(None))
                          .order_by(LtiGradeLink.updated_at.desc()).limit(20)).all()
@@ -699,7 +924,7 @@ def platforms() -> ResponseReturnValue:
 @instructor_required
 def platform_deployment(platform_id: int) -> ResponseReturnValue:
     db = get_session()
-    platform = db.get(LtiPlatform, platform_id) or abort(404)
+    platform = _active_platform(platform_id)
     try:
         add_deployment(platform, request.form.get("deployment_id", ""))
     except AccountError as exc:
@@ -710,16 +935,50 @@ def platform_deployment(platform_id: int) -> ResponseReturnValue:
     return redirect(url_for("lti.platforms"), 303)
 
 
-@bp.post("/platforms/<int:platform_id>/delete")
-@instructor_required
-def platform_delete(platform_id: int) -> ResponseReturnValue:
-    """Forget a registration: its launches are refused from now on. The accounts its users have stay (their
-    work is theirs), but no launch reaches them any more."""
-    db = get_session()
-    platform = db.get(LtiPlatform, platform_id) or abort(404)
-    db.delete(platform)
-    db.commit()
-    flash(gettext("Removed the registration %(name)s; its launches are refused from now on.", name=platform.name),
-          "info")
-    return redirect(url_for("lti.platforms"), 303)
+def _active_platform(platform_id: int) -> LtiPlatform:
+    return get_session().scalar(active_platforms().where(LtiPlatform.id == platform_id)) or abort(404)
 
+
+@bp.route("/platforms/<int:platform_id>/edit", methods=["GET", "POST"])
+@instructor_required
+def platform_edit(platform_id: int) -> ResponseReturnValue:
+    """Correct a registration in place: its name, URLs and token audience (the issuer and client id are what the
+    LMS's launches are matched by: a different one is another registration)."""
+    db = get_session()
+    platform = _active_platform(platform_id)
+    form, status = None, 200
+    if request.method == "POST":
+        form = _platform_form()
+        try:
+            edit_platform(platform, form)
+        except AccountError as exc:
+            db.rollback()
+            platform = _active_platform(platform_id)
+            flash(str(exc), "error")
+            status = 400
+        else:
+            db.commit()
+            flash(gettext("Saved the registration %(name)s.", name=platform.name), "info")
+            return redirect(url_for("lti.platforms"), 303)
+    return render_template("lti/edit.html", platform=platform, form=form), status
+
+
+@bp.route("/platforms/<int:platform_id>/remove", methods=["GET", "POST"])
+@instructor_required
+def platform_remove(platform_id: int) -> ResponseReturnValue:
+    """Forget a registration, once confirmed: its launches are refused from now on. The accounts its users have stay
+    (their work is theirs); registering the same issuer and client id again leads their launches back to them."""
+    db = get_session()
+    platform = _active_platform(platform_id)
+    learners = db.scalar(select(func.count()).select_from(LtiIdentity).where(LtiIdentity.platform_id == platform.id))
+    if request.method == "POST":
+        if request.form.get("confirm") == "remove":
+            name = platform.name
+            remove_platform(platform)
+            db.commit()
+            flash(gettext("Removed the registration %(name)s; its launches are refused from now on. Its learners keep "
+                          "their accounts.", name=name), "info")
+            return redirect(url_for("lti.platforms"), 303)
+        flash(gettext("Nothing was removed: confirm with the button below."), "error")
+        return render_template("lti/remove.html", platform=platform, learners=learners), 400
+    return render_template("lti/remove.html", platform=platform, learners=learners)
