@@ -10,11 +10,11 @@ import unicodedata
 from typing import Any
 
 from flask import has_request_context
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from werkzeug.security import generate_password_hash
 
 from academy.db import get_session
-from academy.models import NAME_MAX, SIS_ID_MAX, ApiToken, User
+from academy.models import NAME_MAX, SIS_ID_MAX, ApiToken, User, utcnow
 from academy.settings import settings
 
 TOKEN_PREFIX = "dla_"
@@ -41,6 +41,15 @@ MIN_PASSWORD = 8
 
 class AccountError(ValueError):
     """A learner-facing reason why an account could not be created."""
+
+
+class AddressUnconfirmed(AccountError):
+    """A sign-up's address is held by an account that never confirmed it: not refused, but kept until the
+    address's owner confirms it (academy/confirmation.py). Carries what the sign-up gave, checked."""
+
+    def __init__(self, email: str, password: str, name: str | None):
+        super().__init__(email)
+        self.email, self.password, self.name = email, password, name
 
 
 def _printable(text: str) -> bool:
@@ -85,9 +94,14 @@ def password_hash(password: str) -> str:
 
 
 def create_account(email: str, password: str, *, role: str = "learner", user: User | None = None,
-                   name: str | None = None) -> User:
+                   name: str | None = None, confirmed: bool = True) -> User:
     """A new account, or `user` (a guest) turned into one, keeping its id and so all its progress. `name` is
     the display name (sign-up requires one; None: none, as `create-user` without --name).
+
+    `confirmed`: whether the address counts as the account owner's from the start: true for an operator's
+    `create-user` (the operator vouches), false for the web's sign-up (a link confirms it: confirmation.py),
+    which then gets AddressUnconfirmed, not a refusal, for an address that an unconfirmed account holds.
+    An address a confirmed account holds is refused either way.
 
     The caller commits.
     """
@@ -98,11 +112,15 @@ def create_account(email: str, password: str, *, role: str = "learner", user: Us
         raise AccountError(gettext("Use a password of at least %(num)d characters.", num=MIN_PASSWORD))
     display = clean_name(name) if name is not None else None
     db = get_session()
-    if db.scalar(select(User).where(func.lower(User.email) == email)) is not None:
+    holder = db.scalar(select(User).where(func.lower(User.email) == email))
+    if holder is not None:
+        if not confirmed and holder.email_confirmed_at is None:
+            raise AddressUnconfirmed(email, password, display)
         raise AccountError(gettext("An account with this email already exists. Sign in instead."))
     user = user or User()
     user.email, user.password_hash, user.role, user.is_guest = email, password_hash(password), role, False
     user.name = display
+    user.email_confirmed_at = utcnow() if confirmed else None
     db.add(user)
     return user
 
@@ -118,3 +136,10 @@ def new_api_token(user: User, name: str) -> str:
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     get_session().add(ApiToken(user=user, name=name, token_hash=hash_token(token), prefix=token[:10]))
     return token
+
+
+def revoke_tokens(user: User) -> int:
+    """Delete every API token of `user` (the caller commits); how many there were."""
+    done = get_session().execute(delete(ApiToken).where(ApiToken.user_id == user.id)
+                                 .execution_options(synchronize_session=False))
+    return done.rowcount or 0  # type: ignore[attr-defined]

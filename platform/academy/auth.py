@@ -19,15 +19,24 @@ from flask import (
 )
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from academy import backoff, progress
-from academy.accounts import MIN_PASSWORD, AccountError, clean_name, create_account, password_hash
+from academy import backoff, confirmation, mail, progress
+from academy.accounts import (
+    MIN_PASSWORD,
+    AccountError,
+    AddressUnconfirmed,
+    clean_name,
+    create_account,
+    password_hash,
+    revoke_tokens,
+)
 from academy.db import get_session
 from academy.inputs import safe_next
 from academy.limits import limit, limiter, spend, spend_new_guest, too_many
-from academy.models import ApiToken, User
+from academy.models import ApiToken, User, new_session_secret
 from academy.security import end_other_sessions, login_required, new_api_token, no_store, start_session
 from academy.settings import settings
 
@@ -39,7 +48,8 @@ def _safe_next(default: str) -> str:
 
 # Pages a learner passes through on the way back to where they were: their links and forms carry on the
 # destination they were given (`next`) instead of naming themselves.
-_PASSING = {"auth.signin", "auth.signup", "auth.signout_page", "auth.account_links", "auth.merge", "auth.guest"}
+_PASSING = {"auth.signin", "auth.signup", "auth.signout_page", "auth.account_links", "auth.merge", "auth.guest",
+            "auth.confirm_email"}
 
 
 def back_here() -> str | None:
@@ -86,22 +96,58 @@ def signup() -> ResponseReturnValue:
     if request.method == "POST":
         db = get_session()
         guest = g.user if g.user is not None and g.user.is_guest else None
+        typed = {"email": request.form.get("email", ""), "name": request.form.get("name", "")}
         try:
-            user = create_account(request.form.get("email", ""), request.form.get("password", ""), user=guest,
-                                  name=request.form.get("name", ""))
+            user = create_account(typed["email"], request.form.get("password", ""), user=guest, name=typed["name"],
+                                  confirmed=False)
+            user.end_sessions()  # a copy of the guest's cookie must not become the account
+            db.commit()
+        except AddressUnconfirmed as held:
+            return _pending_signup(held, guest)
         except AccountError as exc:
             flash(str(exc), "error")
-            return render_template("auth/signup.html", email=request.form.get("email", ""),
-                                   name=request.form.get("name", "")), 400
-        user.end_sessions()  # a copy of the guest's cookie must not become the account
-        db.commit()
+            return render_template("auth/signup.html", **typed), 400
+        except IntegrityError:  # a sign-up for the same address committed between our check and our write
+            db.rollback()
+            flash(gettext("Another sign-up with this email address happened at the same moment. Try again."),
+                  "error")
+            return render_template("auth/signup.html", **typed), 409
         start_session(user)
         flash(gettext("Your account is ready. Your guest progress is kept.") if guest else
               gettext("Your account is ready."), "info")
+        _flash_mail(confirmation.send_for_user(user), user.email)
+        db.commit()  # when the link was sent (the rate of new links)
         response = redirect(_safe_next(url_for("index")))
         backoff.trust_this_browser(response, user)
         return response
     return render_template("auth/signup.html", email="", name="")
+
+
+def _flash_mail(sent: mail.Sent, email: str | None) -> None:
+    """Say what became of a confirmation link for an account's address, exactly."""
+    if sent is mail.Sent.SENT:
+        flash(gettext("We sent a link to %(email)s: open it to confirm that the address is yours.", email=email),
+              "info")
+    elif sent is mail.Sent.LOGGED:
+        flash(gettext("This site sends no mail: the link that confirms %(email)s was written to the server's log. "
+                      "Ask the site's operator for it.", email=email), "info")
+    else:
+        flash(gettext("The mail to %(email)s could not be sent. Ask for a new link on your account page later.",
+                      email=email), "error")
+
+
+def _pending_signup(held: AddressUnconfirmed, guest: User | None) -> ResponseReturnValue:
+    """A sign-up whose address an unconfirmed account holds: kept, and a link mailed to the address; whoever
+    opens it with this password gets the account (confirmation.py). Nothing is signed in meanwhile."""
+    get_session().rollback()  # nothing of the failed attempt (the guest row is untouched)
+    sent = confirmation.start_pending(held.email, held.name, password_hash(held.password), guest)
+    if sent is None:
+        flash(gettext("Too many sign-ups for this email address are waiting to be confirmed. Open the link in a "
+                      "mail already sent, or try again in %(num)d hours.", num=settings().email_confirm_hours),
+              "error")
+        return too_many(make_response(render_template("auth/signup.html", email=held.email, name=held.name or "")),
+                        settings().email_confirm_hours * 3600)
+    return render_template("auth/confirm_sent.html", sent=sent.value, email=held.email), 202
 
 
 @bp.route("/signin", methods=["GET", "POST"])
@@ -166,6 +212,8 @@ def merge() -> ResponseReturnValue:
         return redirect(target)
     if request.method == "POST":
         if request.form.get("action") == "merge":
+            if not _claim(guest):
+                return _merge_answered_already()
             progress.merge_guest(guest, g.user)
             # The account now holds the guest's work: like a sign-in, the merge rotates its session, so no
             # cookie of the account issued before (a copy taken while the offer stood, or another browser's,
@@ -173,13 +221,39 @@ def merge() -> ResponseReturnValue:
             g.user.end_sessions()
             message = gettext("Your guest progress is now part of your account.")
         else:
-            guest.end_sessions()
+            if not _claim(guest):
+                return _merge_answered_already()
             message = gettext("Your guest progress was not merged; it is no longer reachable.")
-        db.commit()
+        try:
+            db.commit()
+        except IntegrityError:  # another merge into this account (another guest) moved the same rows at once
+            db.rollback()
+            abort(409, description=gettext("Another change to your account happened at the same moment. "
+                                           "Try again."))
         start_session(g.user)  # a fresh session with the account's current secret: the merging browser stays in
         flash(message, "info")
         return redirect(target)
     return render_template("auth/merge.html", summary=progress.summary(guest), next=target)
+
+
+def _claim(guest: User) -> bool:
+    """Answer the merge offer for `guest` once: its secret replaced in one statement that names the secret the
+    offer holds (every copy of the guest's cookie ends with it). Of two answers at once (a merge and a
+    refusal, or a double click), one replaces it; the other matches no row and is told so, never a 500."""
+    db = get_session()
+    done = db.execute(update(User).where(User.id == guest.id, User.is_guest.is_(True),
+                                         User.session_secret == guest.session_secret)
+                      .values(session_secret=new_session_secret()).execution_options(synchronize_session=False))
+    if done.rowcount != 1:  # type: ignore[attr-defined]
+        db.rollback()
+        return False
+    db.refresh(guest)
+    return True
+
+
+def _merge_answered_already() -> ResponseReturnValue:
+    session.pop("merge_guest", None)
+    abort(409, description=gettext("Your guest progress was merged or left already (in another tab or window)."))
 
 
 @bp.get("/account-links")
@@ -195,7 +269,11 @@ def account_links() -> ResponseReturnValue:
 @login_required
 def signout_page() -> ResponseReturnValue:
     """Guests are warned before signing out: their progress is reachable only from this browser's session."""
-    return render_template("auth/signout.html", summary=progress.summary(g.user))
+    return render_template("auth/signout.html", summary=progress.summary(g.user), tokens=_token_count(g.user))
+
+
+def _token_count(user: User) -> int:
+    return get_session().scalar(select(func.count()).select_from(ApiToken).where(ApiToken.user_id == user.id)) or 0
 
 
 @bp.post("/guest")
@@ -214,11 +292,20 @@ def guest() -> ResponseReturnValue:
 @bp.post("/signout")
 def signout() -> ResponseReturnValue:
     # The cookie is signed, not stored: clearing it here would leave any copy of it valid for 30 days.
-    # A new session secret ends this session and every other one of the account.
+    # A new session secret ends this session and every other one of the account. API tokens are no session:
+    # they end only when asked (the sign-out page offers it), and the message says which happened.
+    message: str | None = None
     if g.user is not None:
         g.user.end_sessions()
+        if request.form.get("revoke_tokens"):
+            message = gettext("Signed out. API tokens revoked: %(num)d.", num=revoke_tokens(g.user))
+        elif not g.user.is_guest and (kept := _token_count(g.user)):
+            message = gettext("Signed out. Your API tokens still work (%(num)d); to end them, sign in and revoke "
+                              "them on your account page.", num=kept)
         get_session().commit()
     session.clear()
+    if message:
+        flash(message, "info")
     return redirect(url_for("index"))
 
 
@@ -229,8 +316,10 @@ def end_others() -> ResponseReturnValue:
     no other browser's device cookie exempts it from the sign-in delays any more (this one gets a new one)."""
     end_other_sessions(g.user)
     g.user.forget_devices()
+    revoked = revoke_tokens(g.user)  # a script's token is a session elsewhere too
     get_session().commit()
-    flash(gettext("Every other session of your account is signed out."), "info")
+    flash(gettext("Every other session of your account is signed out. API tokens revoked: %(num)d.", num=revoked),
+          "info")
     response = redirect(url_for("auth.account"))
     backoff.trust_this_browser(response, g.user)
     return response
@@ -250,9 +339,11 @@ def change_password() -> ResponseReturnValue:
         return redirect(url_for("auth.account")), 303
     g.user.password_hash = password_hash(new)
     end_other_sessions(g.user)  # whoever knew the old password is signed out everywhere else,
-    g.user.forget_devices()  # and no device cookie issued before exempts anyone from the sign-in delays
+    g.user.forget_devices()  # and no device cookie issued before exempts anyone from the sign-in delays,
+    revoked = revoke_tokens(g.user)  # and no API token made with it (a thief's) submits any more
     get_session().commit()
-    flash(gettext("Password changed; every other session of your account is signed out."), "info")
+    flash(gettext("Password changed; every other session of your account is signed out. API tokens revoked: "
+                  "%(num)d.", num=revoked), "info")
     response = redirect(url_for("auth.account"))
     backoff.trust_this_browser(response, g.user)  # this browser, the owner's, stays known
     return response
@@ -313,3 +404,64 @@ def revoke_token(token_id: int) -> ResponseReturnValue:
     db.commit()
     flash(gettext("Token '%(name)s' revoked.", name=token.name), "info")
     return redirect(url_for("auth.account"))
+
+
+# -- confirmed email addresses (academy/confirmation.py) ------------------------------------------------
+
+@bp.route("/confirm/<token>", methods=["GET", "POST"])
+@no_store
+def confirm_email(token: str) -> ResponseReturnValue:
+    """A mailed link: GET shows what it confirms and asks for the password (a mail scanner that fetches links
+    confirms nothing); POST confirms, for the one who signed up: signed in to the account, or typing its
+    password. A pending sign-up becomes the account, signed in here."""
+    try:
+        found = confirmation.target(token)
+    except confirmation.LinkError as exc:
+        abort(410, description=str(exc))
+    mine = g.user is not None and found.user is not None and g.user.id == found.user.id
+    page = {"email": found.email, "pending": found.pending is not None, "mine": mine}
+    if request.method == "GET":
+        return render_template("auth/confirm.html", **page)
+    if not mine:
+        spend("limit_signins_per_address", "signin",
+              lambda: gettext("Too many sign-in attempts from your network; try again later."))
+    if not confirmation.password_matches(found, request.form.get("password", ""), g.user):
+        flash(gettext("That is not the password of this sign-up." if found.pending is not None else
+                      "That is not the password of the account with this address."), "error")
+        return render_template("auth/confirm.html", **page), 401
+    db = get_session()
+    try:
+        user = confirmation.confirm(found)
+        if user is None:
+            db.rollback()
+            abort(409, description=gettext("This confirmation link was used already or is no longer valid."))
+        db.commit()
+    except (confirmation.Taken, IntegrityError):
+        db.rollback()
+        abort(409, description=gettext("An account with this email already exists. Sign in instead."))
+    if not mine:
+        start_session(user)
+    flash(gettext("Your account is ready and %(email)s is confirmed.", email=found.email) if found.pending
+          else gettext("%(email)s is confirmed.", email=found.email), "info")
+    response = redirect(url_for("auth.account"), 303)
+    backoff.trust_this_browser(response, user)
+    return response
+
+
+@bp.post("/confirm")
+@login_required
+def send_confirmation() -> ResponseReturnValue:
+    """A new link for the account's unconfirmed address (at most one every few minutes)."""
+    user = g.user
+    if user.is_guest or not user.email or user.email_confirmed_at is not None:
+        flash(gettext("There is no address to confirm."), "info")
+        return redirect(url_for("auth.account"), 303)
+    wait = confirmation.next_link_in(user)
+    if wait:
+        flash(gettext("A link was sent a moment ago; you can ask for another in %(num)d seconds.", num=wait),
+              "error")
+        return redirect(url_for("auth.account"), 303)
+    sent = confirmation.send_for_user(user)
+    get_session().commit()
+    _flash_mail(sent, user.email)
+    return redirect(url_for("auth.account"), 303)

@@ -8,6 +8,12 @@ comes in three shapes (`FORMATS`): plain (accounts; guests only when asked for),
 (its own leading columns: the name, Canvas's ID left blank, the SIS id, the email as SIS login) and Moodle's
 "Import grades from CSV" (an email column to map users by). The Canvas and Moodle shapes follow the
 vendors' documentation (docs/web.md, "Gradebook") and were not tried against a live Canvas or Moodle.
+
+An LMS puts a row's grades under whoever has the row's email, so the Canvas and Moodle files hold only an
+address somebody proved (`matching_email`): an account's address once confirmed (academy/confirmation.py), or,
+for a learner who came through an LTI launch, the address their LMS asserted. An unconfirmed address is never
+exported there (anyone could have typed a classmate's at sign-up); an account with neither such an address nor
+an SIS id is left out of those files. The plain file shows every address, and whether it is confirmed.
 """
 from __future__ import annotations
 
@@ -22,7 +28,17 @@ from typing import Callable
 from sqlalchemy import func, select
 
 from academy.db import get_session
-from academy.models import GRADED, HintReveal, JobStatus, LessonProgress, QuizAnswer, StepVisit, Submission, User
+from academy.models import (
+    GRADED,
+    HintReveal,
+    JobStatus,
+    LessonProgress,
+    LtiIdentity,
+    QuizAnswer,
+    StepVisit,
+    Submission,
+    User,
+)
 from grader.core.course import Course
 
 
@@ -38,6 +54,15 @@ class LearnerRecord:
     first_try: dict[tuple[str, str], bool] = field(default_factory=dict)  # (lesson, question) -> first right?
     hints: dict[str, int] = field(default_factory=dict)  # exercise id -> hints the learner opened
     resume: dict[str, str] = field(default_factory=dict)  # lesson id -> step id last opened
+    lms_email: str | None = None  # what an LMS asserted at the learner's LTI launch (LtiIdentity.email)
+
+    @property
+    def matching_email(self) -> str | None:
+        """The address an LMS may match this learner by: the one their LMS asserted, else the account's once
+        confirmed; never an unconfirmed one."""
+        if self.lms_email:
+            return self.lms_email
+        return self.user.email if self.user.email_confirmed else None
 
     def quiz_grade(self, course: Course, lesson_id: str) -> float | None:
         """The share of the quiz's questions right at the first try; None when none of them was answered."""
@@ -77,6 +102,8 @@ def records(course: Course, user_ids: list[int]) -> list[LearnerRecord]:
             seen[uid][lesson_id] += 1
     for uid, per_lesson in seen.items():
         found[uid].steps_seen = dict(per_lesson)
+    for uid, email in db.execute(select(LtiIdentity.user_id, LtiIdentity.email).where(LtiIdentity.user_id.in_(found))):
+        found[uid].lms_email = email
     for row in db.scalars(select(LessonProgress).where(LessonProgress.user_id.in_(found))):
         found[row.user_id].resume[row.lesson_id] = row.step_id
     for sub in db.scalars(select(Submission).where(Submission.user_id.in_(found), GRADED).order_by(Submission.id)):
@@ -151,17 +178,18 @@ def _text(value: str) -> str:
 
 def plain_csv(course: Course, rows: list[LearnerRecord], untried: str = "blank") -> list[list[str]]:
     columns = _columns(course)
-    table = [["learner_id", "name", "email", "sis_id", "guest"] + [title for title, _ in columns]]
+    table = [["learner_id", "name", "email", "sis_id", "guest", "email_confirmed"] + [title for title, _ in columns]]
     for record in rows:
         user = record.user
         table.append([str(user.id), _text(user.name or ""), _text(user.email or ""), _text(user.sis_id or ""),
-                      "yes" if user.is_guest else "no"] + _grades(record, columns, untried))
+                      "yes" if user.is_guest else "no", "yes" if user.email_confirmed else "no"]
+                     + _grades(record, columns, untried))
     return table
 
 
-def _matchable(user: User) -> bool:
-    """An account an LMS can match by one of its ids (a guest has none)."""
-    return not user.is_guest and bool(user.email or user.sis_id)
+def _matchable(record: LearnerRecord) -> bool:
+    """An account an LMS can match by one of its ids: a proven address or an SIS id (a guest has neither)."""
+    return not record.user.is_guest and bool(record.matching_email or record.user.sis_id)
 
 
 def canvas_csv(course: Course, rows: list[LearnerRecord], untried: str = "blank") -> list[list[str]]:
@@ -169,31 +197,33 @@ def canvas_csv(course: Course, rows: list[LearnerRecord], untried: str = "blank"
     assignment (a name Canvas does not know becomes a new assignment), and a "Points Possible" row.
     Canvas matches a row by ID, else SIS User ID, else SIS Login ID: ID is Canvas's own number, which this
     site does not know (left blank); SIS User ID is the account's SIS id (an instructor sets it, an LTI
-    launch brings it); SIS Login ID is the email, which matches where the institution's Canvas logins are
-    email addresses. Student is the account's name (Canvas shows it, it does not match by it)."""
+    launch brings it); SIS Login ID is the matching email (a confirmed address, or the LMS's own), which
+    matches where the institution's Canvas logins are email addresses. Student is the account's name (Canvas
+    shows it, it does not match by it)."""
     columns = _columns(course)
     table = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] + [title for title, _ in columns],
              ["Points Possible", "", "", "", ""] + ["100"] * len(columns)]
     for record in rows:
         user = record.user
-        if not _matchable(user):
+        if not _matchable(record):
             continue
-        table.append([_text(user.name or user.email or ""), "", _text(user.sis_id or ""), _text(user.email or ""),
-                      ""] + _grades(record, columns, untried))
+        table.append([_text(user.name or record.matching_email or ""), "", _text(user.sis_id or ""),
+                      _text(record.matching_email or ""), ""] + _grades(record, columns, untried))
     return table
 
 
 def moodle_csv(course: Course, rows: list[LearnerRecord], untried: str = "blank") -> list[list[str]]:
     """Moodle's "Import grades from CSV": map "Email address" to the user field "Email address" under
     "Identify user by" (or "ID number" to "ID number", where the SIS id is Moodle's idnumber), and each grade
-    column to a grade item (or "New grade item"). A blank cell leaves that grade as it is."""
+    column to a grade item (or "New grade item"). A blank cell leaves that grade as it is. "Email address" is
+    the matching email (a confirmed address, or for an LMS learner the LMS's own), blank without one."""
     columns = _columns(course)
     table = [["Email address", "ID number", "Full name"] + [title for title, _ in columns]]
     for record in rows:
         user = record.user
-        if not _matchable(user):
+        if not _matchable(record):
             continue
-        table.append([_text(user.email or ""), _text(user.sis_id or ""), _text(user.name or "")]
+        table.append([_text(record.matching_email or ""), _text(user.sis_id or ""), _text(user.name or "")]
                      + _grades(record, columns, untried))
     return table
 

@@ -26,6 +26,15 @@ def test_signup_signin_signout(web, app) -> None:  # noqa: ANN001
 def test_signup_errors_are_plain_and_keep_the_email(web) -> None:  # noqa: ANN001
     web.signup("ada@example.org")
     other = new_session(web.client.application)
+    # Unconfirmed, the address is not refused to whoever owns it: the sign-up waits for its mailed link
+    # (tests/web/test_email_confirmation.py); confirmed, it is refused.
+    waiting = other.signup("ada@example.org")
+    assert waiting.status_code == 202 and "written to the server's log" in waiting.get_data(as_text=True)
+    with web.client.application.app_context():
+        from academy.confirmation import confirm_by_operator
+
+        confirm_by_operator("ada@example.org")
+        get_session().commit()
     taken = other.signup("ada@example.org")
     assert taken.status_code == 400 and "already exists" in taken.get_data(as_text=True)
     short = other.signup("bob@example.org", "short")

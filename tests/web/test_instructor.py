@@ -218,12 +218,14 @@ def test_dashboard_pages_through_submissions(app) -> None:  # noqa: ANN001
 
 def _class_with_answers(app) -> None:  # noqa: ANN001
     """Two accounts and a guest: scores on amp-step, first tries on lesson 1's quiz, cards opened."""
-    from academy.models import QuizAnswer, StepVisit
+    from academy.models import QuizAnswer, StepVisit, utcnow
 
     with app.app_context():
         db = get_session()
-        ada = User(email="ada@example.org", name="Lovelace, Ada", sis_id="S-1815")
-        bob, guest = User(email="=HYPERLINK(1)@example.org", name="@SUM(1) Bob"), User(is_guest=True)
+        confirmed = utcnow()  # both proved their address (an unconfirmed one is no LMS key: test_email_confirmation)
+        ada = User(email="ada@example.org", name="Lovelace, Ada", sis_id="S-1815", email_confirmed_at=confirmed)
+        bob = User(email="=HYPERLINK(1)@example.org", name="@SUM(1) Bob", email_confirmed_at=confirmed)
+        guest = User(is_guest=True)
         db.add_all([ada, bob, guest])
         db.flush()
         db.add_all([
@@ -272,8 +274,8 @@ def test_gradebook_csv_in_three_shapes(app) -> None:  # noqa: ANN001
 
     plain = table("format=plain")
     header = plain[0]
-    assert header[:5] == ["learner_id", "name", "email", "sis_id", "guest"]
-    assert len(header) == 5 + len(exercises) + len(quizzes)
+    assert header[:6] == ["learner_id", "name", "email", "sis_id", "guest", "email_confirmed"]
+    assert len(header) == 6 + len(exercises) + len(quizzes)
     amp = header.index(f"Write one AMP training step [{EXERCISE}]")
     underflow = header.index("Fix a training run that underflows [mixed-precision/fix-underflow]")
     quiz = header.index(f"Quiz: {course.lesson(LESSON).title} [{LESSON}/quiz]")
@@ -286,7 +288,8 @@ def test_gradebook_csv_in_three_shapes(app) -> None:  # noqa: ANN001
     assert rows["ada@example.org"][quiz] == "0"  # answered, wrong at the first try: a real 0
     assert float(rows["'=HYPERLINK(1)@example.org"][quiz]) == round(100 / questions, 1)  # right at once
     # Never tried: blank, for every exercise and quiz a learner did not open (11 cells for Ada: 13 minus 2 tried).
-    untouched = [cell for i, cell in enumerate(rows["ada@example.org"]) if i >= 5 and i not in (amp, quiz)]
+    assert rows["ada@example.org"][5] == "yes"
+    untouched = [cell for i, cell in enumerate(rows["ada@example.org"]) if i >= 6 and i not in (amp, quiz)]
     assert untouched == [""] * (len(exercises) + len(quizzes) - 2)
     assert rows["ada@example.org"][underflow] == "" and rows["ada@example.org"][later_quiz] == ""
 
