@@ -9,6 +9,8 @@ says so when its schema is missing or behind (`needs_database`), naming `init-db
 from __future__ import annotations
 
 import functools
+import getpass
+import logging
 import time
 from datetime import timedelta
 from typing import Any, Callable, TypeVar
@@ -16,15 +18,20 @@ from typing import Any, Callable, TypeVar
 import click
 from flask import Flask, current_app
 from flask.cli import with_appcontext
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.orm import aliased
 
-from academy.accounts import AccountError, create_account, new_api_token
+from academy.accounts import AccountError, create_account, gettext, new_api_token
 from academy.db import check_schema, get_session
 from academy.instance import init_instance
 from academy.models import PENDING, JobStatus, RegradeRun, Submission, User, utcnow
 from academy.settings import InstanceNotReady, settings
 
 Command = TypeVar("Command", bound=Callable[..., Any])
+# Who was made or unmade an instructor, by whom, when: one WARNING line each (the server's log: gunicorn's or
+# waitress's stderr; a command's own stderr), so that it shows whatever the logging configuration.
+audit = logging.getLogger("academy.roles")
+ROLES = ("learner", "instructor")
 
 
 def needs_database(command: Command) -> Command:
@@ -262,9 +269,131 @@ def worker_command(burst: bool, name: str | None, pool_size: int | None) -> None
     run_worker(current_app._get_current_object(), burst=burst, name=name, pool_size=pool_size)  # type: ignore[attr-defined]
 
 
+# -- roles: the one place that changes one (`set-role` here, the learner page in academy/instructor.py) ---------
+
+def log_safe(text: object) -> str:
+    """`text` for one log line: a control or format character, a line or paragraph separator and the backslash
+    are written as Python escapes (\\n, \\x1b, \\u2028, \\\\), so no value can forge or split a line."""
+    import unicodedata
+
+    def safe(ch: str) -> bool:
+        return ch != "\\" and unicodedata.category(ch)[0] != "C" and unicodedata.category(ch) not in ("Zl", "Zp")
+    return "".join(ch if safe(ch) else ch.encode("unicode_escape").decode("ascii") for ch in str(text))
+
+
+def describe(user: User) -> str:
+    """An account as a log line names it: its id (never reused), email and name."""
+    return f"account #{user.id} <{user.email or 'no email'}> ({user.name or 'no name'})"
+
+
+def operator() -> str:
+    """Who runs this command, as far as the system says (the log's "by" for a change from the command line)."""
+    try:
+        return f"an operator (OS user {getpass.getuser()}) on the command line"
+    except (KeyError, OSError):  # no login name nor passwd entry (a container's arbitrary uid)
+        return "an operator on the command line"
+
+
+def change_role(user: User, role: str, *, by: str, end_sessions: Callable[[User], None] = User.end_sessions) -> None:
+    """Make `user` an instructor (`role` "instructor") or a learner again, end the account's sessions
+    (`end_sessions`: every cookie of it; the learner page passes security.end_other_sessions, which keeps the
+    acting browser signed in when it is the account's own), commit, and log who did it (`by`) to whom, when.
+
+    AccountError (its text for the page or the command) when `role` is neither, `user` is a guest (no account:
+    it signs up first), already has the role, or is the last instructor: the instructor pages must stay
+    reachable by somebody, so another account is made an instructor first. The last-instructor rule holds
+    against simultaneous revocations too: the role changes by one UPDATE whose condition counts the
+    instructors, after locking their rows (PostgreSQL; SQLite runs one writer at a time)."""
+    if role not in ROLES:
+        raise AccountError(gettext("A role is either learner or instructor."))
+    who = user.display_name
+    if user.is_guest:
+        raise AccountError(gettext("%(who)s is a guest, not an account: it cannot be an instructor. It signs up "
+                                   "first (and keeps its progress).", who=who))
+    if user.role == role:
+        raise AccountError(gettext("%(who)s is already an instructor; nothing changed.", who=who)
+                           if role == "instructor" else
+                           gettext("%(who)s is not an instructor; nothing changed.", who=who))
+    db = get_session()
+    if role == "learner":
+        db.execute(select(User.id).where(User.role == "instructor").with_for_update())
+        others = aliased(User)
+        instructors = select(func.count()).select_from(others).where(others.role == "instructor").scalar_subquery()
+        revoked = db.execute(update(User).where(User.id == user.id, User.role == "instructor", instructors > 1)
+                             .values(role="learner").execution_options(synchronize_session=False)).rowcount
+        db.refresh(user, ["role"])
+        if not revoked:
+            db.rollback()
+            if user.role == "instructor":
+                raise AccountError(gettext("%(who)s is the only instructor, so the role stays: somebody must still "
+                                           "reach the instructor pages. Make another account an instructor first.",
+                                           who=who))
+            raise AccountError(gettext("%(who)s is not an instructor; nothing changed.", who=who))
+    else:
+        user.role = role
+    # A copy of the account's cookie (a shared computer's, a stolen one) must not gain the new role, nor keep
+    # the old one: the account signs in again.
+    end_sessions(user)
+    db.commit()
+    what = "granted the instructor role to" if role == "instructor" else "revoked the instructor role of"
+    audit.warning("%s", log_safe(f"role change at {utcnow():%Y-%m-%dT%H:%M:%SZ}: {by} {what} {describe(user)}; "
+                                 "the account's sessions were ended"))
+
+
+def find_account(email: str | None, user_id: int | None) -> User:
+    """The account a command names by EMAIL or by --user-id (an LMS's account may have no email)."""
+    if (email is None) == (user_id is None):
+        raise click.UsageError("Name the account by its EMAIL or by --user-id, one of the two.")
+    db = get_session()
+    if user_id is not None:
+        user = db.get(User, user_id)
+        if user is None:
+            raise click.ClickException(f"There is no account with id {user_id}.")
+        return user
+    user = db.scalar(select(User).where(func.lower(User.email) == email.strip().lower()))
+    if user is None:
+        raise click.ClickException(f"No account with email {email}. An account that came from an LMS may have "
+                                   "none: name it by --user-id (the number in its page's address, "
+                                   "/instructor/learners/ID).")
+    return user
+
+
+@click.command("set-role")
+@click.argument("arguments", nargs=-1, required=True, metavar="[EMAIL] ROLE")
+@click.option("--user-id", type=int, help="Name the account by its id instead of EMAIL (an LMS's account may "
+                                          "have no email).")
+@with_appcontext
+@needs_database
+def set_role_command(arguments: tuple[str, ...], user_id: int | None) -> None:
+    """Make an existing account an instructor (ROLE instructor) or a learner again (ROLE learner).
+
+    Every session of the account is signed out, so the new role holds from its next sign-in and no copy of
+    an old cookie carries either role; the change is logged. The last instructor stays one: make another
+    account an instructor first.
+
+    \b
+    flask --app academy set-role alice@example.org instructor
+    flask --app academy set-role --user-id 12 learner
+    """
+    if len(arguments) != (1 if user_id is not None else 2):
+        raise click.UsageError("Give EMAIL and ROLE (or --user-id ID and ROLE), e.g. set-role "
+                               "alice@example.org instructor.")
+    role = arguments[-1].strip().lower()
+    if role not in ROLES:
+        raise click.UsageError(f"ROLE is {' or '.join(ROLES)}, not {arguments[-1]!r}.")
+    user = find_account(arguments[0] if user_id is None else None, user_id)
+    try:
+        change_role(user, role, by=operator())
+    except AccountError as exc:
+        raise click.ClickException(str(exc)) from None
+    who = f"{user.display_name} (id {user.id})"
+    click.echo(f"{who} is now an instructor." if role == "instructor" else f"{who} is no longer an instructor.")
+    click.echo("Every session of the account was signed out: the new role holds from its next sign-in.")
+
+
 def init_app(app: Flask) -> None:
     """Every command, on `flask --app academy` and on `python -m academy` alike (academy/__main__.py)."""
     for command in (init_db_command, remove_idle_guests_command, create_user_command, create_token_command,
                     regrade_command, worker_command, lti_register_command, lti_add_deployment_command,
-                    lti_list_command):
+                    lti_list_command, set_role_command):
         app.cli.add_command(command)

@@ -5,18 +5,19 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from flask import Blueprint, Response, abort, current_app, flash, redirect, render_template, request, url_for
+from flask import Blueprint, Response, abort, current_app, flash, g, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext, ngettext
 from sqlalchemy import func, select
 
 from academy import gradebook, i18n, jobs
 from academy.accounts import AccountError, clean_name, clean_sis_id
+from academy.cli import ROLES, change_role, describe
 from academy.content import get_content, reload_content
 from academy.db import get_session
 from academy.lessons import step_page
 from academy.models import GRADED, PENDING, JobStatus, RegradeRun, Submission, User, ValidationRun, stored_result
-from academy.security import instructor_required
+from academy.security import end_other_sessions, instructor_required
 from academy.settings import settings
 from grader.core.course import CourseError
 
@@ -220,6 +221,27 @@ def learners() -> ResponseReturnValue:
                            untried=settings().gradebook_untried)
 
 
+@bp.route("/instructors")
+@instructor_required
+def instructors() -> ResponseReturnValue:
+    """Who is an instructor, each linked to the page whose form revokes the role; an account found by email."""
+    people = get_session().scalars(select(User).where(User.role == "instructor").order_by(User.id)).all()
+    return render_template("instructor/instructors.html", instructors=people)
+
+
+@bp.route("/learners/find")
+@instructor_required
+def find_learner() -> ResponseReturnValue:
+    """An account's page by its email: the list shows only learners who started, and an account that should
+    become an instructor may not have."""
+    email = request.args.get("email", "").strip().lower()
+    user = get_session().scalar(select(User).where(func.lower(User.email) == email)) if email else None
+    if user is None:
+        flash(gettext("No account has the email %(email)s.", email=email), "error")
+        return redirect(url_for("instructor.instructors"))
+    return redirect(url_for("instructor.learner", user_id=user.id))
+
+
 @bp.route("/learners/<int:user_id>")
 @instructor_required
 def learner(user_id: int) -> ResponseReturnValue:
@@ -229,8 +251,46 @@ def learner(user_id: int) -> ResponseReturnValue:
         abort(404, description=gettext("There is no such learner."))
     from academy.models import LtiIdentity
 
-    lti = get_session().scalar(select(LtiIdentity).where(LtiIdentity.user_id == user_id))
-    return render_template("instructor/learner.html", course=course, record=found[0], lti=lti)
+    db = get_session()
+    lti = db.scalar(select(LtiIdentity).where(LtiIdentity.user_id == user_id))
+    instructors = db.scalar(select(func.count()).select_from(User).where(User.role == "instructor")) or 0
+    return render_template("instructor/learner.html", course=course, record=found[0], lti=lti,
+                           last_instructor=found[0].user.is_instructor and instructors <= 1)
+
+
+@bp.post("/learners/<int:user_id>/role")
+@instructor_required
+def learner_role(user_id: int) -> ResponseReturnValue:
+    """Make an account an instructor or a learner again, once the form's box confirms it. Every session of the
+    account ends (the acting instructor's own browser stays signed in when it changes its own role); the
+    last instructor keeps the role; a refused change changes nothing, and the page says why."""
+    db = get_session()
+    user = db.get(User, user_id)
+    if user is None:
+        abort(404, description=gettext("There is no such learner."))
+    role = request.form.get("role", "")
+    if role not in ROLES:
+        abort(400, description=gettext("role must be learner or instructor."))
+    back = redirect(url_for("instructor.learner", user_id=user_id)), 303
+    if request.form.get("confirm") != "yes":
+        flash(gettext("Tick the box that confirms the change; the role did not change."), "error")
+        return back
+    own = user.id == g.user.id
+    try:
+        change_role(user, role, by=f"instructor {describe(g.user)} on the instructor pages",
+                    end_sessions=end_other_sessions)
+    except AccountError as exc:
+        flash(str(exc), "error")
+        return back
+    if own:  # only a revocation can be one's own (an instructor is one already): these pages are closed now
+        flash(gettext("You are no longer an instructor. Your other sessions were signed out; this one stays, "
+                      "without the instructor pages."), "info")
+        return redirect(url_for("index")), 303
+    who = user.display_name
+    flash(gettext("%(who)s is now an instructor. Every session of theirs was signed out: the role holds from "
+                  "their next sign-in.", who=who) if role == "instructor" else
+          gettext("%(who)s is no longer an instructor. Every session of theirs was signed out.", who=who), "info")
+    return back
 
 
 @bp.post("/learners/<int:user_id>/profile")

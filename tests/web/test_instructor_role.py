@@ -1,0 +1,241 @@
+"""Granting and revoking the instructor role of an existing account: `flask --app academy set-role` and the form
+on an account's page under /instructor/learners/ID (issue 51). Each change signs the account out everywhere
+(the acting browser stays in when it changes its own), is logged with control characters escaped, and never
+takes the role from the last instructor."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from flask import Flask
+from sqlalchemy import select
+
+from academy.accounts import create_account
+from academy.db import get_session
+from academy.models import User
+from tests.helpers import WebSession, new_session
+
+
+def account(app: Flask, email: str, role: str = "learner") -> int:
+    with app.app_context():
+        user = create_account(email, "password123", role=role, name=email.split("@")[0].title())
+        get_session().commit()
+        return user.id
+
+
+def signed_in(app: Flask, email: str) -> WebSession:
+    browser = new_session(app)
+    assert browser.signin(email).status_code == 302
+    return browser
+
+
+def role_of(app: Flask, user_id: int) -> str:
+    with app.app_context():
+        return get_session().get(User, user_id).role
+
+
+def set_role(app: Flask, *args: str):  # noqa: ANN201
+    return app.test_cli_runner().invoke(args=["set-role", *args])
+
+
+def flashes(page: str) -> list[str]:
+    return re.findall(r'<p class="flash [a-z]+" role="status">([^<]*)</p>', page)
+
+
+def role_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "academy.roles"]
+
+
+# -- the command line
+
+def test_set_role_grants_and_revokes_from_the_command_line(app: Flask, caplog: pytest.LogCaptureFixture) -> None:
+    alice = account(app, "alice@example.org")
+    account(app, "teacher@example.org", role="instructor")
+    browser = signed_in(app, "alice@example.org")
+    assert browser.client.get("/instructor/").status_code == 403
+
+    done = set_role(app, "Alice@Example.org", "instructor")
+    assert done.exit_code == 0, done.output
+    assert "Alice (id %d) is now an instructor." % alice in done.output
+    assert "signed out" in done.output
+    assert role_of(app, alice) == "instructor"
+    # The cookie from before the change is signed out (no copy of it gains the role); a sign-in has it.
+    assert browser.client.get("/instructor/").status_code == 302
+    browser.signin("alice@example.org")
+    assert browser.client.get("/instructor/").status_code == 200
+    [line] = role_lines(caplog)
+    assert "on the command line granted the instructor role to account #%d <alice@example.org>" % alice in line
+    assert re.search(r"role change at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", line)
+
+    done = set_role(app, "alice@example.org", "learner")
+    assert done.exit_code == 0, done.output
+    assert "is no longer an instructor" in done.output
+    assert role_of(app, alice) == "learner"
+    assert browser.client.get("/instructor/").status_code == 302  # signed out at once
+    browser.signin("alice@example.org")
+    assert browser.client.get("/instructor/").status_code == 403
+    assert "revoked the instructor role of account #%d" % alice in role_lines(caplog)[-1]
+
+
+def test_set_role_says_what_is_wrong(app: Flask) -> None:
+    teacher = account(app, "teacher@example.org", role="instructor")
+    account(app, "bob@example.org")
+    with app.app_context():
+        db = get_session()
+        guest, lms = User(is_guest=True), User(name="From The LMS")  # an LTI launch's account has no email
+        db.add_all([guest, lms])
+        db.commit()
+        guest_id, lms_id = guest.id, lms.id
+
+    unknown = set_role(app, "nobody@example.org", "instructor")
+    assert unknown.exit_code == 1 and "No account with email nobody@example.org" in unknown.output
+    assert "--user-id" in unknown.output
+    assert set_role(app, "--user-id", "9999", "instructor").output.endswith("There is no account with id 9999.\n")
+    refused = set_role(app, "--user-id", str(guest_id), "instructor")
+    assert refused.exit_code == 1 and "is a guest" in refused.output and "signs up first" in refused.output
+    same = set_role(app, "bob@example.org", "learner")
+    assert same.exit_code == 1 and "is not an instructor; nothing changed." in same.output
+    same = set_role(app, "teacher@example.org", "instructor")
+    assert same.exit_code == 1 and "is already an instructor; nothing changed." in same.output
+    last = set_role(app, "teacher@example.org", "learner")
+    assert last.exit_code == 1 and "is the only instructor" in last.output
+    assert role_of(app, teacher) == "instructor"
+    # Usage mistakes: exit status 2 and the usage line.
+    assert set_role(app, "bob@example.org", "admin").exit_code == 2
+    assert set_role(app, "bob@example.org").exit_code == 2
+    both = set_role(app, "bob@example.org", "--user-id", str(lms_id), "instructor")
+    assert both.exit_code == 2 and "Usage:" in both.output
+
+    made = set_role(app, "--user-id", str(lms_id), "instructor")
+    assert made.exit_code == 0 and "From The LMS (id %d) is now an instructor." % lms_id in made.output
+    assert role_of(app, lms_id) == "instructor"
+    assert role_of(app, guest_id) == "learner"
+
+
+def test_the_log_line_cannot_be_forged(app: Flask, caplog: pytest.LogCaptureFixture) -> None:
+    """An email or name from an older row or an LMS may hold a line break or a terminal escape: the log shows
+    it escaped, on the one line."""
+    with app.app_context():
+        db = get_session()
+        user = User(email="x@example.org\nrole change at 2026-01-01T00:00:00Z: forged", name="Eve\x1b[2J\u2028")
+        db.add(user)
+        db.commit()
+        user_id = user.id
+    assert set_role(app, "--user-id", str(user_id), "instructor").exit_code == 0
+    [line] = role_lines(caplog)
+    assert "\n" not in line and "\x1b" not in line and "\u2028" not in line
+    assert "x@example.org\\nrole change at 2026-01-01T00:00:00Z: forged" in line
+    assert "Eve\\x1b[2J\\u2028" in line
+
+
+# -- the instructor pages
+
+def test_the_learner_page_grants_and_revokes(app: Flask, caplog: pytest.LogCaptureFixture) -> None:
+    teacher_id = account(app, "teacher@example.org", role="instructor")
+    alice = account(app, "alice@example.org")
+    teacher = signed_in(app, "teacher@example.org")
+    learner = signed_in(app, "alice@example.org")
+    assert learner.client.get("/instructor/").status_code == 403
+
+    # An account that has not started is found by its email.
+    missing = teacher.client.get("/instructor/learners/find?email=nobody@example.org")
+    assert missing.location.endswith("/instructor/instructors")
+    assert flashes(teacher.client.get(missing.location).get_data(as_text=True)) == [
+        "No account has the email nobody@example.org."]
+    found = teacher.client.get("/instructor/learners/find?email=ALICE@example.org")
+    assert found.status_code == 302 and found.location.endswith(f"/instructor/learners/{alice}")
+    page = teacher.client.get(f"/instructor/learners/{alice}").get_data(as_text=True)
+    assert 'id="role-form"' in page and 'name="role" value="instructor"' in page
+    assert 'name="confirm" value="yes" required' in page
+
+    # Without the confirming box nothing changes, and the page says why.
+    answer = teacher.post(f"/instructor/learners/{alice}/role", data={"role": "instructor"})
+    assert answer.status_code == 303 and role_of(app, alice) == "learner"
+    assert "the role did not change" in " ".join(flashes(teacher.client.get(answer.location).get_data(as_text=True)))
+    assert learner.client.get("/instructor/").status_code == 403
+
+    answer = teacher.post(f"/instructor/learners/{alice}/role", data={"role": "instructor", "confirm": "yes"})
+    assert answer.status_code == 303 and role_of(app, alice) == "instructor"
+    [said] = flashes(teacher.client.get(answer.location).get_data(as_text=True))
+    assert said == ("Alice is now an instructor. Every session of theirs was signed out: the role holds from "
+                    "their next sign-in.")
+    assert learner.client.get("/instructor/").status_code == 302  # the old cookie is signed out
+    learner.signin("alice@example.org")
+    assert learner.client.get("/instructor/").status_code == 200  # at the next sign-in, no restart
+    assert f"instructor account #{teacher_id} <teacher@example.org>" in role_lines(caplog)[-1]
+    listed = teacher.client.get("/instructor/instructors").get_data(as_text=True).split('id="instructors"')[1]
+    assert f'href="/instructor/learners/{alice}">Alice</a>' in listed
+    assert f'href="/instructor/learners/{teacher_id}">Teacher</a>' in listed
+
+    # Another instructor's role is revoked at once: the next request of that instructor has no instructor page.
+    answer = teacher.post(f"/instructor/learners/{alice}/role", data={"role": "learner", "confirm": "yes"})
+    assert role_of(app, alice) == "learner"
+    assert "Alice is no longer an instructor." in flashes(teacher.client.get(answer.location).get_data(as_text=True))[0]
+    assert learner.client.get("/instructor/").status_code == 302
+    learner.signin("alice@example.org")
+    assert learner.client.get("/instructor/").status_code == 403
+    assert f"revoked the instructor role of account #{alice}" in role_lines(caplog)[-1]
+
+
+def test_the_last_instructor_keeps_the_role(app: Flask) -> None:
+    teacher_id = account(app, "teacher@example.org", role="instructor")
+    teacher = signed_in(app, "teacher@example.org")
+    own = teacher.client.get(f"/instructor/learners/{teacher_id}").get_data(as_text=True)
+    assert 'id="last-instructor"' in own and "only instructor account" in own and 'id="role-form"' not in own
+    answer = teacher.post(f"/instructor/learners/{teacher_id}/role", data={"role": "learner", "confirm": "yes"})
+    assert answer.status_code == 303 and role_of(app, teacher_id) == "instructor"
+    [said] = flashes(teacher.client.get(answer.location).get_data(as_text=True))
+    assert "is the only instructor, so the role stays" in said
+
+    # With a second instructor, one's own role may go: this browser stays signed in, without the instructor
+    # pages from its very next request; the other sessions of the account end.
+    second = account(app, "second@example.org", role="instructor")
+    elsewhere = signed_in(app, "teacher@example.org")
+    own = teacher.client.get(f"/instructor/learners/{teacher_id}").get_data(as_text=True)
+    assert 'id="last-instructor"' not in own and "Yes, revoke my own instructor role" in own
+    answer = teacher.post(f"/instructor/learners/{teacher_id}/role", data={"role": "learner", "confirm": "yes"})
+    assert answer.status_code == 303 and role_of(app, teacher_id) == "learner"
+    assert answer.location.endswith("/")
+    assert "You are no longer an instructor." in flashes(teacher.client.get(answer.location).get_data(as_text=True))[0]
+    assert teacher.client.get("/instructor/").status_code == 403
+    assert elsewhere.client.get("/instructor/").status_code == 302
+    # The second one is the last now.
+    other = signed_in(app, "second@example.org")
+    assert 'id="last-instructor"' in other.client.get(f"/instructor/learners/{second}").get_data(as_text=True)
+
+
+def test_the_role_form_needs_its_csrf_token_and_an_instructor(app: Flask) -> None:
+    account(app, "teacher@example.org", role="instructor")
+    alice = account(app, "alice@example.org")
+    teacher = signed_in(app, "teacher@example.org")
+    forged = teacher.client.post(f"/instructor/learners/{alice}/role", data={"role": "instructor", "confirm": "yes"})
+    assert forged.status_code == 400 and role_of(app, alice) == "learner"
+    wrong = teacher.client.post(f"/instructor/learners/{alice}/role",
+                                data={"role": "instructor", "confirm": "yes", "csrf_token": "x" * 43})
+    assert wrong.status_code == 400 and role_of(app, alice) == "learner"
+    learner = signed_in(app, "alice@example.org")
+    assert learner.post(f"/instructor/learners/{alice}/role",
+                        data={"role": "instructor", "confirm": "yes"}).status_code == 403
+    assert role_of(app, alice) == "learner"
+    granted = {"role": "instructor", "confirm": "yes"}
+    assert teacher.post("/instructor/learners/9999/role", data=granted).status_code == 404
+    assert teacher.post(f"/instructor/learners/{alice}/role", data={**granted, "role": "admin"}).status_code == 400
+    with app.app_context():
+        instructors = get_session().scalars(select(User.email).where(User.role == "instructor")).all()
+    assert instructors == ["teacher@example.org"]
+
+
+def test_a_guest_has_no_role_form(app: Flask) -> None:
+    account(app, "teacher@example.org", role="instructor")
+    teacher = signed_in(app, "teacher@example.org")
+    with app.app_context():
+        db = get_session()
+        guest = User(is_guest=True)
+        db.add(guest)
+        db.commit()
+        guest_id = guest.id
+    assert 'id="role-form"' not in teacher.client.get(f"/instructor/learners/{guest_id}").get_data(as_text=True)
+    answer = teacher.post(f"/instructor/learners/{guest_id}/role", data={"role": "instructor", "confirm": "yes"})
+    assert answer.status_code == 303 and role_of(app, guest_id) == "learner"
+    assert "is a guest" in flashes(teacher.client.get(answer.location).get_data(as_text=True))[0]
+
