@@ -1,0 +1,262 @@
+"""Confirmed email addresses (issue 51): a sign-up mails a link through a real SMTP server (aiosmtpd), read
+from the received mail and opened; an unconfirmed address is never an LMS's matching key and never keeps its
+owner out. The attack: a classmate signs up first with the victim's address."""
+from __future__ import annotations
+
+import csv
+import email
+import io
+import logging
+import re
+import threading
+import time
+from email.message import Message
+from typing import Any, Iterator
+
+import pytest
+from aiosmtpd.controller import Controller
+from sqlalchemy import select
+
+from academy.db import get_session
+from academy.models import LtiIdentity, LtiPlatform, QuizAnswer, User
+from tests.helpers import LESSON, WebSession, free_port, new_session
+
+LINK = re.compile(r"https?://\S+/auth/confirm/[A-Za-z0-9._-]+")
+
+
+class Inbox:
+    """What a real SMTP server on 127.0.0.1 received (aiosmtpd), one parsed message per mail."""
+
+    def __init__(self) -> None:
+        self.messages: list[tuple[list[str], Message]] = []
+        self.arrived = threading.Condition()
+
+    async def handle_DATA(self, _server: Any, _session: Any, envelope: Any) -> str:  # noqa: N802 - aiosmtpd's name
+        with self.arrived:
+            self.messages.append((list(envelope.rcpt_tos), email.message_from_bytes(envelope.content)))
+            self.arrived.notify_all()
+        return "250 OK"
+
+    def wait(self, count: int, timeout: float = 10) -> list[tuple[list[str], Message]]:
+        """The first `count` mails, waiting for them at most `timeout` seconds."""
+        with self.arrived:
+            if not self.arrived.wait_for(lambda: len(self.messages) >= count, timeout):
+                raise AssertionError(f"{len(self.messages)} mails arrived, not {count}")
+            return self.messages[:count]
+
+    def link(self, number: int, to: str) -> str:
+        """The confirmation link in mail `number` (1-based), which must be addressed to `to`."""
+        recipients, message = self.wait(number)[number - 1]
+        assert recipients == [to] and message["To"] == to
+        found = LINK.findall(message.get_payload(decode=True).decode())
+        assert len(found) == 1, message.as_string()
+        return found[0]
+
+
+@pytest.fixture
+def inbox() -> Iterator[tuple[Inbox, int]]:
+    box, port = Inbox(), free_port()
+    controller = Controller(box, hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        yield box, port
+    finally:
+        controller.stop()
+
+
+@pytest.fixture
+def mailing(make_app, inbox):  # noqa: ANN001, ANN201
+    box, port = inbox
+    app = make_app(SMTP_HOST="127.0.0.1", SMTP_PORT=port, SMTP_SECURITY="none",
+                   MAIL_FROM="Academy <academy@example.org>")
+    return app, box
+
+
+def _path(link: str) -> str:
+    return "/" + link.split("://", 1)[1].split("/", 1)[1]
+
+
+def _confirm(web: WebSession, link: str, password: str | None = "password123") -> Any:
+    page = web.client.get(_path(link))
+    assert page.status_code == 200, page.get_data(as_text=True)[-400:]
+    return web.post(_path(link), data={} if password is None else {"password": password})
+
+
+def _user(app, email_address: str) -> User | None:  # noqa: ANN001
+    with app.app_context():
+        return get_session().scalar(select(User).where(User.email == email_address))
+
+
+def _gradebook(app, shape: str) -> list[list[str]]:  # noqa: ANN001
+    from academy.accounts import create_account
+
+    with app.app_context():
+        if _user(app, "teacher@example.org") is None:
+            create_account("teacher@example.org", "password123", role="instructor", name="Teacher")
+            get_session().commit()
+    teacher = new_session(app)
+    teacher.signin("teacher@example.org")
+    response = teacher.client.get(f"/instructor/gradebook.csv?format={shape}")
+    assert response.status_code == 200
+    return list(csv.reader(io.StringIO(response.get_data(as_text=True))))
+
+
+def _answer_quiz(web: WebSession) -> None:
+    assert web.post(f"/lessons/{LESSON}/quiz/vanishing-gradients", data={"option": "1"}).status_code in (200, 302)
+
+
+def test_sign_up_mails_a_link_that_confirms_the_address(mailing) -> None:  # noqa: ANN001
+    app, box = mailing
+    web = new_session(app)
+    done = web.signup("ada@example.org", name="Ada")
+    assert done.status_code == 302
+    assert "We sent a link to ada@example.org" in web.client.get("/").get_data(as_text=True)
+    _recipients, message = box.wait(1)[0]
+    assert message["From"] == "Academy <academy@example.org>" and "Confirm" in message["Subject"]
+    link = box.link(1, "ada@example.org")
+    account = web.client.get("/auth/account").get_data(as_text=True)
+    assert "not confirmed" in account and 'id="send-confirmation"' in account
+    # Opening the link (what a mail scanner does too) confirms nothing; the form does.
+    assert web.client.get(_path(link)).status_code == 200
+    assert _user(app, "ada@example.org").email_confirmed_at is None
+    confirmed = _confirm(web, link, password=None)  # signed in to that account: no password asked
+    assert confirmed.status_code == 303
+    assert _user(app, "ada@example.org").email_confirmed_at is not None
+    account = web.client.get("/auth/account").get_data(as_text=True)
+    assert "(confirmed)" in account and 'id="send-confirmation"' not in account
+    assert web.client.get(_path(link)).status_code == 410  # single use: the address is confirmed now
+    assert web.client.get("/auth/confirm/" + link.rsplit("/", 1)[1][:-2] + "xx").status_code == 410  # tampered
+
+
+def test_a_classmate_cannot_hold_a_victims_address(mailing) -> None:  # noqa: ANN001
+    """The attack: a classmate signs up first with the victim's address and works under it."""
+    app, box = mailing
+    classmate = new_session(app)
+    assert classmate.signup("victim@example.org", "classmate-pw", name="Victim").status_code == 302
+    _answer_quiz(classmate)
+    squatter_link = box.link(1, "victim@example.org")
+    # The LMS files leave the unconfirmed address out (the classmate has no SIS id: no row at all) ...
+    assert not any("victim@example.org" in row for row in _gradebook(app, "moodle") + _gradebook(app, "canvas"))
+    plain = {row[2]: row for row in _gradebook(app, "plain")[1:]}
+    assert plain["victim@example.org"][5] == "no"  # the plain file says it is unconfirmed
+    # ... and the victim, who got the classmate's mail, cannot confirm it for the classmate without their password.
+    victim = new_session(app)
+    assert _confirm(victim, squatter_link, "password123").status_code == 401
+    assert _user(app, "victim@example.org").email_confirmed_at is None
+
+    # The victim signs up (as a guest with progress): not refused, a link goes to the address, nobody signed in.
+    victim.guest()
+    _answer_quiz(victim)
+    with app.app_context():
+        guest_id = get_session().scalar(select(User.id).where(User.is_guest.is_(True)))
+    waiting = victim.signup("victim@example.org", "victim-password", name="Victim")
+    assert waiting.status_code == 202 and "We sent a link to victim@example.org" in waiting.get_data(as_text=True)
+    assert "already exists" not in waiting.get_data(as_text=True)
+    owner_link = box.link(2, "victim@example.org")
+    assert _confirm(new_session(app), owner_link, "classmate-pw").status_code == 401  # the sign-up's password only
+    phone = new_session(app)  # the victim opens the mail on another device
+    finished = _confirm(phone, owner_link, "victim-password")
+    assert finished.status_code == 303
+    assert "victim@example.org is confirmed" in phone.client.get("/auth/account").get_data(as_text=True)
+    owner = _user(app, "victim@example.org")
+    assert owner.id == guest_id and owner.email_confirmed_at is not None and not owner.is_guest  # progress kept
+    with app.app_context():
+        db = get_session()
+        squatter = db.scalar(select(User).where(User.name == "Victim", User.id != guest_id))
+        assert squatter.email is None and squatter.email_confirmed_at is None  # lost, never confirmed for them
+        assert db.scalar(select(QuizAnswer.id).where(QuizAnswer.user_id == squatter.id)) is not None  # work kept
+    assert victim.client.get(_path(squatter_link)).status_code == 410  # the address left that account
+    assert phone.post(_path(owner_link), data={"password": "victim-password"}).status_code == 410  # used
+    assert phone.signin("victim@example.org", "victim-password").status_code == 302
+    # The gradebooks put the owner's own grade under the address, not the classmate's.
+    moodle = _gradebook(app, "moodle")
+    assert [row[0] for row in moodle[1:]] == ["victim@example.org"]
+    # A confirmed address is refused as before.
+    again = new_session(app).signup("victim@example.org", "classmate-pw")
+    assert again.status_code == 400 and "already exists" in again.get_data(as_text=True)
+
+
+def test_links_expire_are_single_purpose_and_rate_limited(mailing, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    from itsdangerous import URLSafeTimedSerializer
+    from itsdangerous.timed import TimestampSigner
+
+    from academy import confirmation
+
+    app, box = mailing
+    web = new_session(app)
+    web.signup("grace@example.org")
+    box.wait(1)
+    user_id = _user(app, "grace@example.org").id
+    # A new link is rate-limited: the sign-up sent one a moment ago.
+    again = web.post("/auth/confirm")
+    assert again.status_code == 303
+    assert "you can ask for another in" in web.client.get("/auth/account").get_data(as_text=True)
+    assert len(box.messages) == 1
+    with app.app_context():
+        db = get_session()
+        db.get(User, user_id).confirmation_sent_at = None  # as if minutes had passed
+        db.commit()
+    web.post("/auth/confirm")
+    assert "We sent a link to grace@example.org" in web.client.get("/auth/account").get_data(as_text=True)
+    fresh = box.link(2, "grace@example.org")
+    # Expired: a link signed 49 hours ago (DLA_EMAIL_CONFIRM_HOURS is 48).
+    monkeypatch.setattr(TimestampSigner, "get_timestamp", lambda _self: int(time.time()) - 49 * 3600)
+    with app.test_request_context():
+        old = confirmation.link({"u": user_id, "e": "grace@example.org"})
+    monkeypatch.undo()
+    expired = web.client.get(_path(old))
+    assert expired.status_code == 410 and "expired" in expired.get_data(as_text=True)
+    # Single purpose: the same payload signed with the site's key under another salt is no link.
+    with app.app_context():
+        other = URLSafeTimedSerializer(app.secret_key, salt="another-purpose").dumps(
+            {"u": user_id, "e": "grace@example.org"})
+    assert web.client.get(f"/auth/confirm/{other}").status_code == 410
+    # Dies when the address changes (an operator edits it), and comes back for nobody else.
+    with app.app_context():
+        db = get_session()
+        db.get(User, user_id).email = "grace@new.example.org"
+        db.commit()
+    assert web.client.get(_path(fresh)).status_code == 410
+
+
+def test_without_an_smtp_host_the_link_is_in_the_log_and_a_failed_mail_is_said(make_app, caplog) -> None:  # noqa: ANN001
+    app = make_app()
+    web = new_session(app)
+    with caplog.at_level(logging.WARNING, logger="academy.mail"):
+        web.signup("ops@example.org")
+    page = web.client.get("/").get_data(as_text=True)
+    assert "This site sends no mail" in page and "written to the server" in page
+    link = LINK.search(caplog.text).group(0)
+    assert _confirm(web, link, password=None).status_code == 303
+    assert _user(app, "ops@example.org").email_confirmed_at is not None
+
+    closed = make_app(INSTANCE_PATH=str(app.instance_path) + "-2", SMTP_HOST="127.0.0.1", SMTP_PORT=free_port(),
+                      SMTP_SECURITY="none")
+    web = new_session(closed)
+    assert web.signup("nomail@example.org").status_code == 302  # the account is made; the mail did not go
+    assert "could not be sent" in web.client.get("/").get_data(as_text=True)
+
+
+def test_operator_accounts_count_as_confirmed_and_lms_learners_export_the_lms_email(app) -> None:  # noqa: ANN001
+    """`create-user` vouches for the address; an LTI learner's Moodle and Canvas rows carry the address the LMS
+    asserted (stored on their identity), which the Moodle file left empty before."""
+    result = app.test_cli_runner().invoke(args=["create-user", "made@example.org", "--password", "password123"])
+    assert result.exit_code == 0, result.output
+    assert _user(app, "made@example.org").email_confirmed_at is not None
+    with app.app_context():
+        db = get_session()
+        platform = LtiPlatform(name="LMS", issuer="https://lms.example.org", client_id="c", auth_login_url="https://x",
+                               auth_token_url="https://x", key_set_url="https://x", tool_private_key="pem",
+                               tool_kid="k")
+        lms_user = User(role="learner", name="Lin")
+        db.add_all([platform, lms_user])
+        db.flush()
+        db.add(LtiIdentity(platform_id=platform.id, deployment_id="d", sub="s", user_id=lms_user.id,
+                           email="lin@lms.example.org"))
+        db.add(QuizAnswer(user_id=lms_user.id, lesson_id=LESSON, question_id="vanishing-gradients", option_id="1",
+                          correct=True))
+        db.commit()
+    moodle = _gradebook(app, "moodle")
+    assert [row[:3] for row in moodle[1:]] == [["lin@lms.example.org", "", "Lin"]]
+    canvas = _gradebook(app, "canvas")
+    assert [row[:4] for row in canvas[2:]] == [["Lin", "", "", "lin@lms.example.org"]]
