@@ -212,6 +212,9 @@ def lti_add_deployment_command(platform_id: int, deployment_id: str) -> None:
     platform = get_session().get(LtiPlatform, platform_id)
     if platform is None:
         raise click.ClickException(f"There is no LMS registration {platform_id} (see lti-list).")
+    if lti.is_removed(platform):
+        raise click.ClickException(f"{platform.name} (registration {platform_id}) was removed: register its issuer "
+                                   "and client id again (lti-register) to bring it back, then add deployments.")
     try:
         lti.add_deployment(platform, deployment_id)
     except AccountError as exc:
@@ -224,12 +227,20 @@ def lti_add_deployment_command(platform_id: int, deployment_id: str) -> None:
 @with_appcontext
 @needs_database
 def lti_list_command() -> None:
-    """The registered LMSes, their deployments, and the tool's URLs to give an LMS."""
+    """The registered LMSes, their deployments, and the tool's URLs to give an LMS; the removed ones apart."""
+    from academy import lti
     from academy.models import LtiPlatform
 
-    for p in get_session().scalars(select(LtiPlatform).order_by(LtiPlatform.id)):
+    db = get_session()
+    for p in db.scalars(lti.active_platforms().order_by(LtiPlatform.id)):
         deployments = ", ".join(d.deployment_id for d in p.deployments) or "none (every launch is refused)"
         click.echo(f"{p.id}  {p.name}: issuer {p.issuer}, client id {p.client_id}, deployments {deployments}")
+    removed = db.scalars(select(LtiPlatform).where(lti.REMOVED_AT.is_not(None)).order_by(LtiPlatform.id)).all()
+    if removed:
+        click.echo("Removed (their launches are refused; lti-register with the same issuer and client id brings one "
+                   "back, with its learners' accounts):")
+        for p in removed:
+            click.echo(f"{p.id}  {p.name}: issuer {p.issuer}, client id {p.client_id}")
     _echo_tool_urls()
 
 
