@@ -42,7 +42,10 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         SESSION_COOKIE_SAMESITE="Lax",
         # Secure by default; browsers accept Secure cookies from http://localhost and 127.0.0.1 too.
         SESSION_COOKIE_SECURE=not settings.insecure_cookies,
-        PERMANENT_SESSION_LIFETIME=60 * 60 * 24 * 30,
+        # The oldest cookie signature accepted at all; each session's own idle and absolute limits
+        # (security.py: DLA_SESSION_IDLE_DAYS, DLA_SESSION_MAX_DAYS, DLA_GUEST_IDLE_DAYS) end it sooner.
+        PERMANENT_SESSION_LIFETIME=int(max(settings.session_max_days, settings.session_idle_days,
+                                           settings.guest_idle_days) * 86400) + 60,
     )
     app.config.from_mapping({key: value for key, value in {**config_file, **test_config}.items()
                              if key.lower() not in vars(settings)})

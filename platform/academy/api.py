@@ -235,7 +235,7 @@ def _finished_or_waited(row: Submission) -> Submission:
         return db.get(Submission, row.id)
 
     return waiting.finishes().wait(read, lambda current: current is None or current.status != seen,
-                                   seconds, who=f"user-{g.user.id}") or row
+                                   seconds, who=f"user-{g.user.id}", address=client_address()) or row
 
 
 @bp.get("/runs/<int:submission_id>")
@@ -329,12 +329,19 @@ def save_draft(exercise_id: str) -> ResponseReturnValue:
     size, address = len(code.encode("utf-8")), client_address()
     _check_draft_room(exercise.id, size, address)
     db = get_session()
-    draft = db.scalar(select(Draft).where(Draft.user_id == g.user.id, Draft.exercise_id == exercise.id))
-    if draft is None:
-        db.add(Draft(user_id=g.user.id, exercise_id=exercise.id, code=code, size_bytes=size, address=address))
-    else:
-        draft.code, draft.size_bytes, draft.address = code, size, address
-    db.commit()
+    for last_try in (False, True):
+        draft = db.scalar(select(Draft).where(Draft.user_id == g.user.id, Draft.exercise_id == exercise.id))
+        if draft is None:
+            db.add(Draft(user_id=g.user.id, exercise_id=exercise.id, code=code, size_bytes=size, address=address))
+        else:
+            draft.code, draft.size_bytes, draft.address = code, size, address
+        try:
+            db.commit()
+            break
+        except IntegrityError:  # a first save of this draft at the same moment (two tabs): save over it
+            db.rollback()
+            if last_try:
+                raise
     return "", 204
 
 

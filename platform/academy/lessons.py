@@ -16,7 +16,7 @@ from academy.db import get_session
 from academy.i18n import Untranslated, localize, localize_course
 from academy.limits import account_key, limit, limiter
 from academy.models import GRADED, Draft, QuizAnswer, Submission
-from academy.security import learner_required, public_lessons, public_page
+from academy.security import from_this_site, learner_required, public_lessons, public_page
 from academy.tutor import tutor_offered
 from grader.core.course import Card, ExerciseStep, Lesson, Quiz, QuizQuestion, Step
 
@@ -74,9 +74,11 @@ def step(lesson_id: str, step_id: str) -> ResponseReturnValue:
         number = lesson.index(step_id) + 1
     except KeyError:
         abort(404, description=gettext("Lesson '%(id)s' has no step '%(step)s'.", id=lesson.id, step=step_id))
-    if g.user is not None:
+    # Opening a step marks it read and makes it the resume point, but only when the learner opened it: another
+    # site's link (the session cookie goes with it) shows the page and records nothing (security.from_this_site).
+    if from_this_site() and g.user is not None:
         progress.record_visit(g.user, lesson.id, step_id)
-    else:
+    elif from_this_site():
         progress.remember_visitor_visit(lesson.id, step_id)
     current = lesson.steps[number - 1]
     t = localize(lesson)

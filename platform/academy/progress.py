@@ -12,6 +12,7 @@ from flask import has_request_context, session
 from flask_babel import gettext, ngettext
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm.exc import StaleDataError
 
 from academy.db import get_session
 from academy.models import (
@@ -108,22 +109,31 @@ def resume_number(user: User, lesson: Lesson) -> int:
 def record_visit(user: User, lesson_id: str, step_id: str) -> None:
     """The learner opened this step: it is the resume point, and it has been seen."""
     db = get_session()
-    row = get_position(user, lesson_id)
-    changed = False
-    if row is None:
-        db.add(LessonProgress(user_id=user.id, lesson_id=lesson_id, step_id=step_id))
-        changed = True
-    elif row.step_id != step_id:
-        row.step_id, changed = step_id, True
-    if step_id not in seen_steps(user, lesson_id):
-        db.add(StepVisit(user_id=user.id, lesson_id=lesson_id, step_id=step_id))
-        changed = True
-    if not changed:
-        return
-    try:
-        db.commit()
-    except IntegrityError:  # the same page opened twice at once (two tabs): the other request stored it
-        db.rollback()
+    for last_try in (False, True):
+        row = get_position(user, lesson_id)
+        changed = False
+        if row is None:
+            db.add(LessonProgress(user_id=user.id, lesson_id=lesson_id, step_id=step_id))
+            changed = True
+        elif row.step_id != step_id:
+            row.step_id, changed = step_id, True
+        if step_id not in seen_steps(user, lesson_id):
+            db.add(StepVisit(user_id=user.id, lesson_id=lesson_id, step_id=step_id))
+            changed = True
+        if not changed:
+            return
+        try:
+            db.commit()
+            return
+        except IntegrityError:
+            # Another request stored this lesson's first position or this step's visit at the same moment (two
+            # tabs): once more, over what it stored, so neither request's step is lost.
+            db.rollback()
+        except StaleDataError:  # the account was deleted meanwhile (a merged guest): nothing to record
+            db.rollback()
+            return
+        if last_try:
+            return
 
 
 VISITS_KEY = "visits"  # in a visitor's cookie session: {lesson id: [step ids, in the order last opened]}

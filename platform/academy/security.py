@@ -4,12 +4,17 @@ from __future__ import annotations
 import functools
 import hmac
 import secrets
-from datetime import timedelta
+import time
+from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
+from urllib.parse import urlsplit
 
-from flask import Flask, Response, abort, g, jsonify, make_response, redirect, request, session, url_for
-from flask_babel import gettext
+from babel.units import format_unit
+from flask import Flask, Response, abort, flash, g, jsonify, make_response, redirect, request, session, url_for
+from flask.sessions import SecureCookieSessionInterface, SessionMixin
+from flask_babel import get_locale, gettext
 from sqlalchemy import select
+from sqlalchemy.orm.exc import StaleDataError
 
 from academy.accounts import TOKEN_PREFIX, hash_token, new_api_token  # noqa: F401 - the API tokens live there
 from academy.db import get_session
@@ -23,6 +28,26 @@ UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 SEEN_EVERY = timedelta(hours=1)
 NO_CREDENTIALS = N_("Sign in or send an API token (Authorization: Bearer ...).")
 
+# -- how long a sign-in lasts (DLA_SESSION_IDLE_DAYS, DLA_SESSION_MAX_DAYS; guests: DLA_GUEST_IDLE_DAYS)
+#
+# The cookie session is signed, not stored, so its clocks travel in it, where no one can move them without the
+# secret key: SIGNED_IN is when this browser signed in (never moved by use), LAST_USED when this copy of the
+# cookie last made a request. A copy taken from a browser (a shared computer, a stolen disk) carries the time
+# it was taken and ends `session_idle_days` after it, however busy the owner's own browser is meanwhile: the
+# idle clock is per copy, not per account. A clock kept on the server for the account (User.last_seen_at)
+# would be refreshed by the owner's requests for the thief's copy too. A copy in use stays alive up to the
+# absolute limit, counted from the sign-in, which no request moves; a sign-out, a password change or "sign out
+# everywhere else" ends it at once (User.session_secret).
+SIGNED_IN, LAST_USED, GUEST = "t0", "seen", "guest"
+USER_KEYS = ("user_id", "k", SIGNED_IN, LAST_USED, GUEST)
+USE_EVERY_S = 60  # how often LAST_USED is moved on; far finer than any idle limit
+DAY_S = 86400
+
+
+def clock() -> float:
+    """Seconds since the epoch: the clock of session lifetimes (tests move it)."""
+    return time.time()
+
 
 def csrf_token() -> str:
     if "csrf" not in session:
@@ -30,23 +55,58 @@ def csrf_token() -> str:
     return session["csrf"]
 
 
+# Fetch Metadata (Sec-Fetch-Site) that a navigation of this site itself sends: from one of its pages, or typed,
+# bookmarked or reopened by the browser's user. "same-site" is a sibling host (another subdomain: another
+# site's pages, perhaps anyone's), "cross-site" a link or redirect from anywhere else.
+OWN_NAVIGATIONS = frozenset({"same-origin", "none"})
+
+
+def from_this_site() -> bool:
+    """Whether this request came from the site itself (or the browser's user), not from another site's link,
+    form or redirect: SameSite=Lax cookies go with any top-level GET, so a foreign page can make a learner's
+    browser open any page signed in. Browsers send Sec-Fetch-Site (to https and localhost origins); without
+    it, a Referer of this origin (the pages send one: Referrer-Policy same-origin). A request with neither
+    counts only where no browser made it (no "Mozilla/" in its User-Agent, which every browser sends): an
+    old browser following a foreign link with its referrer suppressed does not count, a script does."""
+    fetch_site = request.headers.get("Sec-Fetch-Site")
+    if fetch_site is not None:
+        return fetch_site.strip().lower() in OWN_NAVIGATIONS
+    referrer = request.headers.get("Referer")
+    if referrer:
+        here, there = urlsplit(request.host_url), urlsplit(referrer)
+        return (there.scheme, there.netloc.lower()) == (here.scheme, here.netloc.lower())
+    return "mozilla/" not in request.headers.get("User-Agent", "").lower()
+
+
 def wants_json() -> bool:
     """The JSON API's requests (errors.py answers them the same way): the api blueprint's and the tutor's."""
     return request.blueprint == "api" or request.path.startswith("/api/")
 
 
-def start_session(user: User, adopt_visits: bool = True) -> None:
+# Where a visitor becomes the account that a session starts for: a sign-up (the visitor made it) or a new guest.
+# A sign-in is not: on a shared computer, whoever signs in next is not the visitor who read those steps.
+ADOPTING = frozenset({"auth.signup", "auth.guest"})
+
+
+def start_session(user: User, adopt_visits: bool | None = None) -> None:
     """Sign `user` in on this browser: a fresh cookie session (and CSRF token), so no session fixation,
-    naming the user and carrying the user's session secret. The steps this browser opened as a visitor
-    (progress.remember_visitor_visit) become the user's, unless `adopt_visits` is False."""
+    naming the user and carrying the user's session secret and the sign-in's time (its lifetime counts from
+    it). The steps this browser opened as a visitor (progress.remember_visitor_visit) become the user's where
+    `adopt_visits` says so; left out, only where this visitor becomes the user (ADOPTING: a sign-up, a new
+    guest), never at a sign-in, where they are dropped."""
     from academy import progress
     from academy.content import get_content
 
+    if adopt_visits is None:
+        adopt_visits = request.endpoint in ADOPTING
     visits = progress.visitor_visits() if adopt_visits else {}
     session.clear()
     session.permanent = True
     session["user_id"] = user.id
     session["k"] = user.session_secret
+    session[SIGNED_IN] = session[LAST_USED] = int(clock())
+    if user.is_guest:
+        session[GUEST] = True
     if visits:
         progress.adopt_visits(user, visits, {lesson.id: lesson for lesson in get_content().course.lessons})
 
@@ -73,7 +133,11 @@ def _load_user() -> Any:
             return _deny(401, N_("The API token is not valid (it may have been revoked)."))
         token.last_used_at = utcnow()
         _seen(token.user)
-        db.commit()
+        try:
+            db.commit()
+        except StaleDataError:  # revoked (or its user deleted) while this request read it
+            db.rollback()
+            return _deny(401, N_("The API token is not valid (it may have been revoked)."))
         g.user, g.via_token = token.user, True
         return None
     user_id, secret = session.get("user_id"), session.get("k")
@@ -83,13 +147,87 @@ def _load_user() -> Any:
         # replaced, even if the cookie was copied and replayed), or a user that only has the same id: forget
         # who it was. The CSRF token stays, so the sign-in form that browser already shows still works.
         if user is None or not isinstance(secret, str) or not hmac.compare_digest(secret, user.session_secret):
-            session.pop("user_id", None)
-            session.pop("k", None)
+            _forget_user()
+            return None
+        ended = _lifetime_over(user)
+        if ended is not None:
+            _forget_user()
+            if wants_json():
+                return jsonify(error=ended), 401
+            flash(ended, "error")  # shown on this page, or on the sign-in page a closed one sends it to
             return None
         g.user = user
         if _seen(user):
-            get_session().commit()
+            _commit_seen()
     return None
+
+
+def _forget_user() -> None:
+    """This browser is no longer signed in. The CSRF token stays, so the sign-in form it already shows works."""
+    for key in USER_KEYS:
+        session.pop(key, None)
+
+
+def _commit_seen() -> None:
+    # The account's row may be gone meanwhile (a merge deleting its guest, remove-idle-guests): then the
+    # request goes on, and what it needs of the user answers as it would.
+    try:
+        get_session().commit()
+    except StaleDataError:
+        get_session().rollback()
+
+
+def _period(days: float) -> str:
+    return format_unit(round(days, 2), "duration-day", length="long", locale=get_locale() or "en")
+
+
+def _lifetime_over(user: User) -> str | None:
+    """Why this cookie's session has ended (in the request's language), or None while it lives, when it is
+    marked as used now. An account's: `session_max_days` after its sign-in, or `session_idle_days` after this
+    copy's last request; a guest's (no password to sign in again with): `guest_idle_days` after its last
+    request, the age at which `remove-idle-guests` deletes it anyway."""
+    from academy.settings import settings
+
+    own, now = settings(), clock()
+    signed_in, last_used = session.get(SIGNED_IN), session.get(LAST_USED)
+    if not isinstance(signed_in, int) or not isinstance(last_used, int):
+        if user.is_guest:  # a guest's cookie from before session lifetimes: its work is reachable only by it
+            session[SIGNED_IN] = session[LAST_USED] = int(now)
+            session[GUEST] = True
+            return None
+        return gettext("Your session ended; sign in again.")
+    if user.is_guest:
+        if now - last_used >= own.guest_idle_days * DAY_S:
+            return gettext("Your guest session ended after %(period)s without use; its progress is no longer "
+                           "reachable.", period=_period(own.guest_idle_days))
+    elif now - signed_in >= own.session_max_days * DAY_S:
+        return gettext("Your session ended %(period)s after you signed in; sign in again.",
+                       period=_period(own.session_max_days))
+    elif now - last_used >= own.session_idle_days * DAY_S:
+        return gettext("Your session ended after %(period)s without use; sign in again.",
+                       period=_period(own.session_idle_days))
+    if now - last_used >= USE_EVERY_S or now < last_used:
+        session[LAST_USED] = int(now)
+    return None
+
+
+class LifetimeCookies(SecureCookieSessionInterface):
+    """The session cookie's Expires: a signed-in browser's is at most the idle limit away (each request moves it
+    on) and never past the absolute limit; a guest's, `guest_idle_days` away. A visitor's cookie (no
+    user) is the browser's session cookie, as Flask makes it."""
+
+    def get_expiration_time(self, app: Flask, session: SessionMixin) -> datetime | None:
+        from academy.settings import settings
+
+        signed_in = session.get(SIGNED_IN)
+        if not session.permanent or not isinstance(signed_in, int):
+            return super().get_expiration_time(app, session)
+        own, now = settings(app), clock()
+        if session.get(GUEST):
+            end = now + own.guest_idle_days * DAY_S
+        else:
+            end = min(now + own.session_idle_days * DAY_S, signed_in + own.session_max_days * DAY_S)
+        return datetime.fromtimestamp(end, timezone.utc)
 
 
 def _seen(user: User) -> bool:
@@ -177,7 +315,7 @@ def become_guest() -> None:
     db = get_session()
     db.add(user)
     db.commit()
-    start_session(user)
+    start_session(user, adopt_visits=True)  # this visitor becomes the guest: what it read counts
     session["csrf"] = token
     g.user = user
 
@@ -218,6 +356,7 @@ CONTENT_SECURITY_POLICY = ("default-src 'self'; style-src 'self' 'unsafe-inline'
 
 
 def init_app(app: Flask) -> None:
+    app.session_interface = LifetimeCookies()
     app.before_request(_load_user)
     app.before_request(_check_csrf)
     app.jinja_env.globals["csrf_token"] = csrf_token

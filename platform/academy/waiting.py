@@ -8,13 +8,16 @@ costs at most that. Between reads the request holds no database connection.
 
 A waiting request holds one of the server's threads (gunicorn's `--threads`), so at most `long_poll_waiters`
 requests of one process wait at once; the others are answered at once, and the browser then polls
-(static/lesson.js: an answer that came back quickly, still pending, is followed by a pause).
+(static/lesson.js: an answer that came back quickly, still pending, is followed by a pause). One learner holds
+at most one seat, and one client address at most half of them (`per_address`): guests made in bulk from one
+address, or one classroom behind a NAT, leave the other half to everyone else.
 """
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from collections import Counter
 from typing import Any, Callable, TypeVar
 
 from flask import Flask, current_app
@@ -37,6 +40,8 @@ class Finishes:
         self._news = threading.Condition()
         self._count = 0  # rows announced so far: a waiter wakes when it moves
         self._who: set[str] = set()  # the learners whose requests wait now, one request each
+        self._where: Counter[str] = Counter()  # how many requests wait now, by client address
+        self.per_address = max(1, self.seats // 2)  # the seats one address may hold
         self._listener: threading.Thread | None = None
         self._publisher: Any = None  # a Redis client, made on first use
 
@@ -62,18 +67,21 @@ class Finishes:
             self._count += 1
             self._news.notify_all()
 
-    def wait(self, read: Callable[[], Row], done: Callable[[Row], bool], seconds: float, who: str = "") -> Row:
+    def wait(self, read: Callable[[], Row], done: Callable[[Row], bool], seconds: float, who: str = "",
+             address: str = "") -> Row:
         """`read()` until `done` of it, for at most `seconds` (capped at `long_poll_s`); the last read.
-        Without a free seat, asked for 0 s, or while `who` (a learner) already waits in another request, one
-        read and no wait: one learner holds at most one seat, whatever they send."""
+        Without a free seat, asked for 0 s, while `who` (a learner) already waits in another request, or while
+        `address` (the client's) holds `per_address` seats, one read and no wait: one learner holds at most one
+        seat, and one address at most half of them, whatever they send."""
         seconds = min(max(seconds, 0.0), self.max_wait_s)
         row = read()
         if done(row) or seconds <= 0:
             return row
         with self._news:
-            if who in self._who or len(self._who) >= self.seats:
+            if who in self._who or len(self._who) >= self.seats or self._where[address] >= self.per_address:
                 return row
             self._who.add(who)
+            self._where[address] += 1
         try:
             self._listen()
             end = time.monotonic() + seconds
@@ -89,6 +97,9 @@ class Finishes:
         finally:
             with self._news:
                 self._who.discard(who)
+                self._where[address] -= 1
+                if not self._where[address]:
+                    del self._where[address]
 
     def _listen(self) -> None:
         """With Redis: one thread per process hears the workers' news (started by the first waiter)."""
