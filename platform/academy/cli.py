@@ -21,16 +21,17 @@ from flask.cli import with_appcontext
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import aliased
 
-from academy.accounts import AccountError, create_account, gettext, new_api_token
+from academy.accounts import AccountError, create_account, gettext, new_api_token, revoke_tokens
 from academy.db import check_schema, get_session
 from academy.instance import init_instance
 from academy.models import PENDING, JobStatus, RegradeRun, Submission, User, utcnow
 from academy.settings import InstanceNotReady, settings
 
 Command = TypeVar("Command", bound=Callable[..., Any])
-# Who was made or unmade an instructor, by whom, when: one WARNING line each (the server's log: gunicorn's or
-# waitress's stderr; a command's own stderr), so that it shows whatever the logging configuration.
-audit = logging.getLogger("academy.roles")
+# Who was made or unmade an instructor, whose address an operator confirmed, by whom, when: one WARNING line
+# each (the server's log: its stderr; a command's own stderr), so that it shows whatever the logging
+# configuration, every value in it escaped (log_safe).
+audit = logging.getLogger("academy.audit")
 ROLES = ("learner", "instructor")
 
 
@@ -308,7 +309,9 @@ def operator() -> str:
 def change_role(user: User, role: str, *, by: str, end_sessions: Callable[[User], None] = User.end_sessions) -> None:
     """Make `user` an instructor (`role` "instructor") or a learner again, end the account's sessions
     (`end_sessions`: every cookie of it; the learner page passes security.end_other_sessions, which keeps the
-    acting browser signed in when it is the account's own), commit, and log who did it (`by`) to whom, when.
+    acting browser signed in when it is the account's own) and revoke its API tokens, commit, and log who did
+    it (`by`) to whom, when. A copy of the account's cookie or token (a shared computer's, a stolen one) must
+    neither gain the new role nor keep the old one: the account signs in again and makes new tokens.
 
     AccountError (its text for the page or the command) when `role` is neither, `user` is a guest (no account:
     it signs up first), already has the role, or is the last instructor: the instructor pages must stay
@@ -342,13 +345,12 @@ def change_role(user: User, role: str, *, by: str, end_sessions: Callable[[User]
             raise AccountError(gettext("%(who)s is not an instructor; nothing changed.", who=who))
     else:
         user.role = role
-    # A copy of the account's cookie (a shared computer's, a stolen one) must not gain the new role, nor keep
-    # the old one: the account signs in again.
     end_sessions(user)
+    tokens = revoke_tokens(user)
     db.commit()
     what = "granted the instructor role to" if role == "instructor" else "revoked the instructor role of"
     audit.warning("%s", log_safe(f"role change at {utcnow():%Y-%m-%dT%H:%M:%SZ}: {by} {what} {describe(user)}; "
-                                 "the account's sessions were ended"))
+                                 f"the account's sessions were ended and its {tokens} API token(s) revoked"))
 
 
 def find_account(email: str | None, user_id: int | None) -> User:
@@ -378,9 +380,10 @@ def find_account(email: str | None, user_id: int | None) -> User:
 def set_role_command(arguments: tuple[str, ...], user_id: int | None) -> None:
     """Make an existing account an instructor (ROLE instructor) or a learner again (ROLE learner).
 
-    Every session of the account is signed out, so the new role holds from its next sign-in and no copy of
-    an old cookie carries either role; the change is logged. The last instructor stays one: make another
-    account an instructor first.
+    Every session of the account is signed out and its API tokens are revoked, so the new role holds from its
+    next sign-in and no copy of an old cookie or token carries either role; the change is logged. An EMAIL must
+    be confirmed (see confirm-email), else whoever signed up first with somebody's address would get that
+    person's role. The last instructor stays one: make another account an instructor first.
 
     \b
     flask --app academy set-role alice@example.org instructor
@@ -393,18 +396,54 @@ def set_role_command(arguments: tuple[str, ...], user_id: int | None) -> None:
     if role not in ROLES:
         raise click.UsageError(f"ROLE is {' or '.join(ROLES)}, not {arguments[-1]!r}.")
     user = find_account(arguments[0] if user_id is None else None, user_id)
+    if user_id is None and not user.email_confirmed:
+        raise click.ClickException(
+            f"The address {user.email} is not confirmed: the account holding it (id {user.id}) may not be its "
+            "owner's, since anyone can sign up with any address. Once you know it is, run confirm-email "
+            f"{user.email} (or name the account by --user-id {user.id}); or let its owner confirm it from the "
+            "account page.")
     try:
         change_role(user, role, by=operator())
     except AccountError as exc:
         raise click.ClickException(str(exc)) from None
     who = f"{user.display_name} (id {user.id})"
     click.echo(f"{who} is now an instructor." if role == "instructor" else f"{who} is no longer an instructor.")
-    click.echo("Every session of the account was signed out: the new role holds from its next sign-in.")
+    click.echo("Every session of the account was signed out and its API tokens revoked: the new role holds from "
+               "its next sign-in.")
+
+
+@click.command("confirm-email")
+@click.argument("email")
+@with_appcontext
+@needs_database
+def confirm_email_command(email: str) -> None:
+    """Count the address EMAIL as confirmed for the account holding it, as if its owner had opened the link.
+
+    Only once you know that the account is the address's owner's (it is what the LMS gradebooks match learners
+    by, and what set-role names an account by). Sign-ups that wait for the address's link are refused from
+    then on. The confirmation is logged.
+    """
+    from academy import confirmation
+    from academy.models import PendingSignup
+
+    user = find_account(email, None)
+    if user.email_confirmed:
+        raise click.ClickException(f"The address {user.email} (account id {user.id}) was confirmed already, on "
+                                   f"{user.email_confirmed_at:%Y-%m-%d %H:%M} UTC; nothing changed.")
+    db = get_session()
+    waiting = db.scalar(select(func.count()).select_from(PendingSignup).where(PendingSignup.email == user.email))
+    confirmation.confirm_by_operator(user.email)  # type: ignore[arg-type]
+    db.commit()
+    audit.warning("%s", log_safe(f"address confirmed at {utcnow():%Y-%m-%dT%H:%M:%SZ}: {operator()} confirmed "
+                                 f"the address of {describe(user)}"))
+    click.echo(f"The address {user.email} is confirmed for {user.display_name} (id {user.id}).")
+    if waiting:
+        click.echo(f"{waiting} sign-up(s) waiting for this address's link will be refused: the address is taken.")
 
 
 def init_app(app: Flask) -> None:
     """Every command, on `flask --app academy` and on `python -m academy` alike (academy/__main__.py)."""
     for command in (init_db_command, remove_idle_guests_command, create_user_command, create_token_command,
                     regrade_command, worker_command, lti_register_command, lti_add_deployment_command,
-                    lti_list_command, set_role_command):
+                    lti_list_command, set_role_command, confirm_email_command):
         app.cli.add_command(command)

@@ -262,8 +262,9 @@ def learner(user_id: int) -> ResponseReturnValue:
 @instructor_required
 def learner_role(user_id: int) -> ResponseReturnValue:
     """Make an account an instructor or a learner again, once the form's box confirms it. Every session of the
-    account ends (the acting instructor's own browser stays signed in when it changes its own role); the
-    last instructor keeps the role; a refused change changes nothing, and the page says why."""
+    account ends (the acting instructor's own browser stays signed in when it changes its own role) and its API
+    tokens are revoked; the last instructor keeps the role; a refused change changes nothing, and the page says
+    why."""
     db = get_session()
     user = db.get(User, user_id)
     if user is None:
@@ -283,13 +284,14 @@ def learner_role(user_id: int) -> ResponseReturnValue:
         flash(str(exc), "error")
         return back
     if own:  # only a revocation can be one's own (an instructor is one already): these pages are closed now
-        flash(gettext("You are no longer an instructor. Your other sessions were signed out; this one stays, "
-                      "without the instructor pages."), "info")
+        flash(gettext("You are no longer an instructor. Your other sessions were signed out and your API tokens "
+                      "revoked; this session stays, without the instructor pages."), "info")
         return redirect(url_for("index")), 303
     who = user.display_name
-    flash(gettext("%(who)s is now an instructor. Every session of theirs was signed out: the role holds from "
-                  "their next sign-in.", who=who) if role == "instructor" else
-          gettext("%(who)s is no longer an instructor. Every session of theirs was signed out.", who=who), "info")
+    flash(gettext("%(who)s is now an instructor. Every session of theirs was signed out and their API tokens "
+                  "revoked: the role holds from their next sign-in.", who=who) if role == "instructor" else
+          gettext("%(who)s is no longer an instructor. Every session of theirs was signed out and their API "
+                  "tokens revoked.", who=who), "info")
     return back
 
 

@@ -10,15 +10,16 @@ import pytest
 from flask import Flask
 from sqlalchemy import select
 
-from academy.accounts import create_account
+from academy.accounts import create_account, new_api_token
 from academy.db import get_session
 from academy.models import User
 from tests.helpers import WebSession, new_session
 
 
-def account(app: Flask, email: str, role: str = "learner") -> int:
+def account(app: Flask, email: str, role: str = "learner", confirmed: bool = True) -> int:
     with app.app_context():
-        user = create_account(email, "password123", role=role, name=email.split("@")[0].title())
+        user = create_account(email, "password123", role=role, name=email.split("@")[0].title(),
+                              confirmed=confirmed)
         get_session().commit()
         return user.id
 
@@ -43,7 +44,7 @@ def flashes(page: str) -> list[str]:
 
 
 def role_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "academy.roles"]
+    return [r.getMessage() for r in caplog.records if r.name == "academy.audit"]
 
 
 # -- the command line
@@ -53,6 +54,11 @@ def test_set_role_grants_and_revokes_from_the_command_line(app: Flask, caplog: p
     account(app, "teacher@example.org", role="instructor")
     browser = signed_in(app, "alice@example.org")
     assert browser.client.get("/instructor/").status_code == 403
+    with app.app_context():
+        token = new_api_token(get_session().get(User, alice), "script")
+        get_session().commit()
+    bearer = {"Authorization": f"Bearer {token}"}
+    assert app.test_client().get("/api/progress", headers=bearer).status_code == 200
 
     done = set_role(app, "Alice@Example.org", "instructor")
     assert done.exit_code == 0, done.output
@@ -61,9 +67,11 @@ def test_set_role_grants_and_revokes_from_the_command_line(app: Flask, caplog: p
     assert role_of(app, alice) == "instructor"
     # The cookie from before the change is signed out (no copy of it gains the role); a sign-in has it.
     assert browser.client.get("/instructor/").status_code == 302
+    assert app.test_client().get("/api/progress", headers=bearer).status_code == 401  # nor does a token of before
     browser.signin("alice@example.org")
     assert browser.client.get("/instructor/").status_code == 200
     [line] = role_lines(caplog)
+    assert line.endswith("the account's sessions were ended and its 1 API token(s) revoked")
     assert "on the command line granted the instructor role to account #%d <alice@example.org>" % alice in line
     assert re.search(r"role change at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", line)
 
@@ -157,8 +165,8 @@ def test_the_learner_page_grants_and_revokes(app: Flask, caplog: pytest.LogCaptu
     answer = teacher.post(f"/instructor/learners/{alice}/role", data={"role": "instructor", "confirm": "yes"})
     assert answer.status_code == 303 and role_of(app, alice) == "instructor"
     [said] = flashes(teacher.client.get(answer.location).get_data(as_text=True))
-    assert said == ("Alice is now an instructor. Every session of theirs was signed out: the role holds from "
-                    "their next sign-in.")
+    assert said == ("Alice is now an instructor. Every session of theirs was signed out and their API tokens "
+                    "revoked: the role holds from their next sign-in.")
     assert learner.client.get("/instructor/").status_code == 302  # the old cookie is signed out
     learner.signin("alice@example.org")
     assert learner.client.get("/instructor/").status_code == 200  # at the next sign-in, no restart
@@ -239,3 +247,33 @@ def test_a_guest_has_no_role_form(app: Flask) -> None:
     assert answer.status_code == 303 and role_of(app, guest_id) == "learner"
     assert "is a guest" in flashes(teacher.client.get(answer.location).get_data(as_text=True))[0]
 
+
+
+def test_an_unconfirmed_address_names_no_one_until_an_operator_confirms_it(app: Flask,
+                                                                           caplog: pytest.LogCaptureFixture) -> None:
+    """Anyone can sign up with any address: granting by an unconfirmed one could make whoever signed up first with
+    a colleague's address an instructor. The command says so; `confirm-email` vouches for it, or --user-id names
+    the account itself; the page warns beside the form."""
+    account(app, "teacher@example.org", role="instructor")
+    prof = account(app, "prof@example.org", confirmed=False)
+    refused = set_role(app, "prof@example.org", "instructor")
+    assert refused.exit_code == 1 and "The address prof@example.org is not confirmed" in refused.output
+    assert f"confirm-email prof@example.org (or name the account by --user-id {prof})" in refused.output
+    assert role_of(app, prof) == "learner"
+    teacher = signed_in(app, "teacher@example.org")
+    page = teacher.client.get(f"/instructor/learners/{prof}").get_data(as_text=True)
+    assert 'id="unconfirmed-email"' in page and 'id="role-form"' in page
+
+    unknown = app.test_cli_runner().invoke(args=["confirm-email", "nobody@example.org"])
+    assert unknown.exit_code == 1 and "No account with email nobody@example.org" in unknown.output
+    done = app.test_cli_runner().invoke(args=["confirm-email", "Prof@Example.org"])
+    assert done.exit_code == 0 and done.output == f"The address prof@example.org is confirmed for Prof (id {prof}).\n"
+    with app.app_context():
+        assert get_session().get(User, prof).email_confirmed
+    assert "confirmed the address of account #%d <prof@example.org>" % prof in role_lines(caplog)[-1]
+    again = app.test_cli_runner().invoke(args=["confirm-email", "prof@example.org"])
+    assert again.exit_code == 1 and "was confirmed already" in again.output and "nothing changed" in again.output
+    assert 'id="unconfirmed-email"' not in teacher.client.get(f"/instructor/learners/{prof}").get_data(as_text=True)
+
+    assert set_role(app, "prof@example.org", "instructor").exit_code == 0
+    assert role_of(app, prof) == "instructor"
