@@ -1,0 +1,363 @@
+"""The academy's HTTP server: `python -m academy.serve --bind HOST:PORT` (scripts/run, deploy/app/entrypoint).
+
+waitress, shaped so that slow clients cannot stall it. One event loop per process reads every connection
+and hands a request to a thread only once its headers and body have arrived whole (bodies past 512 KiB
+wait in a temporary file); the threads never read from or block on a client. So a client that sends one
+byte at a time, or declares a large body and sends it slowly, holds a socket and a few bytes of memory,
+never one of the threads that serve the pages. On top of waitress's own limits:
+
+- a request must arrive whole within `--request-timeout` seconds of its first byte, however steadily it
+  trickles in (waitress alone only closes connections that stay silent for `--idle-timeout`); past it the
+  connection is closed, so even many slow connections let go within that time;
+- at most `--connections` connections at once per process (the open-file limit is raised to fit), polled
+  with poll(2), not select(2) and its 1024 descriptors;
+- bodies larger than the app accepts (academy.inputs.MAX_BODY_BYTES) are refused before they are read;
+- answers go out as they are written: a streamed answer (the tutor's Server-Sent Events) reaches the
+  browser chunk by chunk, and an answer the client does not read waits in a buffer (a temporary file past
+  1 MiB) rather than in a thread; a connection that reads nothing for `--idle-timeout` is closed;
+- proxy headers (X-Forwarded-For) reach the app unchanged: the app's own DLA_TRUSTED_PROXIES decides.
+
+Each process starts serving as gunicorn's post_worker_init did (academy.runners.start_serving: the warm
+pool starts before any request), writes an access log line per request to stdout in gunicorn's format, and
+on SIGTERM or SIGINT stops accepting, lets the requests in progress finish and their answers go out, then
+finishes the in-process grading jobs, all within `--graceful-timeout` seconds (a second signal: at once).
+With `--processes N` (N > 1) a parent binds the port, forks N such processes sharing it, starts a new one
+when one dies, and passes a stop signal to all of them."""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import resource
+import signal
+import socket
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable, Iterator
+
+from waitress import wasyncore
+from waitress.adjustments import Adjustments
+from waitress.channel import HTTPChannel
+from waitress.server import TcpWSGIServer
+
+log = logging.getLogger("academy.serve")
+
+
+class DeadlineChannel(HTTPChannel):
+    """A connection whose request in progress must arrive whole within the server's request timeout."""
+
+    reading_since: float | None = None  # monotonic time of the first byte of the request being received
+    _timed: object = None  # the parser of that request
+
+    def received(self, data: bytes) -> bool:
+        result = super().received(data)
+        if self.request is None:
+            self.reading_since = self._timed = None
+        elif self.request is not self._timed:
+            self._timed, self.reading_since = self.request, time.monotonic()
+        return result
+
+
+class Server(TcpWSGIServer):
+    """waitress's TCP server on a socket bound beforehand, closing connections whose request is late."""
+
+    channel_class = DeadlineChannel
+    request_timeout: float = 30.0
+
+    def maintenance(self, now: float) -> None:
+        super().maintenance(now)  # connections silent for channel_timeout (idle keep-alives, dead readers)
+        cutoff = time.monotonic() - self.request_timeout
+        for channel in list(self.active_channels.values()):
+            since = channel.reading_since
+            if since is not None and since < cutoff and not channel.will_close:
+                log.warning("closed the connection from %s: its request was not whole after %g s",
+                            _clean(str(channel.addr[0] if channel.addr else "?")), self.request_timeout)
+                channel.will_close = True
+
+
+# --- the access log: gunicorn's default format, one line per request once its answer is written
+
+def _clean(text: str) -> str:
+    """Text for one log line: control characters, quotes and backslashes escaped, so nobody forges lines."""
+    out = []
+    for char in text:
+        if char in '"\\':
+            out.append("\\" + char)
+        elif " " <= char < "\x7f":
+            out.append(char)
+        else:
+            out.append(char.encode("unicode_escape").decode("ascii"))
+    return "".join(out)
+
+
+class AccessLog:
+    """WSGI middleware: `HOST - - [TIME] "REQUEST" STATUS BYTES "REFERER" "USER-AGENT"` per request."""
+
+    def __init__(self, app: Callable, write: Callable[[str], None]):
+        self.app, self.write = app, write
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable) -> Iterable[bytes]:
+        seen: dict[str, str] = {}
+
+        def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Callable:
+            seen["status"] = status.split(" ", 1)[0]
+            return start_response(status, headers, exc_info)
+
+        return _Logged(self, environ, seen, self.app(environ, start))
+
+    def line(self, environ: dict[str, Any], status: str, size: int) -> str:
+        when = datetime.now(timezone.utc).strftime("%d/%b/%Y:%H:%M:%S %z")
+        target = environ.get("REQUEST_URI") or environ.get("PATH_INFO", "") + (
+            "?" + environ["QUERY_STRING"] if environ.get("QUERY_STRING") else "")
+        request = f"{environ.get('REQUEST_METHOD', '-')} {target} {environ.get('SERVER_PROTOCOL', '-')}"
+        return (f'{_clean(environ.get("REMOTE_ADDR") or "-")} - - [{when}] "{_clean(request)}" {status} '
+                f'{size or "-"} "{_clean(environ.get("HTTP_REFERER", "-"))}" '
+                f'"{_clean(environ.get("HTTP_USER_AGENT", "-"))}"')
+
+
+class _Logged:
+    """The app's answer, passed on chunk by chunk (streams stay streams), logged when the server closes it."""
+
+    def __init__(self, log: AccessLog, environ: dict[str, Any], seen: dict[str, str], body: Iterable[bytes]):
+        self.log, self.environ, self.seen, self.body, self.size = log, environ, seen, body, 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self.body:
+            self.size += len(chunk)
+            yield chunk
+
+    def close(self) -> None:
+        try:
+            if hasattr(self.body, "close"):
+                self.body.close()
+        finally:
+            self.log.write(self.log.line(self.environ, self.seen.get("status", "-"), self.size))
+
+
+def _stdout_writer() -> Callable[[str], None]:
+    lock = threading.Lock()
+
+    def write(line: str) -> None:
+        with lock:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+
+    return write
+
+
+# --- one serving process
+
+def _open_files_for(connections: int) -> int:
+    """Raise this process's open-file limit to fit `connections` (plus the app's own files); the most that fit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = connections + 256
+    if soft != resource.RLIM_INFINITY and soft < want:
+        new = want if hard == resource.RLIM_INFINITY else min(want, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+            soft = new
+        except (ValueError, OSError):
+            pass
+    if soft != resource.RLIM_INFINITY and soft - 256 < connections:
+        log.warning("the open-file limit (%d) fits %d connections, not %d", soft, max(soft - 256, 16), connections)
+        return max(soft - 256, 16)
+    return connections
+
+
+def serve(sock: socket.socket, options: argparse.Namespace, app: Callable | None = None) -> None:
+    """Serve on the bound, listening `sock` until SIGTERM/SIGINT, then stop gracefully (the module's docstring)."""
+    flask_app = None
+    if app is None:
+        from academy import create_app, inputs
+        from academy.runners import start_serving
+
+        flask_app = create_app()
+        start_serving(flask_app)  # the warm pool starts now, and the recovery of unfinished jobs runs
+        body_limit = inputs.MAX_BODY_BYTES + 64 * 1024
+        app = flask_app
+    else:
+        body_limit = options.max_body or 1024 * 1024
+    adj = Adjustments(
+        threads=options.threads, connection_limit=_open_files_for(options.connections),
+        channel_timeout=options.idle_timeout, cleanup_interval=1, asyncore_use_poll=True,
+        max_request_body_size=body_limit, clear_untrusted_proxy_headers=False, backlog=options.backlog,
+        expose_tracebacks=False, ident="academy")
+    wsgi = AccessLog(app, _stdout_writer()) if options.access_log else app
+    socket_map: dict[int, Any] = {}
+    server = Server(wsgi, map=socket_map, _sock=sock, adj=adj, bind_socket=False,
+                    sockinfo=(sock.family, sock.type, sock.proto, sock.getsockname()))
+    server.request_timeout = options.request_timeout
+
+    stop: dict[str, float] = {}
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        if "at" in stop:
+            if time.monotonic() - stop["at"] > 1:  # not the same Ctrl-C reaching us twice (terminal, scripts/run)
+                log.warning("second stop signal: stopping now")
+                os._exit(1)
+            return
+        stop["at"] = time.monotonic()
+        if signum == signal.SIGINT:  # Ctrl-C: at once, as gunicorn does
+            stop["quick"] = 1
+            log.info("stopping now (SIGINT)")
+        else:
+            log.info("stopping: no new connections; requests in progress have %g s to finish",
+                     options.graceful_timeout)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    host, port = sock.getsockname()[:2]
+    log.info("Listening at: http://%s:%s (%d), %d threads", _url_host(host), port, os.getpid(), options.threads)
+
+    listening = True
+    while True:
+        wasyncore.loop(timeout=0.5, map=socket_map, use_poll=True, count=1)
+        if "at" not in stop:
+            continue
+        if listening:  # once, in this loop's thread: waitress's map is not thread-safe
+            server.accepting = False
+            server.del_channel()
+            server.socket.close()
+            listening = False
+        busy = False
+        for channel in list(server.active_channels.values()):
+            if channel.requests or channel.total_outbufs_len:
+                busy = True
+            elif not channel.will_close:
+                channel.will_close = True  # idle keep-alive, or a request still arriving: not served now
+        if not busy or "quick" in stop or time.monotonic() > stop["at"] + options.graceful_timeout:
+            break
+    wasyncore.close_all(socket_map)
+    server.task_dispatcher.shutdown(cancel_pending=True, timeout=1)
+    if flask_app is not None:
+        _finish_jobs(flask_app, stop["at"] + (0 if "quick" in stop else options.graceful_timeout))
+    log.info("stopped")
+
+
+def _finish_jobs(app: Any, deadline: float) -> None:
+    """Run the in-process grading jobs submitted so far (and stop the warm pool) until `deadline`; what is left
+    then is graded again by the next start (academy.runners.FirstRequestRecovery)."""
+    from academy.jobs import grading_sandbox, shutdown
+
+    finishing = threading.Thread(target=shutdown, args=(app,), name="academy-finish-jobs", daemon=True)
+    finishing.start()
+    finishing.join(max(deadline - time.monotonic(), 0.1))
+    if finishing.is_alive():
+        log.warning("grading jobs still running at the end of the graceful timeout: the next start grades them")
+        grading_sandbox(app).close()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+# --- the processes: one serves in place; several are forked from a parent that holds the port
+
+def bind(address: str, backlog: int) -> socket.socket:
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]") or "0.0.0.0"
+    family, kind, proto, _name, where = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM,
+                                                           flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(where)
+    sock.listen(backlog)
+    return sock
+
+
+def supervise(sock: socket.socket, options: argparse.Namespace) -> int:
+    """Fork `options.processes` serving processes on `sock`; restart any that dies; pass stop signals on."""
+    children: dict[int, float] = {}
+    stopping: list[float] = []
+
+    def spawn() -> None:
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                signal.signal(signal.SIGALRM, signal.SIG_DFL)
+                serve(sock, options)
+            except BaseException:  # noqa: BLE001 - the parent reports it and starts another
+                log.exception("serving process failed")
+                code = 1
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        children[pid] = time.monotonic()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        if stopping:
+            if time.monotonic() - stopping[0] <= 1:
+                return  # the same Ctrl-C, once from the terminal and once from scripts/run
+            signum = signal.SIGKILL  # a second signal: at once
+        stopping.append(time.monotonic())
+        for pid in list(children):
+            try:
+                os.kill(pid, signum)
+            except ProcessLookupError:
+                pass
+        signal.alarm(int(options.graceful_timeout) + 10)
+
+    def on_alarm(_signum: int, _frame: Any) -> None:
+        for pid in list(children):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGALRM, on_alarm)
+    for _ in range(options.processes):
+        spawn()
+    while children:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            break
+        started = children.pop(pid, None)
+        if started is None or stopping:
+            continue
+        log.warning("serving process %d ended (%s): starting another", pid, status)
+        if time.monotonic() - started < 5:
+            time.sleep(1)  # one that dies at once (a broken instance) is not restarted in a tight loop
+        if not stopping:
+            spawn()
+    return 0
+
+
+def options_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m academy.serve", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bind", default="127.0.0.1:5000", help="HOST:PORT to listen on")
+    parser.add_argument("--threads", type=int, default=8, help="threads per process that run requests")
+    parser.add_argument("--processes", type=int, default=1, help="serving processes sharing the port")
+    parser.add_argument("--request-timeout", type=float, default=30.0,
+                        help="seconds a request's headers and body may take to arrive, from its first byte")
+    parser.add_argument("--idle-timeout", type=int, default=60,
+                        help="seconds a connection may stay without any traffic (keep-alive, unread answers)")
+    parser.add_argument("--connections", type=int, default=1000, help="open connections per process at most")
+    parser.add_argument("--graceful-timeout", type=float, default=60.0,
+                        help="seconds after SIGTERM for requests in progress and grading jobs to finish")
+    parser.add_argument("--backlog", type=int, default=1024, help="connections the kernel queues for accept")
+    parser.add_argument("--access-log", action=argparse.BooleanOptionalAction, default=True,
+                        help="one line per request on stdout (gunicorn's format)")
+    parser.add_argument("--max-body", type=int, default=0, help=argparse.SUPPRESS)  # tests' own apps only
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = options_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s")
+    sock = bind(options.bind, options.backlog)
+    if options.processes <= 1:
+        serve(sock, options)
+        return 0
+    return supervise(sock, options)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
