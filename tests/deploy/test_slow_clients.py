@@ -14,7 +14,9 @@ import json
 import os
 import re
 import select
+import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -55,7 +57,7 @@ class Server:
                     "DLA_WARM_POOL": "0", "DLA_TUTOR": "0", "PYTHONUNBUFFERED": "1", "HOST": "127.0.0.1",
                     "PORT": str(self.port), "DLA_WEB_THREADS": str(THREADS),
                     "DLA_WEB_REQUEST_TIMEOUT": str(REQUEST_TIMEOUT_S), "DLA_WEB_IDLE_TIMEOUT": str(IDLE_TIMEOUT_S),
-                    "DLA_WEB_GRACEFUL_TIMEOUT": "5", **(env or {})}
+                    "DLA_WEB_GRACEFUL_TIMEOUT": "60", **(env or {})}
         for name in ("DATABASE_URL", "REDIS_URL", "DLA_EXERCISES", "SECRET_KEY"):
             self.env.pop(name, None)
         self.log_path = folder / f"{shape}.log"
@@ -365,3 +367,42 @@ def test_access_log_in_gunicorns_format_with_the_trusted_proxys_client(server: S
     while not re.search(line, server.logs(), re.M):
         assert time.monotonic() < deadline, server.logs()
         time.sleep(0.1)
+
+
+def test_sigterm_lets_the_answer_in_progress_finish_and_takes_no_new_one(server: Server, model: ModelServer) -> None:
+    """Last in this module: it stops the module's server. A grading in progress finishes before it exits."""
+    model.release.clear()
+    for seen in model.seen:
+        seen.clear()
+    learner, connection, answer = ask_the_tutor(server)
+    submitted = learner.submit()
+    assert submitted.status == 202, submitted.text
+    events = _events(answer)
+    try:
+        name, data = next(events)
+        assert name == "token", (name, data)
+        server.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while True:  # the port closes at once: no new connection is taken
+            try:
+                socket.create_connection(("127.0.0.1", server.port), timeout=1).close()
+            except ConnectionRefusedError:
+                break
+            assert time.monotonic() < deadline, server.logs()
+            time.sleep(0.05)
+        tokens = [data["text"]]
+        model.seen[0].set()
+        for name, data in events:  # the answer in progress goes on to its end
+            if name == "token":
+                tokens.append(data["text"])
+                model.seen[min(len(tokens), len(model.seen)) - 1].set()
+            elif name == "done":
+                break
+        assert "".join(tokens) == "".join(ModelServer.TOKENS) and name == "done", (tokens, name)
+    finally:
+        connection.close()
+    assert server.process.wait(timeout=60) == 0, server.logs()
+    assert "stopping: no new connections" in server.logs() and server.logs().rstrip().endswith("stopped")
+    with sqlite3.connect(Path(server.env["DLA_INSTANCE"]) / "academy.sqlite") as database:
+        status = database.execute("SELECT status FROM submissions WHERE id = ?", (submitted.json()["id"],)).fetchone()
+    assert status == ("done",), (status, server.logs())
