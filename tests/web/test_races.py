@@ -1,0 +1,98 @@
+"""Two requests of one learner at the same moment, on SQLite and PostgreSQL: the first save of a draft in two
+tabs, the first steps of a lesson opened in two tabs. The other request is made deterministic: it commits its
+row from its own connection just before this request inserts the same row (a hook on the app's engine), as
+the losing request of a real race finds it. Neither answers 500; neither loses what it stored."""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable, Iterator
+
+import pytest
+from flask import Flask
+from sqlalchemy import create_engine, event, insert, select, text
+
+from academy.db import get_session
+from academy.models import Draft, LessonProgress, StepVisit, User, utcnow
+from tests.helpers import EXERCISE, LESSON, PostgresServer, WebSession, new_session, postgres_bin
+
+_names = itertools.count(1)
+OWN_PAGE = {"Sec-Fetch-Site": "same-origin"}
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[PostgresServer]:
+    if postgres_bin() is None:
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+    cluster = PostgresServer().start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def race_app(request: pytest.FixtureRequest, make_app) -> Iterator[Flask]:  # noqa: ANN001
+    if request.param == "sqlite":
+        yield make_app()
+        return
+    cluster: PostgresServer = request.getfixturevalue("postgres")
+    name = f"races_{next(_names)}"
+    admin = create_engine(cluster.url("postgres"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    app = make_app(DATABASE_URL=cluster.url(name))
+    yield app
+    app.extensions["academy.engine"].dispose()  # the cluster stops once no connection is left
+
+
+def _just_before(app: Flask, table: str, other_request: Callable[[Any], None]) -> list[bool]:
+    """Run `other_request(connection)` once, committed from another connection, just before this app's
+    next INSERT INTO `table`."""
+    engine = app.extensions["academy.engine"]
+    fired: list[bool] = []
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _before(_conn, _cursor, statement, *_args) -> None:  # noqa: ANN001
+        if not fired and statement.lstrip().upper().startswith(f"INSERT INTO {table.upper()} "):
+            fired.append(True)
+            with engine.connect() as other:
+                other_request(other)
+                other.commit()
+    return fired
+
+
+def _user_id(app: Flask, email: str) -> int:
+    with app.app_context():
+        return get_session().scalar(select(User.id).where(User.email == email))
+
+
+def test_a_first_draft_saved_in_two_tabs_at_once(race_app) -> None:  # noqa: ANN001
+    ada = new_session(race_app)
+    ada.signup("ada@example.org")
+    ada_id = _user_id(race_app, "ada@example.org")
+    fired = _just_before(race_app, "drafts", lambda other: other.execute(insert(Draft).values(
+        user_id=ada_id, exercise_id=EXERCISE, code="the other tab", size_bytes=13, address="127.0.0.1",
+        updated_at=utcnow())))
+    response = ada.api("PUT", f"/api/drafts/{EXERCISE}", {"code": "this tab"})
+    assert fired and response.status_code == 204
+    with race_app.app_context():
+        assert get_session().scalar(select(Draft.code).where(Draft.user_id == ada_id)) == "this tab"
+
+
+def test_a_lessons_first_steps_opened_in_two_tabs_at_once(race_app) -> None:  # noqa: ANN001
+    ada: WebSession = new_session(race_app)
+    ada.signup("ada@example.org")
+    ada_id = _user_id(race_app, "ada@example.org")
+
+    def other_tab(other: Any) -> None:
+        other.execute(insert(LessonProgress).values(user_id=ada_id, lesson_id=LESSON, step_id="meet-autocast",
+                                                    updated_at=utcnow()))
+        other.execute(insert(StepVisit).values(user_id=ada_id, lesson_id=LESSON, step_id="meet-autocast"))
+    fired = _just_before(race_app, "lesson_progress", other_tab)
+    page = ada.client.get(f"/lessons/{LESSON}/the-catch-with-16-bit", headers=OWN_PAGE)
+    assert fired and page.status_code == 200
+    with race_app.app_context():
+        db = get_session()
+        assert set(db.scalars(select(StepVisit.step_id).where(StepVisit.user_id == ada_id))) == \
+            {"meet-autocast", "the-catch-with-16-bit"}
+        assert db.scalar(select(LessonProgress.step_id).where(LessonProgress.user_id == ada_id)) == \
+            "the-catch-with-16-bit"
