@@ -110,19 +110,16 @@ def record_visit(user: User, lesson_id: str, step_id: str) -> None:
     """The learner opened this step: it is the resume point, and it has been seen."""
     db = get_session()
     for last_try in (False, True):
-        row = get_position(user, lesson_id)
-        changed = False
-        if row is None:
-            db.add(LessonProgress(user_id=user.id, lesson_id=lesson_id, step_id=step_id))
-            changed = True
-        elif row.step_id != step_id:
-            row.step_id, changed = step_id, True
-        if step_id not in seen_steps(user, lesson_id):
-            db.add(StepVisit(user_id=user.id, lesson_id=lesson_id, step_id=step_id))
-            changed = True
-        if not changed:
-            return
         try:
+            row, seen = get_position(user, lesson_id), step_id in seen_steps(user, lesson_id)  # read, then write
+            if row is not None and row.step_id == step_id and seen:
+                return
+            if row is None:
+                db.add(LessonProgress(user_id=user.id, lesson_id=lesson_id, step_id=step_id))
+            else:
+                row.step_id = step_id
+            if not seen:
+                db.add(StepVisit(user_id=user.id, lesson_id=lesson_id, step_id=step_id))
             db.commit()
             return
         except IntegrityError:
