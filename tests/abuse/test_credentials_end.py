@@ -1,0 +1,69 @@
+"""API tokens end with the credentials they were made under (issue 51): the attack against a running server,
+on SQLite and PostgreSQL. A thief holds the owner's API token; the owner changes the password (or signs out
+everywhere else), and the thief's token is refused (401) for submitting and for saving over the owner's draft.
+Signing out says how many tokens still work, and revokes them when asked; every message gives the count."""
+from __future__ import annotations
+
+import html
+import re
+
+from tests.helpers import EXERCISE, Client, LiveServer
+
+TOKEN = re.compile(r'id="new-token">[^<]*<code>(dla_[A-Za-z0-9_-]+)</code>')
+
+
+def _token(owner: Client, name: str) -> str:
+    page = owner.form("/auth/tokens", {"name": name})
+    assert page.status == 200, page.text[-300:]
+    return TOKEN.search(page.text).group(1)
+
+
+def _draft(thief: Client, code: str) -> int:
+    return thief.api("PUT", f"/api/drafts/{EXERCISE}", {"code": code}).status
+
+
+def _submit(thief: Client) -> int:
+    # An exercise that does not exist: 404 for a valid token (nothing is graded), 401 for a revoked one.
+    return thief.api("POST", "/api/submissions", {"exercise": "no-such/exercise", "code": "x = 1"}).status
+
+
+def _flash(client: Client, url: str = "/auth/account") -> str:
+    return html.unescape(client.get(url).text)
+
+
+def test_a_password_change_ends_a_thiefs_token(shared_server: LiveServer) -> None:
+    owner = Client(shared_server, "127.0.51.1")
+    assert owner.signup("token-owner@example.org").status == 302
+    thief = Client(shared_server, "127.0.51.2", token=_token(owner, "laptop"))
+    assert _draft(thief, "the thief's draft") == 204 and _submit(thief) == 404  # the token works
+    changed = owner.form("/auth/password", {"current": "password123", "new": "a-new-password"})
+    assert changed.status == 302
+    assert _submit(thief) == 401 and _draft(thief, "overwritten") == 401
+    assert "every other session of your account is signed out. API tokens revoked: 1." in _flash(owner)
+    assert "No tokens yet." in owner.get("/auth/account").text
+
+
+def test_signing_out_everywhere_else_ends_tokens(shared_server: LiveServer) -> None:
+    owner = Client(shared_server, "127.0.51.3")
+    assert owner.signup("token-owner2@example.org").status == 302
+    thieves = [Client(shared_server, "127.0.51.4", token=_token(owner, name)) for name in ("a", "b")]
+    assert [_draft(thief, "x") for thief in thieves] == [204, 204]
+    assert owner.form("/auth/sessions/end-others").status == 302
+    assert [_submit(thief) for thief in thieves] == [401, 401]
+    assert [_draft(thief, "y") for thief in thieves] == [401, 401]
+    assert "Every other session of your account is signed out. API tokens revoked: 2." in _flash(owner)
+
+
+def test_sign_out_says_tokens_remain_or_revokes_them(shared_server: LiveServer) -> None:
+    owner = Client(shared_server, "127.0.51.5")
+    assert owner.signup("token-owner3@example.org").status == 302
+    script = Client(shared_server, "127.0.51.6", token=_token(owner, "cron"))
+    page = owner.get("/auth/signout").text
+    assert "Your API tokens (1) are no session" in html.unescape(page) and 'id="revoke-tokens"' in page
+    assert owner.form("/auth/signout").status == 302
+    assert "Signed out. Your API tokens still work (1)" in _flash(owner, "/")
+    assert _draft(script, "still mine") == 204  # kept, as the page said
+    assert owner.signin("token-owner3@example.org").status == 302
+    assert owner.form("/auth/signout", {"revoke_tokens": "1"}).status == 302
+    assert "Signed out. API tokens revoked: 1." in _flash(owner, "/")
+    assert _draft(script, "gone") == 401 and _submit(script) == 401
