@@ -170,6 +170,9 @@ def _embedded(address: Address) -> list[Address]:
 
 # -- the requests session ---------------------------------------------------------------------------------------
 
+_watch = threading.local()  # the sockets of this thread's request in flight (its deadline shuts them)
+
+
 def session(policy: Policy, user_agent: str | None = None) -> Any:
     """A requests session for `policy`: every connection checked where it landed, no redirects, no proxies, the
     time and size bounds above. Its `request` raises OutboundError for anything it refuses."""
@@ -186,6 +189,9 @@ def session(policy: Policy, user_agent: str | None = None) -> Any:
         if peer is None or not policy.address_allowed(peer):
             sock.close()
             raise OutboundError(f"connected to {peer}, an address that is not allowed")
+        watched = getattr(_watch, "sockets", None)
+        if watched is not None:
+            watched.append(sock)
         return sock
 
     class CheckedHTTPConnection(HTTPConnection):
@@ -215,12 +221,38 @@ def session(policy: Policy, user_agent: str | None = None) -> Any:
             policy.check_url(url)
             kwargs.update(allow_redirects=False, stream=True, timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S),
                           proxies={})
-            deadline = time.monotonic() + TOTAL_TIMEOUT_S
+            # Every request on a connection of its own (checked where it lands), and that connection shut when
+            # TOTAL_TIMEOUT_S is over, however the other side drips its headers or its body.
+            kwargs["headers"] = {**(kwargs.get("headers") or {}), "Connection": "close"}
+            sockets: list[socket.socket] = []
+            expired = threading.Event()
+
+            def expire() -> None:
+                expired.set()
+                for sock in list(sockets):
+                    try:
+                        sock.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+
+            timer = threading.Timer(TOTAL_TIMEOUT_S, expire)
+            timer.daemon = True
+            _watch.sockets = sockets
+            timer.start()
+            try:
+                return self._bounded(method, url, expired, *args, **kwargs)
+            finally:
+                timer.cancel()
+                _watch.sockets = None
+
+        def _bounded(self, method: str, url: str, expired: threading.Event, *args: Any, **kwargs: Any) -> Any:
             try:
                 response = super().request(method, url, *args, **kwargs)
             except OutboundError:
                 raise
             except Exception as exc:  # noqa: BLE001 - requests' and urllib3's errors name the URL: detail only
+                if expired.is_set():
+                    raise OutboundError("answer too slow") from None
                 raise OutboundError(f"{type(exc).__name__}: {exc}") from None
             try:
                 if response.is_redirect or 300 <= response.status_code < 400:
@@ -234,12 +266,14 @@ def session(policy: Policy, user_agent: str | None = None) -> Any:
                         body += chunk
                         if len(body) > MAX_RESPONSE_BYTES:
                             raise OutboundError("answer too long")
-                        if time.monotonic() > deadline:
-                            raise OutboundError("answer too slow")
                 except OutboundError:
                     raise
                 except Exception as exc:  # noqa: BLE001
+                    if expired.is_set():
+                        raise OutboundError("answer too slow") from None
                     raise OutboundError(f"{type(exc).__name__}: {exc}") from None
+                if expired.is_set():
+                    raise OutboundError("answer too slow")
                 response._content = bytes(body)
                 response._content_consumed = True
                 return response

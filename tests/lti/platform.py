@@ -33,6 +33,20 @@ from werkzeug.serving import make_server
 
 INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
 LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
+# Institution-level roles: what the user is at the school, not in this course (a learner of it may hold one).
+INSTITUTION = "http://purl.imsglobal.org/vocab/lis/v2/institution/person#"
+
+
+def roles_of(user: str) -> list[str]:
+    """teacher-*: the course's instructor; faculty-*/staff-*: a learner of the course who is an instructor, faculty
+    or staff member of the institution; anyone else: a learner."""
+    if user.startswith("teacher"):
+        return [INSTRUCTOR]
+    if user.startswith("faculty"):
+        return [f"{INSTITUTION}Instructor", f"{INSTITUTION}Faculty", LEARNER]
+    if user.startswith("staff"):
+        return [f"{INSTITUTION}Staff", LEARNER]
+    return [LEARNER]
 
 
 def key_pair() -> tuple[str, str]:
@@ -77,6 +91,7 @@ class Lms:
     lineitems: dict[str, dict[str, t.Any]] = field(default_factory=dict)
     scores: dict[str, list[dict[str, t.Any]]] = field(default_factory=dict)  # line item id -> scores received
     token_requests: int = 0
+    jwks_requests: int = 0
     refuse_tokens: bool = False  # the LMS down or the tool's access revoked: every token request refused
     refusals: list[str] = field(default_factory=list)
 
@@ -171,6 +186,7 @@ class Lms:
 
         @app.get("/jwks")
         def jwks() -> t.Any:
+            lms.jwks_requests += 1
             return jsonify({"keys": lms.registration().get_jwks()})
 
         @app.get("/start")
@@ -184,8 +200,7 @@ class Lms:
             hint = request.values.get("lti_message_hint", "")
             user = request.values.get("login_hint", "")
             message = Launch(FlaskPlatformRequest(request), lms.config())
-            teacher = user.startswith("teacher")
-            message.set_user_data(user, [INSTRUCTOR if teacher else LEARNER], full_name=f"{user.title()} Example",
+            message.set_user_data(user, roles_of(user), full_name=f"{user.title()} Example",
                                   email_address=f"{user}@lms.example")
             message.set_launch_context_claim("course-1", context_title="Deep learning performance")
             message.set_extra_claims({"https://purl.imsglobal.org/spec/lti/claim/lis": {
@@ -259,6 +274,10 @@ class Lms:
         item_id = f"{self.base}/lineitems/{next(self._ids)}"
         self.lineitems[item_id] = {**data, "id": item_id}
         return self.lineitems[item_id]
+
+    def rotate_keys(self) -> None:
+        """A new key pair: launches are signed with it from now on, and the JWKS publishes it instead."""
+        self.private_key, self.public_key = key_pair()
 
     def token_url(self) -> str:
         return f"{self.base}/token"
