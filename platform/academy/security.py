@@ -191,11 +191,12 @@ def _lifetime_over(user: User) -> str | None:
     own, now = settings(), clock()
     signed_in, last_used = session.get(SIGNED_IN), session.get(LAST_USED)
     if not isinstance(signed_in, int) or not isinstance(last_used, int):
-        if user.is_guest:  # a guest's cookie from before session lifetimes: its work is reachable only by it
-            session[SIGNED_IN] = session[LAST_USED] = int(now)
+        # A cookie from before session lifetimes (Flask accepted it: its signature is younger than the longest
+        # lifetime): its clocks start now, so it ends by the same limits, counted from the upgrade.
+        session[SIGNED_IN] = session[LAST_USED] = int(now)
+        if user.is_guest:
             session[GUEST] = True
-            return None
-        return gettext("Your session ended; sign in again.")
+        return None
     if user.is_guest:
         if now - last_used >= own.guest_idle_days * DAY_S:
             return gettext("Your guest session ended after %(period)s without use; its progress is no longer "

@@ -9,8 +9,11 @@ from email.utils import parsedate_to_datetime
 
 import pytest
 from flask import Flask
+from sqlalchemy import select
 
 from academy import security
+from academy.db import get_session
+from academy.models import User
 from tests.helpers import LESSON, WebSession, new_session
 
 DAY = 86400.0
@@ -126,3 +129,18 @@ def test_the_limits_are_the_operators(make_app, clock) -> None:  # noqa: ANN001
     assert _signed_in_as(ada)
     clock.days(0.3)  # 2.1 days after the sign-in
     assert "Your session ended 2 days after you signed in" in ada.client.get("/").get_data(as_text=True)
+
+
+def test_a_cookie_from_before_lifetimes_ends_by_them_counted_from_the_upgrade(app, clock) -> None:  # noqa: ANN001
+    """A session cookie signed before this version carries no clocks: it is not signed out by the upgrade, and
+    its limits count from its first request after it."""
+    new_session(app).signup("ada@example.org")
+    with app.app_context():
+        user = get_session().scalar(select(User))
+        user_id, secret = user.id, user.session_secret
+    old = new_session(app)
+    with old.client.session_transaction() as cookie:
+        cookie.update(user_id=user_id, k=secret, _permanent=True)  # what sign-in wrote before lifetimes
+    assert _signed_in_as(old)
+    clock.days(7)
+    assert IDLE in old.client.get("/").get_data(as_text=True) and _signed_in_as(old) is None
