@@ -1,6 +1,7 @@
 """`scripts/run`, the README's first command, as an operator runs it: it readies the instance, checks the
-course and the sandbox, says how it grades, and serves; the warm pool starts with the server (gunicorn's
-post_worker_init, academy/gunicorn_hooks.py), before any request, so the first Run does not wait for it."""
+course and the sandbox, says how it grades, and serves (academy/serve.py: waitress, which slow clients cannot
+stall: tests/deploy/test_slow_clients.py); the warm pool starts with the server (academy.runners.start_serving),
+before any request, so the first Run does not wait for it; SIGTERM stops the server gracefully."""
 from __future__ import annotations
 
 import os
@@ -49,11 +50,14 @@ def test_scripts_run_serves_and_starts_its_warm_pool_before_any_request(tmp_path
         printed = log.read_text()
         assert "Grading sandbox: local (warm pool of 1 forked grading processes)" in printed, printed
         assert f"Deep Learning Academy is at http://127.0.0.1:{port}/" in printed
-        # No request yet: the gunicorn worker's grading processes start on their own.
-        while len(_descendants(server.pid)) < 2:  # the gunicorn worker, and the pool's processes under it
+        # No request yet: the serving process's grading processes start on their own.
+        while len(_descendants(server.pid)) < 2:  # the server, and the pool's processes under it
             assert time.monotonic() < deadline, f"no warm pool started: {log.read_text(errors='replace')}"
             time.sleep(0.2)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as page:
             assert page.status == 200 and b"Deep Learning Academy" in page.read()
+        assert "academy.serve: Listening at: http://127.0.0.1:" in log.read_text()
+        assert '"GET / HTTP/1.1" 200' in log.read_text()  # the access log
     finally:
         stop_group(server, timeout=60)
+    assert "academy.serve: stopped" in log.read_text(), log.read_text()[-3000:]

@@ -61,6 +61,7 @@ class Server:
         for name in ("DATABASE_URL", "REDIS_URL", "DLA_EXERCISES", "SECRET_KEY"):
             self.env.pop(name, None)
         self.log_path = folder / f"{shape}.log"
+        self.start_command: list[str] | None = None  # scripts/run's, unless a test says otherwise
 
     def start(self) -> Server:
         from academy.instance import init_db
@@ -68,7 +69,9 @@ class Server:
 
         init_db({"INSTANCE_PATH": self.env["DLA_INSTANCE"], "REQUEUE_ON_START": False,
                  **from_environment(self.env)})
-        if self.shape == "waitress":
+        if self.start_command:
+            command = self.start_command
+        elif self.shape == "waitress":
             command = ["bash", "-c", f"exec {served_command()}"]
         else:  # the shape before: scripts/run's gunicorn line, with as many threads
             command = [str(Path(sys.executable).with_name("gunicorn")), "--workers", "1", "--threads", str(THREADS),
@@ -406,3 +409,33 @@ def test_sigterm_lets_the_answer_in_progress_finish_and_takes_no_new_one(server:
     with sqlite3.connect(Path(server.env["DLA_INSTANCE"]) / "academy.sqlite") as database:
         status = database.execute("SELECT status FROM submissions WHERE id = ?", (submitted.json()["id"],)).fetchone()
     assert status == ("done",), (status, server.logs())
+
+
+def test_the_compose_shape_several_processes_share_the_port(tmp_path: Path) -> None:
+    """deploy/app/entrypoint's `--processes N`: N serving processes under one parent, one that dies is replaced,
+    SIGTERM stops them all."""
+    entrypoint = (REPO / "deploy/app/entrypoint").read_text()
+    assert "python -m academy.serve --bind 0.0.0.0:8000 --processes \"${DLA_WEB_WORKERS:-4}\"" in entrypoint
+    served = Server(tmp_path, "waitress")
+    served.start_command = [sys.executable, "-m", "academy.serve", "--bind", f"127.0.0.1:{served.port}",
+                            "--processes", "2", "--threads", "2", "--graceful-timeout", "10"]
+    served.start()
+    try:
+        def serving() -> list[int]:
+            return [int(pid) for pid in re.findall(r"Listening at: http://\S+ \((\d+)\)", served.logs())]
+
+        deadline = time.monotonic() + 60
+        while len(serving()) < 2:
+            assert time.monotonic() < deadline, served.logs()
+            time.sleep(0.1)
+        children = {child.pid for child in psutil.Process(served.process.pid).children()}
+        assert set(serving()) == children and len(children) == 2, (children, served.logs())
+        os.kill(serving()[0], signal.SIGKILL)
+        while len(serving()) < 3:  # a third starts in its place
+            assert time.monotonic() < deadline, served.logs()
+            time.sleep(0.1)
+        served.process.send_signal(signal.SIGTERM)
+        assert served.process.wait(timeout=30) == 0, served.logs()
+        assert served.logs().count("academy.serve: stopped") == 2, served.logs()
+    finally:
+        served.stop()
