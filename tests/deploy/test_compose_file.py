@@ -48,3 +48,21 @@ def test_only_web_and_workers_reach_redis_and_postgres(config: dict) -> None:
     for name in ("redis", "postgres", "worker", "worker-cpu"):
         assert set(services[name]["networks"]) == {backend[0]}, name
         assert not services[name].get("ports"), name
+
+
+def test_web_serves_with_the_server_that_slow_clients_cannot_stall(config: dict) -> None:
+    """web's entrypoint runs academy/serve.py (tests/deploy/test_slow_clients.py attacks it) with the settings
+    compose passes, and compose waits for its graceful stop before it kills it."""
+    web = config["services"]["web"]
+    entrypoint = (REPO / "deploy/app/entrypoint").read_text()
+    serving = entrypoint.split("python -m academy.serve", 1)[1].split(";;", 1)[0]
+    assert "gunicorn" not in entrypoint.split("web)", 1)[1].split(";;", 1)[0]
+    for name, flag in [("DLA_WEB_WORKERS", "--processes"), ("DLA_WEB_THREADS", "--threads"),
+                       ("DLA_WEB_REQUEST_TIMEOUT", "--request-timeout"), ("DLA_WEB_IDLE_TIMEOUT", "--idle-timeout"),
+                       ("DLA_WEB_CONNECTIONS", "--connections"), ("DLA_WEB_GRACEFUL_TIMEOUT", "--graceful-timeout")]:
+        assert f'{flag} "${{{name}:-' in serving, name
+        assert int(web["environment"][name]) > 0, name
+    grace = web["stop_grace_period"]
+    seconds = int(grace[:-1]) * (60 if grace.endswith("m") else 1)
+    assert seconds > int(web["environment"]["DLA_WEB_GRACEFUL_TIMEOUT"]), grace
+    assert "waitress" in (REPO / "deploy/app/Dockerfile").read_text()
