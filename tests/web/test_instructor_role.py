@@ -5,15 +5,18 @@ takes the role from the last instructor."""
 from __future__ import annotations
 
 import re
+import threading
+from contextlib import contextmanager
+from typing import Iterator
 
 import pytest
 from flask import Flask
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from academy.accounts import create_account, new_api_token
 from academy.db import get_session
 from academy.models import User
-from tests.helpers import WebSession, new_session
+from tests.helpers import PostgresServer, WebSession, new_session, postgres_bin
 
 
 def account(app: Flask, email: str, role: str = "learner", confirmed: bool = True) -> int:
@@ -277,3 +280,87 @@ def test_an_unconfirmed_address_names_no_one_until_an_operator_confirms_it(app: 
 
     assert set_role(app, "prof@example.org", "instructor").exit_code == 0
     assert role_of(app, prof) == "instructor"
+
+
+# -- two revocations at once: one of them is refused (a 4xx on the page), never both done, never a 500
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_database(request: pytest.FixtureRequest, make_app) -> Iterator[Flask]:  # noqa: ANN001
+    if request.param == "sqlite":
+        yield make_app()
+        return
+    if postgres_bin() is None:
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+    server = PostgresServer().start()
+    try:
+        app = make_app(DATABASE_URL=server.url())
+        yield app
+        with app.app_context():
+            get_session().get_bind().dispose()  # no connection left open: the server's shutdown waits for none
+    finally:
+        server.stop()
+
+
+@contextmanager
+def instructors_locked(app: Flask) -> Iterator[None]:
+    """Another transaction holds what a revocation must wait for (the instructors' rows on PostgreSQL, SQLite's
+    one write lock) until the block ends."""
+    with app.app_context():
+        engine = get_session().get_bind()
+    with engine.connect() as connection:
+        if engine.dialect.name == "sqlite":
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            connection.begin()
+            connection.execute(select(User.id).where(User.role == "instructor").with_for_update())
+        yield
+        connection.rollback()
+
+
+def test_two_instructors_revoking_each_other_at_once_leave_one(any_database: Flask) -> None:
+    """Both revocations pass every check before either writes (each waits behind a held lock, then both go):
+    one is done, the other refused as the last instructor's."""
+    from academy.accounts import AccountError
+    from academy.cli import change_role
+
+    app = any_database
+    first, second = account(app, "first@example.org", "instructor"), account(app, "second@example.org", "instructor")
+    with app.app_context():
+        engine = get_session().get_bind()
+    waiting: set[int] = set()
+    both_waiting = threading.Event()
+    holder = threading.get_ident()  # this thread holds the lock (instructors_locked): its statements are not counted
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _about_to_write(conn, cursor, statement, parameters, context, executemany) -> None:  # noqa: ANN001
+        # The first statement a revocation sends after its checks: the lock (PostgreSQL) or the UPDATE (SQLite).
+        ident = threading.get_ident()
+        if ident != holder and ("FOR UPDATE" in statement or statement.startswith("UPDATE users SET role")):
+            waiting.add(ident)
+            if len(waiting) == 2:
+                both_waiting.set()
+
+    outcomes: dict[int, str] = {}
+
+    def revoke(user_id: int) -> None:
+        with app.app_context():
+            user = get_session().get(User, user_id)
+            try:
+                change_role(user, "learner", by="a test")
+                outcomes[user_id] = "revoked"
+            except AccountError as exc:
+                outcomes[user_id] = str(exc)
+
+    try:
+        with instructors_locked(app):
+            threads = [threading.Thread(target=revoke, args=(uid,)) for uid in (first, second)]
+            for thread in threads:
+                thread.start()
+            assert both_waiting.wait(30), waiting
+        for thread in threads:
+            thread.join(30)
+    finally:
+        event.remove(engine, "before_cursor_execute", _about_to_write)
+    done, refused = sorted(outcomes.values(), key=lambda outcome: outcome != "revoked")
+    assert done == "revoked" and "is the only instructor, so the role stays" in refused, outcomes
+    assert sorted([role_of(app, first), role_of(app, second)]) == ["instructor", "learner"]
