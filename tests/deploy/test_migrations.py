@@ -316,3 +316,43 @@ def test_the_schema_the_app_checks_for_is_alembics_head() -> None:
     from academy.db import SCHEMA_REVISION
 
     assert ScriptDirectory.from_config(alembic_config("sqlite://")).get_heads() == [SCHEMA_REVISION]
+
+
+def _lti_registrations_round_trip(url: str) -> None:
+    """0012 keeps a removed LTI registration's row (removed_at) so its learners keep their accounts: upgrading keeps
+    every registration in use with its identities; downgrading deletes only the removed ones, as removal did then."""
+    config = alembic_config(url)
+    command.upgrade(config, "0011")
+    engine = create_engine(url)
+    platform = ("INSERT INTO lti_platforms (id, name, issuer, client_id, auth_login_url, auth_token_url, key_set_url,"
+                " tool_private_key, tool_kid, created_at) VALUES (:id, 'LMS', :issuer, 'c', 'https://l/a', "
+                "'https://l/t', 'https://l/k', 'pem', :kid, CURRENT_TIMESTAMP)")
+    with engine.begin() as connection:
+        connection.execute(text("INSERT INTO users (id, role, is_guest, created_at, session_secret) "
+                                "VALUES (1, 'learner', false, CURRENT_TIMESTAMP, 's1'), "
+                                "(2, 'learner', false, CURRENT_TIMESTAMP, 's2')"))
+        for n in (1, 2):
+            connection.execute(text(platform), {"id": n, "issuer": f"https://lms-{n}.example", "kid": f"k{n}"})
+            connection.execute(text("INSERT INTO lti_deployments (platform_id, deployment_id) VALUES (:n, 'd')"),
+                               {"n": n})
+            connection.execute(text("INSERT INTO lti_identities (platform_id, deployment_id, sub, user_id, created_at,"
+                                    " last_launch_at) VALUES (:n, 'd', 's', :n, CURRENT_TIMESTAMP, "
+                                    "CURRENT_TIMESTAMP)"), {"n": n})
+    command.upgrade(config, "0012")
+    with engine.begin() as connection:
+        assert connection.execute(text("SELECT id, removed_at FROM lti_platforms ORDER BY id")).all() == [
+            (1, None), (2, None)]
+        assert connection.execute(text("SELECT count(*) FROM lti_identities")).scalar() == 2
+        connection.execute(text("UPDATE lti_platforms SET removed_at = CURRENT_TIMESTAMP WHERE id = 2"))
+    command.downgrade(config, "0011")
+    with engine.begin() as connection:
+        assert connection.execute(text("SELECT id FROM lti_platforms")).scalars().all() == [1]
+        assert connection.execute(text("SELECT platform_id FROM lti_identities")).scalars().all() == [1]
+        assert connection.execute(text("SELECT platform_id FROM lti_deployments")).scalars().all() == [1]
+        assert "removed_at" not in {c["name"] for c in inspect(connection).get_columns("lti_platforms")}
+    command.upgrade(config, "head")
+    engine.dispose()
+
+
+def test_migration_0012_on_sqlite(tmp_path: Path) -> None:
+    _lti_registrations_round_trip(f"sqlite:///{tmp_path / 'academy.sqlite'}")

@@ -28,6 +28,12 @@ def upgrade() -> None:
 def downgrade() -> None:
     # A removed registration has no place in the old schema: its row goes, as removal did then (its identities
     # with it, by their ON DELETE CASCADE).
+    # Explicitly, child tables first: SQLite applies no ON DELETE while migrating (foreign keys are off).
+    removed = "(SELECT id FROM lti_platforms WHERE removed_at IS NOT NULL)"
+    op.execute("DELETE FROM lti_grade_links WHERE identity_id IN "
+               f"(SELECT id FROM lti_identities WHERE platform_id IN {removed})")
+    op.execute(f"DELETE FROM lti_identities WHERE platform_id IN {removed}")
+    op.execute(f"DELETE FROM lti_deployments WHERE platform_id IN {removed}")
     op.execute("DELETE FROM lti_platforms WHERE removed_at IS NOT NULL")
     with op.batch_alter_table('lti_platforms') as batch:
         batch.drop_column('removed_at')
