@@ -72,9 +72,8 @@ def from_this_site() -> bool:
     if fetch_site is not None:
         return fetch_site.strip().lower() in OWN_NAVIGATIONS
     referrer = request.headers.get("Referer")
-    if referrer:
-        here, there = urlsplit(request.host_url), urlsplit(referrer)
-        return (there.scheme, there.netloc.lower()) == (here.scheme, here.netloc.lower())
+    if referrer:  # by host alone: a proxy that does not say https makes this request's scheme http
+        return urlsplit(referrer).netloc.lower() == urlsplit(request.host_url).netloc.lower()
     return "mozilla/" not in request.headers.get("User-Agent", "").lower()
 
 
