@@ -193,6 +193,7 @@ def test_the_last_instructor_keeps_the_role(app: Flask) -> None:
     teacher = signed_in(app, "teacher@example.org")
     own = teacher.client.get(f"/instructor/learners/{teacher_id}").get_data(as_text=True)
     assert 'id="last-instructor"' in own and "only instructor account" in own and 'id="role-form"' not in own
+    assert 'id="profile"' not in own  # a learner's name and SIS id: instructor.learner_profile refuses instructors
     answer = teacher.post(f"/instructor/learners/{teacher_id}/role", data={"role": "learner", "confirm": "yes"})
     assert answer.status_code == 303 and role_of(app, teacher_id) == "instructor"
     [said] = flashes(teacher.client.get(answer.location).get_data(as_text=True))
