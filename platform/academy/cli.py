@@ -66,10 +66,16 @@ def init_db_command() -> None:
 @with_appcontext
 @needs_database
 def create_user_command(email: str, instructor: bool, name: str | None, password: str) -> None:
-    """Create an account (use --instructor for the first instructor)."""
+    """Create an account (use --instructor for the first instructor; set-role changes an existing one's role)."""
     try:
         user = create_account(email, password, role="instructor" if instructor else "learner", name=name)
     except AccountError as exc:
+        holder = get_session().scalar(select(User).where(func.lower(User.email) == email.strip().lower()))
+        if holder is not None and instructor:
+            raise click.ClickException(
+                f"An account with the email {holder.email} already exists (id {holder.id}), and create-user makes "
+                f"new accounts only. To make it an instructor: flask --app academy set-role {holder.email} "
+                "instructor") from None
         raise click.ClickException(str(exc)) from None
     get_session().commit()
     click.echo(f"Created {user.role} {user.email} (id {user.id}).")

@@ -90,7 +90,13 @@ def test_set_role_grants_and_revokes_from_the_command_line(app: Flask, caplog: p
 
 def test_set_role_says_what_is_wrong(app: Flask) -> None:
     teacher = account(app, "teacher@example.org", role="instructor")
-    account(app, "bob@example.org")
+    bob = account(app, "bob@example.org")
+    # create-user for an existing account points at set-role (it used to say "Sign in instead").
+    exists = app.test_cli_runner().invoke(args=["create-user", "Bob@example.org", "--instructor", "--password",
+                                                "long enough"])
+    assert exists.exit_code == 1 and f"already exists (id {bob})" in exists.output
+    assert "set-role bob@example.org instructor" in exists.output
+    assert role_of(app, bob) == "learner"
     with app.app_context():
         db = get_session()
         guest, lms = User(is_guest=True), User(name="From The LMS")  # an LTI launch's account has no email
