@@ -275,8 +275,11 @@ def test_the_address_is_checked_where_the_connection_landed(tool: dict[str, Any]
     before = dict(internal.hits)
     no_loopback = outbound.session(outbound.Policy(allow_http=True, allow_loopback=False))
     for url in (f"{internal.base}/latest/meta-data/", f"http://localhost:{internal.server_port}/latest/meta-data/"):
-        with pytest.raises(outbound.OutboundError):
+        with pytest.raises(outbound.OutboundError, match="not allowed"):
             no_loopback.get(url)
+    for url in (f"https://127.0.0.1:{internal.server_port}/", f"https://localhost:{internal.server_port}/"):
+        with pytest.raises(outbound.OutboundError, match="not allowed"):  # before any TLS handshake
+            outbound.session(outbound.Policy()).get(url)
     assert internal.hits == before
     with pytest.raises(outbound.OutboundError):
         outbound.session(outbound.Policy()).get(f"{internal.base}/latest/meta-data/")  # http: refused by its form
@@ -507,6 +510,7 @@ def test_a_registration_is_edited_removed_on_confirmation_and_registered_again_w
     assert launch(browser, follow_link(browser, lms, "b-link", "kept-learner")).status_code == 303
     with app.app_context():
         before = get_session().scalar(select(LtiIdentity.user_id).where(LtiIdentity.sub == "kept-learner"))
+        old_kid = get_session().get(LtiPlatform, platform_id).tool_kid
 
     edit = f"/lti/platforms/{platform_id}/edit"
     page = teacher.client.get(edit)
@@ -529,6 +533,7 @@ def test_a_registration_is_edited_removed_on_confirmation_and_registered_again_w
     listed = teacher.client.get("/lti/platforms").get_data(as_text=True).split('id="platforms"')[1]
     assert f'data-platform="{platform_id}"' not in listed
     assert teacher.client.get(remove).status_code == 404
+    assert old_kid not in requests.get(f"{tool['base']}/lti/jwks", timeout=30).text  # its key is not published
     browser = requests.Session()
     refused = browser.get(lms.start("b-link", "kept-learner"), timeout=30)
     assert refused.status_code == 403  # its login is refused now
