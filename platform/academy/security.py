@@ -157,7 +157,12 @@ def _load_user() -> Any:
             return None
         g.user = user
         if _seen(user):
-            _commit_seen()
+            try:
+                get_session().commit()
+            except StaleDataError:  # the row was deleted meanwhile (a merged guest, remove-idle-guests)
+                get_session().rollback()
+                _forget_user()
+                g.user = None
     return None
 
 
@@ -165,15 +170,6 @@ def _forget_user() -> None:
     """This browser is no longer signed in. The CSRF token stays, so the sign-in form it already shows works."""
     for key in USER_KEYS:
         session.pop(key, None)
-
-
-def _commit_seen() -> None:
-    # The account's row may be gone meanwhile (a merge deleting its guest, remove-idle-guests): then the
-    # request goes on, and what it needs of the user answers as it would.
-    try:
-        get_session().commit()
-    except StaleDataError:
-        get_session().rollback()
 
 
 def _period(days: float) -> str:

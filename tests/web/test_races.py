@@ -5,14 +5,16 @@ the losing request of a real race finds it. Neither answers 500; neither loses w
 from __future__ import annotations
 
 import itertools
+import re
+from datetime import timedelta
 from typing import Any, Callable, Iterator
 
 import pytest
 from flask import Flask
-from sqlalchemy import create_engine, event, insert, select, text
+from sqlalchemy import create_engine, delete, event, insert, select, text
 
 from academy.db import get_session
-from academy.models import Draft, LessonProgress, StepVisit, User, utcnow
+from academy.models import ApiToken, Draft, LessonProgress, StepVisit, User, utcnow
 from tests.helpers import EXERCISE, LESSON, PostgresServer, WebSession, new_session, postgres_bin
 
 _names = itertools.count(1)
@@ -44,15 +46,16 @@ def race_app(request: pytest.FixtureRequest, make_app) -> Iterator[Flask]:  # no
     app.extensions["academy.engine"].dispose()  # the cluster stops once no connection is left
 
 
-def _just_before(app: Flask, table: str, other_request: Callable[[Any], None]) -> list[bool]:
+def _just_before(app: Flask, table: str, other_request: Callable[[Any], None], verb: str = "INSERT") -> list[bool]:
     """Run `other_request(connection)` once, committed from another connection, just before this app's
-    next INSERT INTO `table`."""
+    next INSERT INTO `table` (or UPDATE `table`)."""
     engine = app.extensions["academy.engine"]
     fired: list[bool] = []
 
     @event.listens_for(engine, "before_cursor_execute")
     def _before(_conn, _cursor, statement, *_args) -> None:  # noqa: ANN001
-        if not fired and statement.lstrip().upper().startswith(f"INSERT INTO {table.upper()} "):
+        target = f"INSERT INTO {table.upper()} " if verb == "INSERT" else f"UPDATE {table.upper()} SET"
+        if not fired and statement.lstrip().upper().startswith(target):
             fired.append(True)
             with engine.connect() as other:
                 other_request(other)
@@ -96,3 +99,35 @@ def test_a_lessons_first_steps_opened_in_two_tabs_at_once(race_app) -> None:  # 
             {"meet-autocast", "the-catch-with-16-bit"}
         assert db.scalar(select(LessonProgress.step_id).where(LessonProgress.user_id == ada_id)) == \
             "the-catch-with-16-bit"
+
+
+def _long_unseen(app: Flask, user_id: int) -> None:
+    """The user's last request written more than an hour ago: its next one writes users.last_seen_at."""
+    with app.app_context():
+        db = get_session()
+        db.get(User, user_id).last_seen_at = utcnow() - timedelta(hours=2)
+        db.commit()
+
+
+def test_a_guest_deleted_while_its_request_reads_it(race_app) -> None:  # noqa: ANN001
+    """remove-idle-guests deletes a guest just as it comes back (between the request's read of its row and the
+    write of its last request): the request goes on as a visitor's."""
+    guest = new_session(race_app).guest()
+    with race_app.app_context():
+        guest_id = get_session().scalar(select(User.id).where(User.is_guest.is_(True)))
+    _long_unseen(race_app, guest_id)
+    fired = _just_before(race_app, "users", lambda other: other.execute(delete(User).where(User.id == guest_id)),
+                         verb="UPDATE")
+    answer = guest.client.get("/api/progress")
+    assert fired and answer.status_code == 401
+    assert guest.client.get("/").status_code == 200
+
+
+def test_a_token_revoked_while_its_request_reads_it(race_app) -> None:  # noqa: ANN001
+    ada = new_session(race_app)
+    ada.signup("ada@example.org")
+    page = ada.post("/auth/tokens", data={"name": "script"}).get_data(as_text=True)
+    token = re.search(r"dla_[A-Za-z0-9_-]+", page).group(0)
+    fired = _just_before(race_app, "api_tokens", lambda other: other.execute(delete(ApiToken)), verb="UPDATE")
+    answer = race_app.test_client().get("/api/progress", headers={"Authorization": f"Bearer {token}"})
+    assert fired and answer.status_code == 401 and "not valid" in answer.json["error"]
