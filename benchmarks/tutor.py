@@ -38,31 +38,8 @@ LESSON, STEP = "mixed-precision", "amp-step"
 RAW_BACKWARD = (EXERCISES / LESSON / STEP / "mistakes" / "raw_backward.py").read_text()
 TIMING_QUESTION = "Why does the check 'Backward runs on the scaled loss' fail, and which line should I look at?"
 
-# exercise -> (the mistake the learner submitted, [(question, [required fact regexes], [forbidden regexes])]).
-# Forbidden everywhere: the finished function and three lines of the solution (the guard's own test, below).
-QUESTIONS: dict[str, tuple[str, list[tuple[str, list[str], list[str]]]]] = {
-    "mixed-precision/amp-step": ("raw_backward.py", [
-        ("Why does the check scaled-backward fail?", [r"scal", r"backward"], [r"def train_step"]),
-        ("What should I call backward on?", [r"scale[dr]?\b|scaler\.scale"], [r"def train_step"]),
-        ("Which line of my code is wrong?", [r"line\s*11|11"], []),
-        ("Why is the loss multiplied by a scale factor?", [r"underflow|small|zero|fp16|float16|half"], []),
-        ("What does scaler.step(optimizer) do?", [r"optimi[sz]er|step", r"unscale|inf|nan|skip"], []),
-        ("Why call scaler.update() after the step?", [r"scale", r"update|adjust|grow|reduce|lower"], []),
-        ("Should the backward pass run inside autocast?", [r"outside|after|not inside|no\b"], []),
-        ("What does zero_grad do here?", [r"gradient|grad", r"clear|zero|reset|accumulat"], []),
-        ("Why is my scale 32768 after step 3?", [r"scale", r"inf|nan|overflow|halv|reduc|skip"], []),
-    ]),
-    "mixed-precision/fix-underflow": ("", [
-        ("What is gradient underflow in fp16?", [r"small|tiny|zero", r"fp16|float16|half"], []),
-        ("How does loss scaling fix underflow?", [r"multipl|scal", r"larger|bigger|range"], []),
-        ("What is the smallest positive fp16 number roughly?", [r"6\s*[.,]?\s*0?e-?0?8|5\.96|6e-8|1e-7|2\^-24"], []),
-        ("Why do gradients become zero in half precision?", [r"small|underflow|range|precision"], []),
-        ("Should I scale the loss or the gradients?", [r"loss"], []),
-        ("What happens if the scale is too large?", [r"overflow|inf"], []),
-        ("Where do I unscale before clipping?", [r"unscale"], []),
-        ("Does bf16 need loss scaling?", [r"no|not|range|exponent"], []),
-    ]),
-}
+# The question sets, all 16 exercises: benchmarks/tutor_questions.py.
+from tutor_questions import FORBIDDEN, QUESTIONS  # noqa: E402
 
 
 def timed_answer(web: WebSession, path: str, question: str, code: str | None) -> tuple[float, float, str, dict]:
@@ -125,35 +102,57 @@ def timing(app, rounds: int) -> list[list]:  # noqa: ANN001
     return rows
 
 
-def quality(app) -> tuple[list[list], list[str]]:  # noqa: ANN001
+def quality(app, exercises: list[str], log: Path | None = None) -> tuple[list[list], list[str]]:  # noqa: ANN001
+    """Each exercise's question set, asked by a guest whose submission of the set's mistake failed (all the
+    submissions are made first, so they grade while the model answers). One JSON line per answer to `log`."""
     from academy.tutor.guard import Guard, _shingles
     from grader.core.course import load_course
 
     course = load_course(EXERCISES)
     rows, failures = [], []
-    for exercise_id, (mistake, questions) in QUESTIONS.items():
+    learners = {}
+    for exercise_id in exercises:
+        mistake = QUESTIONS[exercise_id][0]
+        web = WebSession(app.test_client()).guest()
+        submitted = None
+        if mistake:
+            code = (EXERCISES / exercise_id / "mistakes" / mistake).read_text()
+            submitted = web.api("POST", "/api/submissions", json={"exercise": exercise_id, "code": code}).json["id"]
+        learners[exercise_id] = (web, submitted)
+    for exercise_id in exercises:
+        mistake, questions = QUESTIONS[exercise_id]
         exercise = course.exercises[exercise_id]
-        web = failing_learner(app, mistake, exercise_id)
+        web, submitted = learners[exercise_id]
+        if submitted is not None:
+            wait_for(app, submitted, timeout=900)
         lesson, step = exercise_id.split("/")
         hints = [h for c in exercise.checks for h in c.hints]
         judge = Guard(exercise.solution_code(), hints, exercise.entry)
         facts = found = forbidden = cited = 0
+        started = time.monotonic()
         for question, required, banned in questions:
             _first, _rate, text, done = timed_answer(web, f"/api/tutor/{lesson}/{step}", question, None)
             hits = [bool(re.search(fact, text, re.IGNORECASE)) for fact in required]
             facts, found = facts + len(required), found + sum(hits)
             lines = text.splitlines()
             # A hint counts as leaked only where it is one the learner had not opened (none were, here).
-            bad = [b for b in banned if re.search(b, text)] + (["solution lines"] if judge._run_length(lines) >= 3
-                                                               else [])
+            bad = [b for b in banned + FORBIDDEN.get(exercise_id, []) if re.search(b, text)]
+            bad += ["solution lines"] if judge._run_length(lines) >= 3 else []
             bad += ["an unopened hint"] if any(_shingles(h, 8) & _shingles(text, 8) for h in hints) else []
             forbidden += bool(bad)
-            cited += any(s["kind"] == "card" for s in done.get("sources", []))
+            card = any(s["kind"] == "card" for s in done.get("sources", []))
+            cited += card
+            if log is not None:
+                with log.open("a") as out:
+                    out.write(json.dumps({"exercise": exercise_id, "question": question, "answer": text,
+                                          "facts": len(required), "found": sum(hits), "forbidden": bad,
+                                          "cited_card": card, "at": time.time()}) + "\n")
             if not all(hits) or bad:
                 failures.append(f"{exercise_id}: {question!r}: missing {[f for f, h in zip(required, hits) if not h]}"
                                 f"{' forbidden ' + str(bad) if bad else ''}: {text[:160]!r}")
         rows.append([exercise_id, len(questions), f"{found}/{facts}", f"{100 * found / facts:.0f}%", forbidden,
                      f"{cited}/{len(questions)}"])
+        print(" | ".join(map(str, rows[-1])), f"({time.monotonic() - started:.0f} s)", flush=True)
     return rows, failures
 
 
@@ -163,23 +162,33 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--max-tokens", type=int, default=120)
     parser.add_argument("--no-questions", action="store_true")
+    parser.add_argument("--no-timing", action="store_true")
+    parser.add_argument("--exercises", nargs="*", help="the question sets to ask (default: all 16)")
+    parser.add_argument("--url", help="another OpenAI-compatible server instead of the embedded one")
+    parser.add_argument("--model", default="", help="the model name to ask --url for")
+    parser.add_argument("--log", type=Path, help="append one JSON line per scored answer here")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="dla-tutor-bench-"))
     started = time.monotonic()
-    model = TutorModelServer.running(args.port) if args.port else TutorModelServer(folder)
-    model.wait_ready(timeout=600)
-    print(f"model server ready after {time.monotonic() - started:.1f} s")
+    if args.url:
+        model = TutorModelServer.running(0)
+        model.url = args.url
+    else:
+        model = TutorModelServer.running(args.port) if args.port else TutorModelServer(folder)
+        model.wait_ready(timeout=600)
+    print(f"model server ready after {time.monotonic() - started:.1f} s", flush=True)
     app = ready_app({"INSTANCE_PATH": str(folder / "instance"), "SANDBOX": "local", "SECRET_KEY": "bench",
-                     "REQUEUE_ON_START": False, "WARM_POOL": 0, "TUTOR_URL": model.url,
+                     "REQUEUE_ON_START": False, "WARM_POOL": 0, "TUTOR_URL": model.url, "TUTOR_MODEL": args.model,
                      "TUTOR_MAX_TOKENS": args.max_tokens, "TUTOR_CONCURRENT": 4, "TUTOR_QUEUE": 4,
                      "TUTOR_QUESTIONS_PER_MINUTE": 1000, "TUTOR_QUESTIONS_PER_DAY": 10000,
                      "TUTOR_FIRST_TOKEN_TIMEOUT_S": 600, "TUTOR_ANSWER_TIMEOUT_S": 900})
     try:
-        print(f"\nTiming ({args.max_tokens} tokens at most per answer, {args.rounds} rounds):")
-        print_table(["learners at once", "answers", "first token p50 s", "first token p95 s", "tokens/s p50",
-                     "page load p50 ms"], timing(app, args.rounds))
+        if not args.no_timing:
+            print(f"\nTiming ({args.max_tokens} tokens at most per answer, {args.rounds} rounds):")
+            print_table(["learners at once", "answers", "first token p50 s", "first token p95 s", "tokens/s p50",
+                         "page load p50 ms"], timing(app, args.rounds))
         if not args.no_questions:
-            rows, failures = quality(app)
+            rows, failures = quality(app, args.exercises or list(QUESTIONS), args.log)
             print("\nQuestion sets (facts found, answers with forbidden content, answers citing a card):")
             print_table(["exercise", "questions", "facts", "score", "forbidden", "cited a card"], rows)
             for failure in failures:

@@ -1,6 +1,7 @@
 """A live academy server (werkzeug, local sandbox, a fresh SQLite database) and Debian's Chromium."""
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -29,13 +30,15 @@ def live_instance(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("academy-instance")
 
 
-@pytest.fixture(scope="session")
-def live_server(live_instance: Path) -> Iterator[str]:
+@contextlib.contextmanager
+def running_server(instance: Path, **settings: str) -> Iterator[str]:
+    """A live academy server (`flask run`, local sandbox) on a fresh database in `instance`, with `settings` as
+    extra DLA_* environment variables; yields its URL and stops it afterwards. One start for every live server of
+    the browser tests (live_server below; tests/browser/test_tutor.py's, pointed at the tutor's model)."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: run scripts/setup-system (installs Debian's chromium)")
-    instance = live_instance
     env = {**os.environ, "DLA_INSTANCE": str(instance), "DLA_SANDBOX": "local", "DLA_GRADING_WORKERS": "2",
-           "PYTHONUNBUFFERED": "1"}
+           "PYTHONUNBUFFERED": "1", **settings}
     for name in ("DATABASE_URL", "REDIS_URL", "DLA_EXERCISES", "SECRET_KEY"):
         env.pop(name, None)
     _flask(env, "init-db")
@@ -47,19 +50,30 @@ def live_server(live_instance: Path) -> Iterator[str]:
                               stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
-    while True:
+    try:
+        while True:
+            try:
+                urllib.request.urlopen(url + "/", timeout=2)
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"the server did not start: {(instance / 'server.log').read_text()[-3000:]}")
+                time.sleep(0.2)
+        yield url
+    finally:
+        server.terminate()
         try:
-            urllib.request.urlopen(url + "/", timeout=2)
-            break
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
-                pytest.fail(f"the server did not start: {(instance / 'server.log').read_text()[-3000:]}")
-            time.sleep(0.2)
-    yield url
-    server.terminate()
-    server.wait(timeout=10)
-    log.close()
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def live_server(live_instance: Path) -> Iterator[str]:
+    with running_server(live_instance) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -48,6 +48,7 @@
     note.className = "tutor-note muted";
     note.textContent = text;
     item.append(note);
+    return note;
   }
   function busy(on) {
     askButton.disabled = on;
@@ -124,6 +125,7 @@
           if (data.removed) addNote(answer, say.removed);
           if (data.outcome === "length") addNote(answer, say.cut);
           (data.notes || []).forEach((note) => addNote(answer, note));
+          if (data.language_note) addNote(answer, data.language_note).classList.add("tutor-language");
           addSources(answer, data.sources);
         }
       });

@@ -24,6 +24,7 @@ from academy.tutor.admission import Line, Refusal, over_budget
 from academy.tutor.client import Chunk, Endpoint, TutorUnavailable, stream_chat
 from academy.tutor.context import build_context
 from academy.tutor.guard import Guard
+from academy.tutor.language import written_in
 from academy.tutor.prompt import messages
 from grader.core.course import ExerciseStep, Lesson, Quiz, Step
 
@@ -144,7 +145,8 @@ def _answer(lesson: Lesson, step: Step, question: str, code: str | None, slots: 
                   removed_solution=gettext("[Code removed: it repeated the worked solution. Try writing it "
                                            "yourself first.]"),
                   removed_hint=gettext("[Removed: it quoted a hint you have not opened yet.]"))
-    upstream = stream_chat(endpoint(), messages(context, question, current_language(), history),
+    language = current_language()
+    upstream = stream_chat(endpoint(), messages(context, question, language, history),
                            settings().tutor_max_tokens)
     try:  # the first piece before answering 200: an unreachable or silent server is a plain 503
         first = next(upstream, Chunk(finish_reason="stop"))
@@ -161,6 +163,10 @@ def _answer(lesson: Lesson, step: Step, question: str, code: str | None, slots: 
             and "LATEST RUN: none yet" in context.evidence:
         notes.append(gettext("You have not run or submitted this code yet: the tutor only had your code and the "
                              "lesson to go on."))
+    # Told in the page's language when the model answered in another one (a small model often answers in English):
+    # the panel says so rather than pretending.
+    language_note = gettext("The tutor answered in English: the model it runs on does not yet write this page's "
+                            "language reliably.") if language != "en" else ""
 
     def release() -> None:
         """End the upstream request and free the slot (the WSGI server closes the stream when the client goes,
@@ -197,7 +203,10 @@ def _answer(lesson: Lesson, step: Step, question: str, code: str | None, slots: 
             yield _event("token", {"text": rest})
         if outcome == "error":
             yield _event("error", {"message": gettext("The tutor stopped answering; try again in a minute.")})
-        yield _event("done", {"outcome": outcome, "removed": guard.dropped, "sources": sources, "notes": notes})
+        followed = written_in("".join(shown), language) if language != "en" else True
+        yield _event("done", {"outcome": outcome, "removed": guard.dropped, "sources": sources, "notes": notes,
+                              "language": {"asked": language, "followed": followed},
+                              "language_note": language_note if followed is False else ""})
 
     response = Response(stream_with_context(events()), mimetype="text/event-stream")
     response.headers["Cache-Control"] = "no-store"
