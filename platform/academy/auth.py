@@ -426,8 +426,8 @@ def confirm_email(token: str) -> ResponseReturnValue:
         spend("limit_signins_per_address", "signin",
               lambda: gettext("Too many sign-in attempts from your network; try again later."))
     if not confirmation.password_matches(found, request.form.get("password", ""), g.user):
-        flash(gettext("That is not the password of this sign-up." if found.pending is not None else
-                      "That is not the password of the account with this address."), "error")
+        flash(gettext("That is not the password of this sign-up.") if found.pending is not None else
+              gettext("That is not the password of the account with this address."), "error")
         return render_template("auth/confirm.html", **page), 401
     db = get_session()
     try:

@@ -22,7 +22,7 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from flask import current_app, render_template, request, url_for
+from flask import current_app, request, url_for
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from sqlalchemy import delete, func, select, update
 from werkzeug.security import check_password_hash
@@ -100,9 +100,16 @@ def target(token: str) -> Target:
 
 
 def _mail(to: str, url: str, *, pending: bool) -> mail.Sent:
-    hours = settings().email_confirm_hours
-    body = render_template("email/confirm.txt", url=url, hours=hours, pending=pending, address=to)
-    return mail.send(to, gettext("Confirm your email address"), body)
+    """The mail with the link, in the language of the page that asked for it."""
+    if pending:
+        opening = gettext("A sign-up on this site used your address (%(address)s). If it was you, open this link "
+                          "and enter the password you chose to finish creating your account:", address=to)
+    else:
+        opening = gettext("Confirm that %(address)s is your address: open this link and enter your account's "
+                          "password (or open it where you are signed in):", address=to)
+    closing = " ".join([gettext("The link works for %(num)d hours.", num=settings().email_confirm_hours),
+                        gettext("If you did not sign up, ignore this mail: nothing happens without the password.")])
+    return mail.send(to, gettext("Confirm your email address"), f"{opening}\n\n{url}\n\n{closing}\n")
 
 
 def send_for_user(user: User) -> mail.Sent:
