@@ -14,7 +14,8 @@ never one of the threads that serve the pages. On top of waitress's own limits:
 - bodies larger than the app accepts (academy.inputs.MAX_BODY_BYTES) are refused before they are read;
 - answers go out as they are written: a streamed answer (the tutor's Server-Sent Events) reaches the
   browser chunk by chunk, and an answer the client does not read waits in a buffer (a temporary file past
-  1 MiB) rather than in a thread; a connection that reads nothing for `--idle-timeout` is closed;
+  1 MiB) rather than in a thread; a connection that reads nothing for `--idle-timeout` is closed, also one
+  whose unread answer passed 16 MiB and so holds its thread (which then ends);
 - proxy headers (X-Forwarded-For) reach the app unchanged: the app's own DLA_TRUSTED_PROXIES decides.
 
 Each process starts serving as gunicorn's post_worker_init did (academy.runners.start_serving: the warm
@@ -67,14 +68,30 @@ class Server(TcpWSGIServer):
     request_timeout: float = 30.0
 
     def maintenance(self, now: float) -> None:
-        super().maintenance(now)  # connections silent for channel_timeout (idle keep-alives, dead readers)
-        cutoff = time.monotonic() - self.request_timeout
+        """Close, at once, each connection that is silent past the idle timeout with no request running (waitress's
+        own rule), or whose request is late, or that reads nothing of an answer so large that it holds its thread.
+        Closed here rather than marked: a connection whose client reads nothing never becomes writable, so a
+        mark would wait for a write that never comes."""
+        late = time.monotonic() - self.request_timeout
+        silent = now - self.adj.channel_timeout
         for channel in list(self.active_channels.values()):
-            since = channel.reading_since
-            if since is not None and since < cutoff and not channel.will_close:
-                log.warning("closed the connection from %s: its request was not whole after %g s",
-                            _clean(str(channel.addr[0] if channel.addr else "?")), self.request_timeout)
-                channel.will_close = True
+            if not channel.connected:
+                continue
+            since = getattr(channel, "reading_since", None)
+            if since is not None and since < late:
+                self._drop(channel, f"its request was not whole after {self.request_timeout:g} s")
+            elif channel.last_activity >= silent:
+                continue
+            elif not channel.requests:
+                channel.handle_close()  # idle keep-alive, or an answer written out long ago and still unread
+            elif channel.total_outbufs_len > self.adj.outbuf_high_watermark:
+                # Past the buffer's high-water mark (16 MiB) the answer's thread waits for the client to read;
+                # closing lets it go (it sees the client gone and ends the request).
+                self._drop(channel, f"it read nothing of its answer for {self.adj.channel_timeout} s")
+
+    def _drop(self, channel: HTTPChannel, why: str) -> None:
+        log.warning("closed the connection from %s: %s", _clean(str(channel.addr[0] if channel.addr else "?")), why)
+        channel.handle_close()
 
 
 # --- the access log: gunicorn's default format, one line per request once its answer is written

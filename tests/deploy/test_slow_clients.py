@@ -439,3 +439,50 @@ def test_the_compose_shape_several_processes_share_the_port(tmp_path: Path) -> N
         assert served.logs().count("academy.serve: stopped") == 2, served.logs()
     finally:
         served.stop()
+
+
+# A WSGI app with an answer past waitress's 16 MiB output high-water mark, served by academy.serve's own server.
+BIG_ANSWER_SERVER = """
+import sys
+from academy.serve import bind, options_parser, serve
+
+def app(environ, start_response):
+    start_response("200 OK", [("Content-Type", "application/octet-stream")])
+    if environ["PATH_INFO"] == "/big":
+        return (b"x" * 65536 for _ in range(24 * 16))  # 24 MiB, streamed
+    return [b"small"]
+
+options = options_parser().parse_args(sys.argv[1:])
+serve(bind(options.bind, options.backlog), options, app=app)
+"""
+
+
+def test_a_reader_that_stops_reading_a_huge_answer_lets_its_thread_go(tmp_path: Path) -> None:
+    """Past 16 MiB of unsent answer waitress's thread waits for the client; one that reads nothing for the idle
+    timeout is closed, and the thread (the only one here) serves the next request."""
+    port = free_port()
+    log = tmp_path / "big.log"
+    process = subprocess.Popen([sys.executable, "-c", BIG_ANSWER_SERVER, "--bind", f"127.0.0.1:{port}",
+                                "--threads", "1", "--idle-timeout", "2"], cwd=REPO, stdout=open(log, "wb"),
+                               stderr=subprocess.STDOUT, start_new_session=True)
+    reader = socket.socket()
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.05)
+        reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        reader.connect(("127.0.0.1", port))
+        reader.sendall(b"GET /big HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")  # and never reads
+        time.sleep(0.5)  # not a race: the next request is bounded either way, this only lets /big start first
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=PAGE_BOUND_S + 4)
+        connection.request("GET", "/small")
+        assert connection.getresponse().read() == b"small", log.read_text()
+        assert "it read nothing of its answer for 2 s" in log.read_text()
+    finally:
+        reader.close()
+        stop_group(process, timeout=10)
