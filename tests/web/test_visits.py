@@ -4,7 +4,6 @@ records nothing; a visitor's reading is kept only by the account that visitor be
 by whoever signs in next on that browser."""
 from __future__ import annotations
 
-import pytest
 from flask import Flask
 from sqlalchemy import select
 
@@ -31,43 +30,49 @@ def _resume(app: Flask, email: str) -> str | None:
         return db.scalar(select(LessonProgress.step_id).where(LessonProgress.user_id == user_id))
 
 
-@pytest.mark.parametrize("headers", [
-    {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"},  # a link on another site
-    {"Sec-Fetch-Site": "same-site", "Sec-Fetch-Mode": "navigate"},  # a sibling host (another subdomain)
-    {"Referer": "https://elsewhere.example/page"},  # a browser without Fetch Metadata, from another site
-    {},  # a browser without Fetch Metadata, the referrer suppressed (rel="noreferrer")
-], ids=["cross-site", "same-site", "old-browser-foreign-referer", "old-browser-no-referer"])
-def test_another_sites_link_shows_the_step_and_records_nothing(app, headers) -> None:  # noqa: ANN001
+FOREIGN = {
+    "cross-site": {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"},  # a link on another site
+    "same-site": {"Sec-Fetch-Site": "same-site", "Sec-Fetch-Mode": "navigate"},  # a sibling host (subdomain)
+    "old browser, foreign referrer": {"Referer": "https://elsewhere.example/page"},  # no Fetch Metadata
+    "old browser, no referrer": {},  # no Fetch Metadata, the referrer suppressed (rel="noreferrer")
+}
+OWN = {
+    "same-origin": OWN_PAGE,  # a link on one of the site's pages
+    "typed": {"User-Agent": BROWSER, "Sec-Fetch-Site": "none", "Sec-Fetch-Mode": "navigate"},  # or a bookmark
+    "old browser, own referrer": {"User-Agent": BROWSER, "Referer": "http://localhost/lessons/"},
+    "script": {"User-Agent": "python-requests/2.32"},  # the learner's own cookie: no other site drives it
+}
+
+
+def test_another_sites_link_shows_the_step_and_records_nothing(app) -> None:  # noqa: ANN001
     ada = new_session(app)
     ada.signup("ada@example.org")
     ada.client.get(f"/lessons/{LESSON}/what-mixed-precision-means", headers=OWN_PAGE)
-    for step in ("meet-autocast", "the-catch-with-16-bit"):
-        page = ada.client.get(f"/lessons/{LESSON}/{step}", headers={"User-Agent": BROWSER, **headers})
-        assert page.status_code == 200 and "Step " in page.get_data(as_text=True)  # the page still renders
-    # A numbered URL's redirect is the same navigation: still another site's.
-    ada.client.get(f"/lessons/{LESSON}/7", headers={"User-Agent": BROWSER, **headers}, follow_redirects=True)
-    assert _steps(app, "ada@example.org") == {"what-mixed-precision-means"}
-    assert _resume(app, "ada@example.org") == "what-mixed-precision-means"
+    for how, headers in FOREIGN.items():
+        for step in ("meet-autocast", "the-catch-with-16-bit"):
+            page = ada.client.get(f"/lessons/{LESSON}/{step}", headers={"User-Agent": BROWSER, **headers})
+            assert page.status_code == 200 and "Step " in page.get_data(as_text=True), how  # it still renders
+        # A numbered URL's redirect is the same navigation: still another site's.
+        ada.client.get(f"/lessons/{LESSON}/7", headers={"User-Agent": BROWSER, **headers}, follow_redirects=True)
+        assert _steps(app, "ada@example.org") == {"what-mixed-precision-means"}, how
+        assert _resume(app, "ada@example.org") == "what-mixed-precision-means", how
     # A visitor's browser is not marked by another site either: signing up adopts only what it opened itself.
     visitor = new_session(app)
-    visitor.client.get(f"/lessons/{LESSON}/meet-autocast", headers={"User-Agent": BROWSER, **headers})
+    for headers in FOREIGN.values():
+        visitor.client.get(f"/lessons/{LESSON}/meet-autocast", headers={"User-Agent": BROWSER, **headers})
     visitor.client.get(f"/lessons/{LESSON}/what-autocast-wraps", headers=OWN_PAGE)
     visitor.signup("grace@example.org")
     assert _steps(app, "grace@example.org") == {"what-autocast-wraps"}
 
 
-@pytest.mark.parametrize("headers", [
-    OWN_PAGE,  # a link on one of the site's pages
-    {"User-Agent": BROWSER, "Sec-Fetch-Site": "none", "Sec-Fetch-Mode": "navigate"},  # typed, or a bookmark
-    {"User-Agent": BROWSER, "Referer": "http://localhost/lessons/"},  # an old browser, from the site's page
-    {"User-Agent": "python-requests/2.32"},  # a script with the learner's own cookie: no other site drives it
-], ids=["same-origin", "typed", "old-browser-own-referer", "script"])
-def test_the_learners_own_navigation_records_the_visit(app, headers) -> None:  # noqa: ANN001
+def test_the_learners_own_navigation_records_the_visit(app) -> None:  # noqa: ANN001
     ada = new_session(app)
     ada.signup("ada@example.org")
-    assert ada.client.get(f"/lessons/{LESSON}/meet-autocast", headers=headers).status_code == 200
-    assert _steps(app, "ada@example.org") == {"meet-autocast"}
-    assert _resume(app, "ada@example.org") == "meet-autocast"
+    steps = ["meet-autocast", "the-catch-with-16-bit", "what-autocast-wraps", "what-mixed-precision-means"]
+    for (how, headers), step in zip(OWN.items(), steps):
+        assert ada.client.get(f"/lessons/{LESSON}/{step}", headers=headers).status_code == 200
+        assert step in _steps(app, "ada@example.org"), how
+        assert _resume(app, "ada@example.org") == step, how
 
 
 def test_a_visitors_reading_is_not_added_to_whoever_signs_in_next(app) -> None:  # noqa: ANN001
