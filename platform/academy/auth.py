@@ -141,12 +141,6 @@ def _pending_signup(held: AddressUnconfirmed, guest: User | None) -> ResponseRet
     opens it with this password gets the account (confirmation.py). Nothing is signed in meanwhile."""
     get_session().rollback()  # nothing of the failed attempt (the guest row is untouched)
     sent = confirmation.start_pending(held.email, held.name, password_hash(held.password), guest)
-    if sent is None:
-        flash(gettext("Too many sign-ups for this email address are waiting to be confirmed. Open the link in a "
-                      "mail already sent, or try again in %(num)d hours.", num=settings().email_confirm_hours),
-              "error")
-        return too_many(make_response(render_template("auth/signup.html", email=held.email, name=held.name or "")),
-                        settings().email_confirm_hours * 3600)
     return render_template("auth/confirm_sent.html", sent=sent.value, email=held.email), 202
 
 

@@ -144,6 +144,10 @@ def test_a_classmate_cannot_hold_a_victims_address(mailing) -> None:  # noqa: AN
     assert _confirm(victim, squatter_link, "password123").status_code == 401
     assert _user(app, "victim@example.org").email_confirmed_at is None
 
+    # Sign-ups waiting for the address cannot crowd out the owner's: each new one replaces the oldest.
+    for _ in range(3):
+        assert new_session(app).signup("victim@example.org", "classmate-pw").status_code == 202
+    box.wait(4)
     # The victim signs up (as a guest with progress): not refused, a link goes to the address, nobody signed in.
     victim.guest()
     _answer_quiz(victim)
@@ -152,8 +156,9 @@ def test_a_classmate_cannot_hold_a_victims_address(mailing) -> None:  # noqa: AN
     waiting = victim.signup("victim@example.org", "victim-password", name="Victim")
     assert waiting.status_code == 202 and "We sent a link to victim@example.org" in waiting.get_data(as_text=True)
     assert "already exists" not in waiting.get_data(as_text=True)
-    owner_link = box.link(2, "victim@example.org")
+    owner_link = box.link(5, "victim@example.org")
     assert _confirm(new_session(app), owner_link, "classmate-pw").status_code == 401  # the sign-up's password only
+    assert victim.client.get(_path(box.link(2, "victim@example.org"))).status_code == 410  # the oldest, replaced
     phone = new_session(app)  # the victim opens the mail on another device
     finished = _confirm(phone, owner_link, "victim-password")
     assert finished.status_code == 303
