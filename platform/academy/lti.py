@@ -7,14 +7,20 @@
                              shows the picker
     POST /lti/deep-link      the instructor's pick: a signed deep-linking response, posted back to the platform
     GET  /lti/jwks           the tool's public keys (one per registration), what platforms verify it with
-    /lti/platforms           registrations (instructors; `flask --app academy lti-register` for operators)
+    /lti/platforms           registrations (instructors; `flask --app academy lti-register` for operators): add,
+                             add a deployment, edit in place (/edit), remove once confirmed (/remove)
 
 Everything a launch claims is believed only after PyLTI1p3 has checked it: the state against the cookie the
 login set, the nonce (kept in the database under the browser's LTI session id, and deleted when a launch
 uses it: no launch can be replayed), the registration (issuer + client id) and deployment, the signature
-against the platform's published keys, the message's shape. An LMS user is an account keyed by the
+against the platform's published keys (fetched through academy/outbound.py: https, public addresses only, no
+redirects, bounded; kept per URL), the message's shape; and here the claims LTI 1.3 requires (`exp`, `iat`, `azp`
+when `aud` is a list) and the lengths of what is stored. An LMS user is an account keyed by the
 registration, the deployment and the platform's `sub` (`LtiIdentity`), never by an email or a name the LMS
-sends, and is always a learner here: an LMS instructor gets no instructor rights on this site. After each
+sends, and is always a learner here: an LMS instructor gets no instructor rights on this site. A removed
+registration keeps its row (`removed_at`), so registering its issuer and client id again finds the same accounts.
+Nothing an LMS answered (a body, an exception naming a URL) reaches a page or a stored error: each says a fixed
+reason, and the detail goes to the log, escaped (`outbound.printable`). After each
 graded submission the exercise's best score goes to the line item of every resource link the learner
 launched it from (Assignment and Grade Services, `send_best_score`).
 
