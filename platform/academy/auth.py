@@ -433,11 +433,20 @@ def confirm_email(token: str) -> ResponseReturnValue:
     except (confirmation.Taken, IntegrityError):
         db.rollback()
         abort(409, description=gettext("An account with this email already exists. Sign in instead."))
+    # Like a sign-in: a guest this browser was (not the one the sign-up turned into the account) is left, and
+    # offered to merge.
+    guest = g.user if not mine and g.user is not None and g.user.is_guest and g.user.id != user.id else None
+    if guest is not None:
+        guest.end_sessions()
+        db.commit()
     if not mine:
         start_session(user)
     flash(gettext("Your account is ready and %(email)s is confirmed.", email=found.email) if found.pending
           else gettext("%(email)s is confirmed.", email=found.email), "info")
     response = redirect(url_for("auth.account"), 303)
+    if guest is not None and progress.has_progress(guest):
+        session["merge_guest"] = {"id": guest.id, "k": guest.session_secret}
+        response = redirect(url_for("auth.merge", next=url_for("auth.account")), 303)
     backoff.trust_this_browser(response, user)
     return response
 

@@ -232,8 +232,15 @@ def test_without_an_smtp_host_the_link_is_in_the_log_and_a_failed_mail_is_said(m
     page = web.client.get("/").get_data(as_text=True)
     assert "This site sends no mail" in page and "written to the server" in page
     link = LINK.search(caplog.text).group(0)
-    assert _confirm(web, link, password=None).status_code == 303
+    # Opened in another browser that is a guest with work: the password confirms, signs in, offers the merge.
+    elsewhere = new_session(app).guest()
+    _answer_quiz(elsewhere)
+    confirmed = _confirm(elsewhere, link)
+    assert confirmed.status_code == 303 and "/auth/merge" in confirmed.location
     assert _user(app, "ops@example.org").email_confirmed_at is not None
+    assert elsewhere.post("/auth/merge", data={"action": "merge"}).status_code == 302
+    with app.app_context():
+        assert get_session().scalar(select(QuizAnswer.user_id)) == _user(app, "ops@example.org").id
 
     closed = make_app(INSTANCE_PATH=str(app.instance_path) + "-2", SMTP_HOST="127.0.0.1", SMTP_PORT=free_port(),
                       SMTP_SECURITY="none")
