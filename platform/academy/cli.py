@@ -242,7 +242,7 @@ def lti_list_command() -> None:
     for p in db.scalars(lti.active_platforms().order_by(LtiPlatform.id)):
         deployments = ", ".join(d.deployment_id for d in p.deployments) or "none (every launch is refused)"
         click.echo(f"{p.id}  {p.name}: issuer {p.issuer}, client id {p.client_id}, deployments {deployments}")
-    removed = db.scalars(select(LtiPlatform).where(lti.REMOVED_AT.is_not(None)).order_by(LtiPlatform.id)).all()
+    removed = db.scalars(select(LtiPlatform).where(LtiPlatform.removed_at.is_not(None)).order_by(LtiPlatform.id)).all()
     if removed:
         click.echo("Removed (their launches are refused; lti-register with the same issuer and client id brings one "
                    "back, with its learners' accounts):")

@@ -39,9 +39,10 @@ from urllib.parse import urlsplit
 
 from flask import Blueprint, abort, flash, g, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
-from sqlalchemy import column, delete, func, literal_column, select, table, update
+from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 
+from academy import progress
 from academy.accounts import AccountError, clean_name, clean_sis_id, gettext
 from academy.db import get_session
 from academy.limits import limit, limiter
@@ -85,12 +86,6 @@ DEEP_LINKING_ROLES = frozenset(f"http://purl.imsglobal.org/vocab/lis/v2/membersh
                                for role in ("Instructor", "ContentDeveloper", "Administrator"))
 MAX_CLAIM = 255  # the longest `sub`, resource link id ... a launch may carry (the columns they are kept in)
 SESSION_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")  # PyLTI1p3's uuid4
-
-# Registrations an instructor removed keep their row (lti_platforms.removed_at, migration 0012): the learners'
-# accounts stay keyed to it, and registering the same issuer and client id again brings the row back, so every
-# learner's launch finds the same account as before.
-REMOVED_AT = literal_column("lti_platforms.removed_at")
-_platforms_table = table("lti_platforms", column("id"), column("removed_at"))
 
 
 class LtiRefused(Exception):
@@ -198,8 +193,7 @@ class PlatformForm:
 
 
 def is_removed(platform: LtiPlatform) -> bool:
-    return get_session().scalar(select(REMOVED_AT).select_from(LtiPlatform).where(
-        LtiPlatform.id == platform.id)) is not None
+    return platform.removed_at is not None
 
 
 def register_platform(form: PlatformForm) -> LtiPlatform:
@@ -220,8 +214,8 @@ def register_platform(form: PlatformForm) -> LtiPlatform:
     platform.name, platform.tool_private_key, platform.tool_kid = form.name, private, kid
     _update_urls(platform, form)
     platform.deployments = [LtiDeployment(deployment_id=d) for d in form.deployment_ids]
+    platform.removed_at = None
     db.flush()
-    db.execute(update(_platforms_table).where(_platforms_table.c.id == platform.id).values(removed_at=None))
     return platform
 
 
@@ -245,9 +239,7 @@ def remove_platform(platform: LtiPlatform) -> None:
     accounts, and registering the same issuer and client id again leads their launches back to them. The caller
     commits."""
     platform.deployments = []
-    get_session().flush()
-    get_session().execute(update(_platforms_table).where(_platforms_table.c.id == platform.id)
-                          .values(removed_at=utcnow()))
+    platform.removed_at = utcnow()
 
 
 def add_deployment(platform: LtiPlatform, deployment_id: str) -> None:
@@ -301,7 +293,7 @@ def _registration(platform: LtiPlatform) -> Registration:
 
 def active_platforms() -> Any:
     """select(LtiPlatform) of the registrations not removed."""
-    return select(LtiPlatform).where(REMOVED_AT.is_(None))
+    return select(LtiPlatform).where(LtiPlatform.removed_at.is_(None))
 
 
 def find_platform(issuer: str, client_id: str | None) -> LtiPlatform | None:
@@ -640,7 +632,12 @@ def launch() -> ResponseReturnValue:
         remember_grade_link(identity, exercise_id, data)
     get_session().commit()
     start_session(user, adopt_visits=False)  # a fresh session: whoever this browser was before, it is this LMS user now
-    return redirect(_target_url(target), 303)
+    url, step = _target(target)
+    if step is not None:
+        # The step page that follows this cross-site POST records no visit (security.py: visits only from the site
+        # itself); the launch is verified, so opening the step is this learner's own navigation.
+        progress.record_visit(user, *step)
+    return redirect(url, 303)
 
 
 def _launch_reason(error: str) -> str:
@@ -670,18 +667,19 @@ def _course() -> Any:
     return get_content().course
 
 
-def _target_url(target: str) -> str:
-    """Where a launch leads: an exercise's step, a lesson, else the course (never anywhere off this site)."""
+def _target(target: str) -> tuple[str, tuple[str, str] | None]:
+    """Where a launch leads: an exercise's step (and its lesson and step ids), a lesson, else the course (never
+    anywhere off this site)."""
     course = _course()
     kind, _, item = target.partition(":")
     for lesson in course.lessons:
         if kind == "lesson" and lesson.id == item:
-            return url_for("lessons.resume", lesson_id=lesson.id)
+            return url_for("lessons.resume", lesson_id=lesson.id), None
         for step in lesson.steps:
             exercise = getattr(step, "exercise", None)
             if kind == "exercise" and exercise is not None and exercise.id == item:
-                return url_for("lessons.step", lesson_id=lesson.id, step_id=step.id)
-    return url_for("index")
+                return url_for("lessons.step", lesson_id=lesson.id, step_id=step.id), (lesson.id, step.id)
+    return url_for("index"), None
 
 
 # -- accounts -------------------------------------------------------------------------------------------------

@@ -358,6 +358,9 @@ class LtiPlatform(Base):
     tool_private_key: Mapped[str] = mapped_column(Text)  # PEM; the tool's signing key for this registration
     tool_kid: Mapped[str] = mapped_column(String(100), unique=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # Set when an instructor removes it: the row stays so that registering the same issuer and client id again
+    # brings it back, and its learners' launches find their accounts (academy/lti.py: register_platform).
+    removed_at: Mapped[datetime | None] = mapped_column(DateTime)
 
     deployments: Mapped[list[LtiDeployment]] = relationship(back_populates="platform", cascade="all, delete-orphan",
                                                             order_by="LtiDeployment.id")

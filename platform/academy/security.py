@@ -362,7 +362,7 @@ def init_app(app: Flask) -> None:
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "same-origin")
         # Everything is served by the app itself; inline scripts are not used. No page may be framed, but the
-        # few an LMS frames (academy/lti.py sets their frame-ancestors to the registered LMSes).
+        # few an LMS frames (academy/lti.py sets their frame-ancestors to the LMS the browser's LTI session came from).
         policy = response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
         if "frame-ancestors 'none'" in policy:
             response.headers.setdefault("X-Frame-Options", "DENY")

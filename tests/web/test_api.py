@@ -171,7 +171,10 @@ PUBLIC = {"index", "static", "auth.signup", "auth.signin", "auth.guest", "auth.s
           # An LMS's login initiation and launch (each checked by its state, one-time nonce and the platform's
           # signature: tests/lti), the tool's public keys, and a deep-linking answer (bound to the browser's LTI
           # session and to the launch's id). tests/lti/test_lti13.py attacks each.
-          "lti.login", "lti.launch", "lti.jwks", "lti.deep_link"}
+          "lti.login", "lti.launch", "lti.jwks", "lti.deep_link",
+          # A confirmation link from a sign-up's mail: its GET shows a form, its POST needs the account's password
+          # or its session, and the token is signed (tests/web/test_email_confirmation.py attacks it).
+          "auth.confirm_email"}
 # Public lessons (DLA_PUBLIC_LESSONS, on by default): anyone reads them; the first action that needs a
 # learner makes a browser session (one holding a CSRF token) a guest. tests/web/test_public_lessons.py
 # checks the closed course.
@@ -179,7 +182,7 @@ PUBLIC_LESSON_PAGES = {"lessons.resume", "lessons.numbered_step", "lessons.step"
 MAKES_A_GUEST = {"api.create_submission", "api.create_run", "lessons.answer", "tutor.ask"}
 SAMPLE_ARGS = {"lesson_id": "mixed-precision", "number": 1, "question_id": "vanishing-gradients",
                "submission_id": 1, "exercise_id": EXERCISE, "token_id": 1, "step_id": "meet-autocast",
-               "user_id": 1, "platform_id": 1}
+               "user_id": 1, "platform_id": 1, "token": "not-a-link"}
 
 
 def test_every_route_checks_who_is_asking(web, app) -> None:  # noqa: ANN001
