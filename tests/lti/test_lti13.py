@@ -172,6 +172,11 @@ def test_deep_link_launch_submit_and_the_best_score_arrives_at_the_lms(stack: di
     learner = requests.Session()
     landed = launch(learner, follow_link(learner, lms, link_id, "learner-1"))
     assert landed.status_code == 303 and landed.headers["Location"] == f"/lessons/{EXERCISE}"
+    # The launch itself marks the step it leads to as opened: the step page that follows the LMS's cross-site POST
+    # records no visit of its own (a browser sends `Sec-Fetch-Site: cross-site` there).
+    lesson_id, step_id = EXERCISE.split("/")
+    lessons = learner.get(f"{stack['base']}/api/progress", timeout=30).json()["lessons"]
+    assert [lesson["resume_step_id"] for lesson in lessons if lesson["lesson"] == lesson_id] == [step_id], lessons
     page = learner.get(stack["base"] + landed.headers["Location"], timeout=30)
     assert page.status_code == 200 and "Learner-1 Example" in page.text  # signed in, by the LMS's name
     headers = {"X-CSRF-Token": csrf_of(page.text)}
