@@ -39,3 +39,18 @@ def test_the_prompt_asks_for_the_page_s_language_in_english_and_after_the_questi
     assert messages(context, "どうして？", "ja")[-1]["content"].endswith("Answer in Japanese, not in English.")
     english = messages(context, "Why?", "en")
     assert english[-1]["content"].endswith("</question>") and "Answer in English" in english[0]["content"]
+
+
+def test_the_embedded_model_is_asked_for_english_and_the_panel_says_so(make_tutor_app) -> None:  # noqa: ANN001
+    from academy.tutor.views import answers_in
+    from tests.helpers import WebSession
+    from tests.tutor.conftest import LESSON, STEP
+
+    for model, told in (("", True), ("qwen2.5:7b-instruct", False)):
+        app = make_tutor_app(TUTOR_MODEL=model)
+        web = WebSession(app.test_client()).guest()
+        arabic = web.client.get(f"/ar/lessons/{LESSON}/{STEP}").get_data(as_text=True)
+        assert ('id="tutor-english"' in arabic) is told and 'id="tutor"' in arabic
+        assert 'id="tutor-english"' not in web.client.get(f"/lessons/{LESSON}/{STEP}").get_data(as_text=True)
+        with app.test_request_context():
+            assert answers_in("ar") == ("en" if told else "ar") and answers_in("en") == "en"

@@ -47,6 +47,25 @@ def endpoint() -> Endpoint:
                     own.tutor_first_token_timeout_s, own.tutor_answer_timeout_s)
 
 
+def answers_in(language: str) -> str:
+    """The language the model is asked to answer in: the page's, except with the embedded model (no DLA_TUTOR_MODEL
+    named: SmolLM2-135M), which asked for Italian, Japanese or Arabic writes degenerate repetition ("الأنا الأنا
+    ...") or English anyway (benchmarks/tutor_language.py, docs/tutor.md): it is asked for English, and the panel
+    says so in the page's language. A named model (vLLM, Ollama, a hosted one) is asked for the page's language."""
+    return language if settings().tutor_model else "en"
+
+
+def _answers_in_english() -> bool:
+    """For the panel: whether this page's tutor answers in English though the page is not in English."""
+    language = current_language()
+    return language != "en" and answers_in(language) == "en"
+
+
+@bp.app_context_processor
+def _tutor_language() -> dict[str, Any]:
+    return {"tutor_answers_in_english": _answers_in_english}  # called only where the panel is drawn
+
+
 def tutor_offered(step: Step) -> bool:
     """Whether a step's page draws the tutor panel: on cards and exercises while the tutor is on."""
     return settings().tutor_enabled and not isinstance(step, Quiz)
@@ -146,7 +165,7 @@ def _answer(lesson: Lesson, step: Step, question: str, code: str | None, slots: 
                                            "yourself first.]"),
                   removed_hint=gettext("[Removed: it quoted a hint you have not opened yet.]"))
     language = current_language()
-    upstream = stream_chat(endpoint(), messages(context, question, language, history),
+    upstream = stream_chat(endpoint(), messages(context, question, answers_in(language), history),
                            settings().tutor_max_tokens)
     try:  # the first piece before answering 200: an unreachable or silent server is a plain 503
         first = next(upstream, Chunk(finish_reason="stop"))
