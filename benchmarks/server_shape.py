@@ -1,22 +1,24 @@
 """The server's shape: requests/s and page latency of a plain page (the home page, `GET /`), gunicorn's gthread
 worker (what `scripts/run` ran before) against academy/serve.py (waitress, what it runs now), same threads.
 
-    .venv/bin/python benchmarks/server_shape.py [--seconds 10] [--clients 8] [--shapes run,compose]
+    .venv/bin/python benchmarks/server_shape.py [--seconds 4] [--rounds 5] [--clients 8] [--shapes run,compose]
 
 Shapes, each on its own fresh instance (SQLite, no tutor, no warm pool: pages only):
 
     run       1 process x 8 threads: `scripts/run`'s server, before and now
     compose   4 processes x 4 threads: the compose image's web service, before and now (SQLite here)
 
-`--clients` threads, each with one keep-alive connection, ask for the page back to back for `--seconds` after a
-warm-up; the table has requests/s and the latency percentiles. Clients and server share this machine's cores,
-so compare rows of one run, not numbers across machines.
+Both servers of a shape run at once; after a warm-up they take turns, `--rounds` times: `--clients` threads, each
+with one keep-alive connection, ask for the page back to back for `--seconds`. The table has the median, least and
+most requests/s of the rounds and the latency percentiles of all answers. Clients and server share this
+machine's cores, so compare rows of one run, not numbers across machines.
 """
 from __future__ import annotations
 
 import argparse
 import http.client
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -91,28 +93,42 @@ def load(port: int, clients: int, seconds: float) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--seconds", type=float, default=4, help="seconds of load per round")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds per server, the two servers taking turns")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--shapes", default="run,compose")
     args = parser.parse_args()
+    servers = [("gunicorn", "gunicorn gthread (before)"), ("serve", "academy.serve: waitress (now)")]
     rows = []
     for shape in args.shapes.split(","):
         processes, threads = SHAPES[shape]
-        for server, label in [("gunicorn", "gunicorn gthread (before)"), ("serve", "academy.serve: waitress (now)")]:
-            with tempfile.TemporaryDirectory(prefix="dla-shape-") as folder:
-                process, port = start(server, processes, threads, Path(folder))
-                try:
-                    load(port, args.clients, min(3.0, args.seconds))  # warm-up: templates, course, connections
-                    timings = load(port, args.clients, args.seconds)
-                finally:
+        with tempfile.TemporaryDirectory(prefix="dla-shape-") as folder:
+            running = []
+            try:
+                for server, _label in servers:
+                    (Path(folder) / server).mkdir()
+                    running.append(start(server, processes, threads, Path(folder) / server))
+                rates: list[list[float]] = [[] for _ in servers]
+                timings: list[list[float]] = [[] for _ in servers]
+                for _process, port in running:  # warm-up: templates, the course, every process's first pages
+                    load(port, args.clients, 2)
+                for _round in range(args.rounds):  # taking turns, so a busier moment of the machine hits both
+                    for number, (_process, port) in enumerate(running):
+                        taken = load(port, args.clients, args.seconds)
+                        rates[number].append(len(taken) / args.seconds)
+                        timings[number] += taken
+            finally:
+                for process, _port in running:
                     process.terminate()
                     process.wait(timeout=30)
-            rows.append([f"{shape} ({processes}x{threads})", label, len(timings), len(timings) / args.seconds,
-                         1000 * percentile(timings, 50), 1000 * percentile(timings, 95),
-                         1000 * percentile(timings, 99)])
-    print(f"\n`GET /` (home page), {args.clients} keep-alive clients back to back for {args.seconds:g} s, "
-          f"SQLite, {os.cpu_count()} cores shared by clients and server\n")
-    print_table(["shape", "server", "requests", "req/s", "p50 ms", "p95 ms", "p99 ms"], rows)
+        for number, (_server, label) in enumerate(servers):
+            rows.append([f"{shape} ({processes}x{threads})", label, len(timings[number]),
+                         statistics.median(rates[number]), min(rates[number]), max(rates[number]),
+                         1000 * percentile(timings[number], 50), 1000 * percentile(timings[number], 95),
+                         1000 * percentile(timings[number], 99)])
+    print(f"\n`GET /` (home page), {args.clients} keep-alive clients back to back, {args.rounds} rounds of "
+          f"{args.seconds:g} s per server taking turns, SQLite, {os.cpu_count()} cores shared by clients and server\n")
+    print_table(["shape", "server", "requests", "req/s (median)", "min", "max", "p50 ms", "p95 ms", "p99 ms"], rows)
 
 
 if __name__ == "__main__":

@@ -22,8 +22,9 @@ Each process starts serving as gunicorn's post_worker_init did (academy.runners.
 pool starts before any request), writes an access log line per request to stdout in gunicorn's format, and
 on SIGTERM or SIGINT stops accepting, lets the requests in progress finish and their answers go out, then
 finishes the in-process grading jobs, all within `--graceful-timeout` seconds (a second signal: at once).
-With `--processes N` (N > 1) a parent binds the port, forks N such processes sharing it, starts a new one
-when one dies, and passes a stop signal to all of them."""
+With `--processes N` (N > 1) a parent holds the port and forks N such processes, each listening on it with its
+own SO_REUSEPORT socket (the kernel spreads connections evenly), starts a new one when one dies, and passes a
+stop signal to all of them."""
 from __future__ import annotations
 
 import argparse
@@ -272,20 +273,28 @@ def _url_host(host: str) -> str:
 
 # --- the processes: one serves in place; several are forked from a parent that holds the port
 
-def bind(address: str, backlog: int) -> socket.socket:
+def bind(address: str, backlog: int, reuse_port: bool = False, listen: bool = True) -> socket.socket:
+    """A socket bound to HOST:PORT, listening unless told not to. With `reuse_port`, SO_REUSEPORT: several
+    processes' listening sockets on one port, and the kernel spreads new connections evenly among them."""
     host, _, port = address.rpartition(":")
     host = host.strip("[]") or "0.0.0.0"
     family, kind, proto, _name, where = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM,
                                                            flags=socket.AI_PASSIVE)[0]
     sock = socket.socket(family, kind, proto)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind(where)
-    sock.listen(backlog)
+    if listen:
+        sock.listen(backlog)
     return sock
 
 
-def supervise(sock: socket.socket, options: argparse.Namespace) -> int:
-    """Fork `options.processes` serving processes on `sock`; restart any that dies; pass stop signals on."""
+def supervise(options: argparse.Namespace) -> int:
+    """Fork `options.processes` serving processes, each listening on the port with its own SO_REUSEPORT socket (one
+    shared socket would let whichever process wakes first take most connections); restart any that dies; pass stop
+    signals on. The parent holds the port bound, not listening (so no connection waits on it), while it runs."""
+    held = bind(options.bind, options.backlog, reuse_port=True, listen=False)  # the port is ours, or fail here
     children: dict[int, float] = {}
     stopping: list[float] = []
 
@@ -295,7 +304,8 @@ def supervise(sock: socket.socket, options: argparse.Namespace) -> int:
             code = 0
             try:
                 signal.signal(signal.SIGALRM, signal.SIG_DFL)
-                serve(sock, options)
+                held.close()
+                serve(bind(options.bind, options.backlog, reuse_port=True), options)
             except BaseException:  # noqa: BLE001 - the parent reports it and starts another
                 log.exception("serving process failed")
                 code = 1
@@ -369,11 +379,10 @@ def main(argv: list[str] | None = None) -> int:
     options = options_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s")
-    sock = bind(options.bind, options.backlog)
     if options.processes <= 1:
-        serve(sock, options)
+        serve(bind(options.bind, options.backlog), options)
         return 0
-    return supervise(sock, options)
+    return supervise(options)
 
 
 if __name__ == "__main__":
