@@ -230,6 +230,7 @@ def serve(sock: socket.socket, options: argparse.Namespace, app: Callable | None
     log.info("Listening at: http://%s:%s (%d), %d threads", _url_host(host), port, os.getpid(), options.threads)
 
     listening = True
+    flushed_by = None  # once no request runs: how long the answers' last bytes may take to go out
     while True:
         wasyncore.loop(timeout=0.5, map=socket_map, use_poll=True, count=1)
         if "at" not in stop:
@@ -239,13 +240,19 @@ def serve(sock: socket.socket, options: argparse.Namespace, app: Callable | None
             server.del_channel()
             server.socket.close()
             listening = False
-        busy = False
+        running = unsent = False
         for channel in list(server.active_channels.values()):
-            if channel.requests or channel.total_outbufs_len:
-                busy = True
-            elif not channel.will_close:
-                channel.will_close = True  # idle keep-alive, or a request still arriving: not served now
-        if not busy or "quick" in stop or time.monotonic() > stop["at"] + options.graceful_timeout:
+            if channel.requests:
+                running = True
+            elif channel.total_outbufs_len:
+                unsent = True
+            else:
+                channel.handle_close()  # idle keep-alive, or a request still arriving: not served now
+        now = time.monotonic()
+        if not running and flushed_by is None:
+            flushed_by = min(now + 5, stop["at"] + options.graceful_timeout)
+        if "quick" in stop or now > stop["at"] + options.graceful_timeout or \
+                (not running and (not unsent or now > flushed_by)):
             break
     wasyncore.close_all(socket_map)
     server.task_dispatcher.shutdown(cancel_pending=True, timeout=1)
