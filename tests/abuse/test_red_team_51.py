@@ -1,0 +1,257 @@
+"""Red team of issue 51 (what its helpers built), attacked as a learner, a thief or a squatter would. Each
+`xfail(strict=True)` test is a finding that still succeeds (the test passes once it is fixed); the others show
+a defence holding where the helpers' own tests do not look.
+
+Everything is real: the app through Flask's test client on its own SQLite database, a real SMTP server
+(aiosmtpd) receiving the confirmation mail, real sockets for the outbound requests."""
+from __future__ import annotations
+
+import re
+import socket
+import threading
+from typing import Iterator
+
+import pytest
+from flask import Flask
+from sqlalchemy import func, select
+
+from academy import security
+from academy.db import get_session
+from academy.models import ApiToken, User
+from tests.helpers import LESSON, WebSession, new_session
+from tests.web.conftest import app as app  # noqa: F401,PLC0414 - the fixtures of tests/web
+from tests.web.conftest import make_app as make_app  # noqa: F401,PLC0414
+from tests.web.test_email_confirmation import Inbox, _confirm, _path
+from tests.web.test_email_confirmation import inbox as inbox  # noqa: F401,PLC0414 - the fixture
+from tests.web.test_email_confirmation import mailing as mailing  # noqa: F401,PLC0414 - the fixture
+
+DAY = 86400.0
+TOKEN = re.compile(r"(dla_[A-Za-z0-9_-]{20,})")
+
+
+def finding(reason: str) -> pytest.MarkDecorator:
+    """A finding that still succeeds: the test fails (an assertion) until it is fixed."""
+    return pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"finding: {reason}")
+
+
+class Clock:
+    """The app's session clock (security.clock), moved by the test."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.now = 1_900_000_000.0
+        monkeypatch.setattr(security, "clock", lambda: self.now)
+
+    def days(self, days: float) -> None:
+        self.now += days * DAY
+
+
+def _signed_in(web: WebSession) -> bool:
+    return "Sign in" not in web.client.get("/auth/account-links").get_data(as_text=True)
+
+
+def _answer_quiz(web: WebSession) -> None:
+    assert web.post(f"/lessons/{LESSON}/quiz/vanishing-gradients", data={"option": "1"}).status_code in (200, 302)
+
+
+# -- sessions: the absolute lifetime -------------------------------------------------------------------------
+
+@finding("answering the merge offer restarts the 30-day absolute lifetime "
+         "(auth.merge calls start_session, which sets a new t0)")
+def test_a_stolen_cookie_cannot_outlive_the_absolute_limit_by_answering_the_merge_offer(
+        app: Flask, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The owner signs in on a browser that was a guest with progress and leaves the merge offer unanswered; a
+    thief copies the cookie. On day 29 the thief answers the offer ("leave": no session of the owner ends) and
+    gets a cookie that lives 30 more days: the absolute limit is meant to need the password again."""
+    clock = Clock(monkeypatch)
+    owner = new_session(app)
+    assert owner.signup("owner@example.org").status_code == 302
+    assert owner.post("/auth/signout").status_code == 302
+    owner.guest()
+    _answer_quiz(owner)
+    assert "/auth/merge" in owner.signin("owner@example.org").headers["Location"]
+    thief = new_session(app)
+    thief.client.set_cookie("session", owner.client.get_cookie("session").value)
+    for _ in range(29):  # the thief keeps the copy in use (within the idle limit)
+        clock.days(1)
+        assert _signed_in(thief)
+    assert thief.post("/auth/merge", data={"action": "leave"}).status_code == 302
+    clock.days(2)  # day 31: past the absolute limit of the sign-in on day 0
+    assert not _signed_in(thief), "the copy outlived the 30 days after the owner's sign-in"
+
+
+# -- confirmed emails: pending sign-ups --------------------------------------------------------------------
+
+def _squat(app: Flask, box: Inbox, address: str) -> WebSession:
+    squatter = new_session(app)
+    assert squatter.signup(address, "squatter-pw", name="Squatter").status_code == 302
+    box.wait(1)
+    return squatter
+
+
+@finding("three sign-ups after the owner's evict the owner's pending sign-up "
+         "(confirmation.start_pending keeps only the newest PENDING_PER_ADDRESS)")
+def test_a_squatter_cannot_kill_the_owners_pending_sign_up_by_signing_up_after_it(mailing) -> None:  # noqa: F811
+    """The squatter holds the victim's address unconfirmed. The victim signs up: a pending sign-up, its link
+    mailed. The squatter, who cannot read that mail, signs up three more times with the same address (from one
+    client, far inside the 60-per-hour sign-up limit): the victim's link is dead before the victim opens it, so
+    the owner is kept from confirming, which the issue says must never happen."""
+    app, box = mailing
+    _squat(app, box, "victim@example.org")
+    victim = new_session(app)
+    assert victim.signup("victim@example.org", "victim-password", name="Victim").status_code == 202
+    owner_link = box.link(2, "victim@example.org")
+    for _ in range(3):
+        assert new_session(app).signup("victim@example.org", "squatter-pw").status_code == 202
+    box.wait(5)
+    assert victim.client.get(_path(owner_link)).status_code == 200, "the owner's link died"
+    assert _confirm(victim, owner_link, "victim-password").status_code == 303
+
+
+@finding("every pending sign-up mails the address: no per-recipient limit, "
+         "only the 60-per-hour sign-up limit per client address")
+def test_pending_sign_ups_cannot_flood_one_mailbox(mailing) -> None:  # noqa: F811
+    """One client, ten sign-ups with the held address in a minute: ten mails to someone who asked for none (a
+    botnet multiplies it by its addresses). An account's own link is limited to one per 5 minutes
+    (confirmation.RESEND_EVERY); the pending sign-up's mail has no such limit."""
+    from academy import confirmation
+
+    app, box = mailing
+    _squat(app, box, "target@example.org")
+    for _ in range(10):
+        assert new_session(app).signup("target@example.org", "squatter-pw").status_code == 202
+    mails = len(box.messages) - 1
+    assert mails <= confirmation.PENDING_PER_ADDRESS, f"{mails} mails to one address in seconds"
+
+
+# -- API tokens: a token minted across a password change --------------------------------------------------
+
+@finding("/auth/tokens checks the session when the request starts and "
+         "inserts the token later; a password change committed in between "
+         "leaves the thief's new token valid")
+def test_a_token_minted_while_the_password_changes_does_not_survive_it(app: Flask,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thief holding a copy of the owner's cookie mints tokens in a loop; the owner changes the password. Any
+    token request whose session check passed before the change commits, and whose insert comes after the
+    change's revocation, keeps a token that the password change was meant to end. The interleaving is made
+    certain here: the owner's change runs (in its own thread, its own client) at the moment the thief's request
+    reaches new_api_token, after its session was accepted."""
+    from academy import auth
+
+    owner = new_session(app)
+    assert owner.signup("owner@example.org").status_code == 302
+    thief = new_session(app)
+    thief.client.set_cookie("session", owner.client.get_cookie("session").value)
+    real = auth.new_api_token
+    changed: list[int] = []
+
+    def owner_changes_password_meanwhile(user: User, name: str) -> str:
+        def change() -> None:
+            response = owner.post("/auth/password", data={"current": "password123", "new": "a-new-password"})
+            changed.append(response.status_code)
+        worker = threading.Thread(target=change)
+        worker.start()
+        worker.join(30)
+        return real(user, name)
+
+    monkeypatch.setattr(auth, "new_api_token", owner_changes_password_meanwhile)
+    minted = thief.post("/auth/tokens", data={"name": "stolen"})
+    monkeypatch.setattr(auth, "new_api_token", real)
+    assert changed == [302]
+    assert not _signed_in(thief)  # the thief's cookie did end
+    found = TOKEN.search(minted.get_data(as_text=True))
+    if found is not None:
+        api = app.test_client().get("/api/progress", headers={"Authorization": f"Bearer {found.group(1)}"})
+        assert api.status_code == 401, "the token minted across the password change still works"
+    with app.app_context():
+        assert get_session().scalar(select(func.count()).select_from(ApiToken)) == 0
+
+
+# -- the server: connections --------------------------------------------------------------------------------
+
+@pytest.mark.slow
+@finding("one client address holding --connections silent connections keeps "
+         "every other client out until the idle timeout (no per-address cap, no "
+         "first-byte deadline)")
+def test_one_address_cannot_hold_every_connection(tmp_path) -> None:  # noqa: ANN001
+    """scripts/run's server with DLA_WEB_CONNECTIONS=16 (1000 by default: as cheap for one machine to open). One
+    attacker address opens 40 connections and sends nothing: waitress stops accepting at the limit, the silent
+    ones are closed only after DLA_WEB_IDLE_TIMEOUT (the request deadline counts from a first byte that never
+    comes), and the attacker reconnects as they go. Another learner's page must still answer within 5 s."""
+    import http.client
+
+    from tests.deploy.test_slow_clients import Server
+
+    (tmp_path / "s").mkdir()
+    server = Server(tmp_path / "s", "waitress", {"DLA_WEB_CONNECTIONS": "16", "DLA_WEB_IDLE_TIMEOUT": "30",
+                                                 "DLA_WEB_REQUEST_TIMEOUT": "10"}).start()
+    held: list[socket.socket] = []
+    try:
+        for _ in range(40):
+            attacker = socket.socket()
+            attacker.bind(("127.0.0.66", 0))
+            attacker.connect(("127.0.0.1", server.port))
+            held.append(attacker)
+        learner = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5, source_address=("127.0.0.7", 0))
+        try:
+            learner.request("GET", "/api/exercises")
+            status = learner.getresponse().status
+        except TimeoutError:
+            status = None
+        assert status == 200, "another learner's page did not answer within 5 s"
+    finally:
+        for attacker in held:
+            attacker.close()
+        server.stop()
+
+
+# -- outbound requests (SSRF): what held ---------------------------------------------------------------------
+
+@pytest.fixture
+def listener() -> Iterator[tuple[int, list[bytes]]]:
+    """A TCP server on 127.0.0.1 noting what each connection sends it within a second."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    received: list[bytes] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.settimeout(1)
+            try:
+                received.append(conn.recv(100))
+            except OSError:
+                received.append(b"")
+            conn.close()
+    threading.Thread(target=accept, daemon=True).start()
+    yield server.getsockname()[1], received
+    server.close()
+
+
+def test_loopback_in_every_spelling_is_refused_even_with_broad_private_networks(listener) -> None:  # noqa: ANN001
+    """Decimal, octal, hex and short IPv4, IPv4-mapped IPv6 (both spellings), 0.0.0.0, an upper-case scheme, a
+    fragment hiding an @: each connects to 127.0.0.1 and is closed before a byte is sent, also where
+    DLA_LTI_PRIVATE_NETWORKS names loopback, link-local and everything; a user name in the URL is refused
+    before connecting."""
+    import ipaddress
+
+    from academy.outbound import OutboundError, Policy, session
+
+    port, received = listener
+    broad = tuple(ipaddress.ip_network(n) for n in ("127.0.0.0/8", "169.254.0.0/16", "0.0.0.0/0", "::/0"))
+    urls = [f"https://{host}:{port}/" for host in ("2130706433", "0177.0.0.1", "0x7f.1", "127.1", "0.0.0.0",
+                                                    "[::ffff:127.0.0.1]", "[::ffff:7f00:1]")]
+    urls += [f"HTTPS://127.0.0.1:{port}/", f"https://127.0.0.1:{port}#@example.org/"]
+    for policy in (Policy(), Policy(private_networks=broad), Policy(allow_http=True, private_networks=broad)):
+        for url in urls:
+            with pytest.raises(OutboundError, match="not allowed"):
+                session(policy).get(url)
+        for url in (f"https://public@127.0.0.1:{port}/", f"https://127.0.0.1:{port}\\@example.org/"):
+            with pytest.raises(OutboundError, match="user name"):
+                session(policy).get(url)
+        for address in ("169.254.169.254", "fd00:ec2::254", "::ffff:169.254.169.254", "::1", "fe80::1"):
+            assert not policy.address_allowed(ipaddress.ip_address(address)), address
+    assert received and set(received) == {b""}  # connected, and closed before a byte of the request
