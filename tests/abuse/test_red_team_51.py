@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 
 from academy import security
 from academy.db import get_session
-from academy.models import ApiToken, User
+from academy.models import ApiToken
 from tests.helpers import LESSON, WebSession, new_session
 from tests.web.conftest import app as app  # noqa: F401,PLC0414 - the fixtures of tests/web
 from tests.web.conftest import make_app as make_app  # noqa: F401,PLC0414
@@ -128,40 +128,45 @@ def test_pending_sign_ups_cannot_flood_one_mailbox(mailing) -> None:  # noqa: F8
 @finding("/auth/tokens checks the session when the request starts and "
          "inserts the token later; a password change committed in between "
          "leaves the thief's new token valid")
-def test_a_token_minted_while_the_password_changes_does_not_survive_it(app: Flask,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("ending", ["/auth/password", "/auth/sessions/end-others"])
+def test_a_token_minted_while_the_password_changes_does_not_survive_it(app: Flask, monkeypatch: pytest.MonkeyPatch,
+                                                                      ending: str) -> None:
     """A thief holding a copy of the owner's cookie mints tokens in a loop; the owner changes the password. Any
     token request whose session check passed before the change commits, and whose insert comes after the
     change's revocation, keeps a token that the password change was meant to end. The interleaving is made
     certain here: the owner's change runs (in its own thread, its own client) at the moment the thief's request
-    reaches new_api_token, after its session was accepted."""
-    from academy import auth
+    has been accepted (its cookie checked), before the view runs. "Sign out everywhere else" the same."""
+    from flask import request
 
     owner = new_session(app)
     assert owner.signup("owner@example.org").status_code == 302
     thief = new_session(app)
     thief.client.set_cookie("session", owner.client.get_cookie("session").value)
-    real = auth.new_api_token
     changed: list[int] = []
 
-    def owner_changes_password_meanwhile(user: User, name: str) -> str:
+    def owner_ends_sessions_meanwhile() -> None:
+        """Runs after the thief's session was accepted (academy.security's checks come first), before the view."""
+        if request.endpoint != "auth.create_token" or changed:
+            return
+
         def change() -> None:
-            response = owner.post("/auth/password", data={"current": "password123", "new": "a-new-password"})
-            changed.append(response.status_code)
+            changed.append(owner.post(ending, data={"current": "password123", "new": "a-new-password"}).status_code)
         worker = threading.Thread(target=change)
         worker.start()
         worker.join(30)
-        return real(user, name)
 
-    monkeypatch.setattr(auth, "new_api_token", owner_changes_password_meanwhile)
-    minted = thief.post("/auth/tokens", data={"name": "stolen"})
-    monkeypatch.setattr(auth, "new_api_token", real)
+    hooks = app.before_request_funcs.setdefault(None, [])
+    hooks.append(owner_ends_sessions_meanwhile)
+    try:
+        minted = thief.post("/auth/tokens", data={"name": "stolen"})
+    finally:
+        hooks.remove(owner_ends_sessions_meanwhile)
     assert changed == [302]
     assert not _signed_in(thief)  # the thief's cookie did end
     found = TOKEN.search(minted.get_data(as_text=True))
     if found is not None:
         api = app.test_client().get("/api/progress", headers={"Authorization": f"Bearer {found.group(1)}"})
-        assert api.status_code == 401, "the token minted across the password change still works"
+        assert api.status_code == 401, f"the token minted across {ending} still works"
     with app.app_context():
         assert get_session().scalar(select(func.count()).select_from(ApiToken)) == 0
 
