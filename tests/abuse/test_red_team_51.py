@@ -260,3 +260,23 @@ def test_loopback_in_every_spelling_is_refused_even_with_broad_private_networks(
         for address in ("169.254.169.254", "fd00:ec2::254", "::ffff:169.254.169.254", "::1", "fe80::1"):
             assert not policy.address_allowed(ipaddress.ip_address(address)), address
     assert received and set(received) == {b""}  # connected, and closed before a byte of the request
+
+
+# -- confirmation links: a second password form ------------------------------------------------------------
+
+@finding("the confirmation page checks the account's password without the sign-in back-off "
+         "(auth.confirm_email spends only the per-address limit of 300 an hour)")
+def test_the_confirmation_page_is_no_way_around_the_sign_in_back_off(mailing) -> None:  # noqa: F811
+    """Whoever holds an unconfirmed account's link (the mailbox's reader: a shared or forwarded inbox, a mail
+    scanner's log) can guess the account's password on the link's page for the link's 48 hours: each right guess
+    signs that browser in. The sign-in form makes the 6th wrong password for an account wait, then twice as long
+    each time; the link's page lets the 9th attempt through at once."""
+    app, box = mailing
+    owner = new_session(app)
+    assert owner.signup("owner@example.org", "the-right-password").status_code == 302
+    link = box.link(1, "owner@example.org")
+    guesser = new_session(app)
+    for attempt in range(8):
+        assert _confirm(guesser, link, f"wrong-guess-{attempt}").status_code == 401
+    right = _confirm(guesser, link, "the-right-password")
+    assert right.status_code == 429, "a right guess after 8 wrong ones went through at once"
