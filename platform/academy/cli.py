@@ -24,13 +24,14 @@ from sqlalchemy.orm import aliased
 from academy.accounts import AccountError, create_account, gettext, new_api_token, revoke_tokens
 from academy.db import check_schema, get_session
 from academy.instance import init_instance
+from academy.logline import printable
 from academy.models import PENDING, JobStatus, RegradeRun, Submission, User, utcnow
 from academy.settings import InstanceNotReady, settings
 
 Command = TypeVar("Command", bound=Callable[..., Any])
 # Who was made or unmade an instructor, whose address an operator confirmed, by whom, when: one WARNING line
 # each (the server's log: its stderr; a command's own stderr), so that it shows whatever the logging
-# configuration, every value in it escaped (log_safe).
+# configuration, every value in it escaped (academy/logline.py).
 audit = logging.getLogger("academy.audit")
 ROLES = ("learner", "instructor")
 
@@ -289,16 +290,6 @@ def worker_command(burst: bool, name: str | None, pool_size: int | None) -> None
 
 # -- roles: the one place that changes one (`set-role` here, the learner page in academy/instructor.py) ---------
 
-def log_safe(text: object) -> str:
-    """`text` for one log line: a control or format character, a line or paragraph separator and the backslash
-    are written as Python escapes (\\n, \\x1b, \\u2028, \\\\), so no value can forge or split a line."""
-    import unicodedata
-
-    def safe(ch: str) -> bool:
-        return ch != "\\" and unicodedata.category(ch)[0] != "C" and unicodedata.category(ch) not in ("Zl", "Zp")
-    return "".join(ch if safe(ch) else ch.encode("unicode_escape").decode("ascii") for ch in str(text))
-
-
 def describe(user: User) -> str:
     """An account as a log line names it: its id (never reused), email and name."""
     return f"account #{user.id} <{user.email or 'no email'}> ({user.name or 'no name'})"
@@ -355,8 +346,8 @@ def change_role(user: User, role: str, *, by: str, end_sessions: Callable[[User]
     tokens = revoke_tokens(user)
     db.commit()
     what = "granted the instructor role to" if role == "instructor" else "revoked the instructor role of"
-    audit.warning("%s", log_safe(f"role change at {utcnow():%Y-%m-%dT%H:%M:%SZ}: {by} {what} {describe(user)}; "
-                                 f"the account's sessions were ended and its {tokens} API token(s) revoked"))
+    audit.warning("%s", printable(f"role change at {utcnow():%Y-%m-%dT%H:%M:%SZ}: {by} {what} {describe(user)}; "
+                                 f"the account's sessions were ended and its {tokens} API token(s) revoked", None))
 
 
 def find_account(email: str | None, user_id: int | None) -> User:
@@ -440,8 +431,8 @@ def confirm_email_command(email: str) -> None:
     waiting = db.scalar(select(func.count()).select_from(PendingSignup).where(PendingSignup.email == user.email))
     confirmation.confirm_by_operator(user.email)  # type: ignore[arg-type]
     db.commit()
-    audit.warning("%s", log_safe(f"address confirmed at {utcnow():%Y-%m-%dT%H:%M:%SZ}: {operator()} confirmed "
-                                 f"the address of {describe(user)}"))
+    audit.warning("%s", printable(f"address confirmed at {utcnow():%Y-%m-%dT%H:%M:%SZ}: {operator()} confirmed "
+                                 f"the address of {describe(user)}", None))
     click.echo(f"The address {user.email} is confirmed for {user.display_name} (id {user.id}).")
     if waiting:
         click.echo(f"{waiting} sign-up(s) waiting for this address's link will be refused: the address is taken.")

@@ -46,6 +46,7 @@ from academy import progress
 from academy.accounts import AccountError, clean_name, clean_sis_id, gettext
 from academy.db import get_session
 from academy.limits import limit, limiter
+from academy.logline import printable
 from academy.models import (
     GRADED,
     JobStatus,
@@ -58,7 +59,7 @@ from academy.models import (
     User,
     utcnow,
 )
-from academy.outbound import OutboundError, Policy, fetch_key_set, key_sets, printable
+from academy.outbound import OutboundError, Policy, fetch_key_set, key_sets
 from academy.security import CONTENT_SECURITY_POLICY, instructor_required, start_session
 from academy.settings import settings
 

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
+from academy.logline import printable
+
 CONNECT_TIMEOUT_S = 5
 READ_TIMEOUT_S = 5
 TOTAL_TIMEOUT_S = 10
@@ -50,24 +52,6 @@ class OutboundError(Exception):
     def __init__(self, detail: str):
         super().__init__(detail)
         self.detail = detail
-
-
-def printable(value: Any, limit: int = 300) -> str:
-    """`value` as one log-safe line: control characters (line breaks included) and backslashes escaped, at most
-    `limit` characters of it (a longer value ends with "...")."""
-    text = str(value)
-    cut = len(text) > limit
-    text = text[:limit]
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if ch == "\\":
-            out.append("\\\\")
-        elif code < 32 or code == 127 or 0x80 <= code < 0xA0 or ch in "\u2028\u2029\u0085":
-            out.append(f"\\x{code:02x}" if code < 256 else f"\\u{code:04x}")
-        else:
-            out.append(ch)
-    return "".join(out) + ("..." if cut else "")
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,15 @@ from waitress.adjustments import Adjustments
 from waitress.channel import HTTPChannel
 from waitress.server import TcpWSGIServer
 
+from academy.logline import printable
+
 log = logging.getLogger("academy.serve")
+
+
+def _quoted(text: str) -> str:
+    """A value for one access-log field: whole, on its line, its quotes escaped (academy/logline.py), in ASCII
+    (a header's bytes arrive decoded as Latin-1: written as escapes, they read as the bytes they were)."""
+    return printable(text, None, quote=True).encode("ascii", "backslashreplace").decode("ascii")
 
 
 class DeadlineChannel(HTTPChannel):
@@ -91,24 +99,11 @@ class Server(TcpWSGIServer):
                 self._drop(channel, f"it read nothing of its answer for {self.adj.channel_timeout} s")
 
     def _drop(self, channel: HTTPChannel, why: str) -> None:
-        log.warning("closed the connection from %s: %s", _clean(str(channel.addr[0] if channel.addr else "?")), why)
+        log.warning("closed the connection from %s: %s", _quoted(str(channel.addr[0] if channel.addr else "?")), why)
         channel.handle_close()
 
 
 # --- the access log: gunicorn's default format, one line per request once its answer is written
-
-def _clean(text: str) -> str:
-    """Text for one log line: control characters, quotes and backslashes escaped, so nobody forges lines."""
-    out = []
-    for char in text:
-        if char in '"\\':
-            out.append("\\" + char)
-        elif " " <= char < "\x7f":
-            out.append(char)
-        else:
-            out.append(char.encode("unicode_escape").decode("ascii"))
-    return "".join(out)
-
 
 class AccessLog:
     """WSGI middleware: `HOST - - [TIME] "REQUEST" STATUS BYTES "REFERER" "USER-AGENT"` per request."""
@@ -130,9 +125,9 @@ class AccessLog:
         target = environ.get("REQUEST_URI") or environ.get("PATH_INFO", "") + (
             "?" + environ["QUERY_STRING"] if environ.get("QUERY_STRING") else "")
         request = f"{environ.get('REQUEST_METHOD', '-')} {target} {environ.get('SERVER_PROTOCOL', '-')}"
-        return (f'{_clean(environ.get("REMOTE_ADDR") or "-")} - - [{when}] "{_clean(request)}" {status} '
-                f'{size or "-"} "{_clean(environ.get("HTTP_REFERER", "-"))}" '
-                f'"{_clean(environ.get("HTTP_USER_AGENT", "-"))}"')
+        return (f'{_quoted(environ.get("REMOTE_ADDR") or "-")} - - [{when}] "{_quoted(request)}" {status} '
+                f'{size or "-"} "{_quoted(environ.get("HTTP_REFERER", "-"))}" '
+                f'"{_quoted(environ.get("HTTP_USER_AGENT", "-"))}"')
 
 
 class _Logged:
