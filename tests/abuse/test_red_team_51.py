@@ -280,3 +280,28 @@ def test_the_confirmation_page_is_no_way_around_the_sign_in_back_off(mailing) ->
         assert _confirm(guesser, link, f"wrong-guess-{attempt}").status_code == 401
     right = _confirm(guesser, link, "the-right-password")
     assert right.status_code == 429, "a right guess after 8 wrong ones went through at once"
+
+
+def test_a_poisoned_host_never_reaches_the_mailed_link(mailing) -> None:  # noqa: F811
+    """Held. The attack it stops: the attacker's own pending sign-up for the victim's address, its mail sent
+    with a Host of the attacker's; a mail scanner fetches the link (with its token) from the attacker's server,
+    and the attacker, who knows the sign-up's password, gets a confirmed account with the victim's address.
+    Hosts that parsers read differently ("evil\\@localhost" is evil for a browser, localhost for urlsplit) and
+    X-Forwarded-Host from an untrusted client: every link is this site's, or a bare path."""
+    app, box = mailing
+    _squat(app, box, "victim@example.org")
+    hosts = ["evil.example\\@localhost", "evil.example/@localhost", "evil.example?@localhost",
+             "evil.example#@localhost", "localhost:1@evil.example", "localhost:evil.example", "evil.example"]
+    for number, host in enumerate(hosts):
+        attacker = new_session(app)
+        address = "victim@example.org" if number == 0 else f"new{number}@example.org"
+        headers = {"Host": host, "X-Forwarded-Host": "evil.example"}
+        page = attacker.client.get("/auth/signup", headers=headers).get_data(as_text=True)
+        csrf = re.search(r'name="csrf-token" content="([^"]+)"', page).group(1)
+        answer = attacker.client.post("/auth/signup", headers=headers, data={
+            "csrf_token": csrf, "email": address, "password": "attacker-pw", "name": "Attacker"})
+        assert answer.status_code in (202, 302), (host, answer.status_code)
+    for _recipients, message in box.wait(1 + len(hosts))[1:]:
+        body = message.get_payload(decode=True).decode()
+        link = re.search(r"\S*/auth/confirm/\S+", body).group(0)
+        assert link.startswith(("/auth/confirm/", "http://localhost/auth/confirm/")), link
