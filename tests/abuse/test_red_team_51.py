@@ -305,3 +305,17 @@ def test_a_poisoned_host_never_reaches_the_mailed_link(mailing) -> None:  # noqa
         body = message.get_payload(decode=True).decode()
         link = re.search(r"\S*/auth/confirm/\S+", body).group(0)
         assert link.startswith(("/auth/confirm/", "http://localhost/auth/confirm/")), link
+
+
+# -- every per-address limit: an IPv6 client has a /64 ---------------------------------------------------------
+
+@finding("limits.client_address is the whole IPv6 address: one client's /64 (any VPS or home line has one) "
+         "is 2**64 addresses, each with its own budget (sign-ups, guests, sign-in back-off, long-poll seats)")
+def test_one_ipv6_network_shares_one_budget(make_app) -> None:  # noqa: ANN001, F811
+    app = make_app(LIMIT_SIGNUPS_PER_ADDRESS="2 per hour")
+    answers = []
+    for number in range(4):  # one machine, four of its addresses
+        client = app.test_client()
+        client.environ_base["REMOTE_ADDR"] = f"2001:db8:5:6::{number + 1:x}"
+        answers.append(WebSession(client).signup(f"user{number}@example.org").status_code)
+    assert answers == [302, 302, 429, 429], f"sign-ups from one /64 with a limit of 2: {answers}"
