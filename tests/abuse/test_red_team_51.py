@@ -319,3 +319,41 @@ def test_one_ipv6_network_shares_one_budget(make_app) -> None:  # noqa: ANN001, 
         client.environ_base["REMOTE_ADDR"] = f"2001:db8:5:6::{number + 1:x}"
         answers.append(WebSession(client).signup(f"user{number}@example.org").status_code)
     assert answers == [302, 302, 429, 429], f"sign-ups from one /64 with a limit of 2: {answers}"
+
+
+# -- LTI administration: two registrations of one LMS at once -------------------------------------------------
+
+@finding("two registrations of the same issuer and client id at once (a double click): the second answers 500 "
+         "(lti.register_platform checks, then flushes; the IntegrityError is not caught)")
+def test_registering_one_lms_twice_at_once_answers_4xx(app: Flask, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second registration's check runs before the first is committed, its insert after (the interleaving is
+    made certain: the first registration runs whole while the second makes its key pair, between the two)."""
+    from academy import lti
+    from academy.accounts import create_account
+
+    app.config["PROPAGATE_EXCEPTIONS"] = False  # as served: an exception is a 500 page
+    with app.app_context():
+        create_account("teacher@example.org", "password123", role="instructor", name="Teacher")
+        get_session().commit()
+    tabs = [new_session(app), new_session(app)]
+    for tab in tabs:
+        assert tab.signin("teacher@example.org").status_code == 302
+    fields = {"name": "Moodle", "issuer": "https://lms.example.org", "client_id": "abc",
+              "auth_login_url": "https://lms.example.org/auth", "auth_token_url": "https://lms.example.org/token",
+              "key_set_url": "https://lms.example.org/certs", "deployment_ids": "1"}
+    real = lti.new_key_pair
+    first: list[int] = []
+
+    def first_tab_meanwhile() -> tuple:
+        if not first:
+            first.append(0)
+            first[0] = tabs[0].post("/lti/platforms", data=fields).status_code
+        return real()
+
+    monkeypatch.setattr(lti, "new_key_pair", first_tab_meanwhile)
+    try:
+        status = tabs[1].post("/lti/platforms", data=fields).status_code
+    except Exception:  # noqa: BLE001 - the 500 page itself failed (errors.py renders it on the failed session)
+        status = 500  # what the server then answers on its own
+    assert first == [303]
+    assert 400 <= status < 500, f"the second registration answered {status}"
