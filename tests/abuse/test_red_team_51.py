@@ -79,6 +79,23 @@ def test_a_stolen_cookie_cannot_outlive_the_absolute_limit_by_answering_the_merg
     assert not _signed_in(thief), "the copy outlived the 30 days after the owner's sign-in"
 
 
+
+def test_a_thiefs_sign_out_everywhere_else_keeps_the_sign_in_time(app: Flask, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Held. "Sign out everywhere else" needs no password: a thief's copy that uses it on day 29 signs the owner
+    out, keeps its own cookie (a new secret), and still ends 30 days after the owner's sign-in."""
+    clock = Clock(monkeypatch)
+    owner = new_session(app)
+    assert owner.signup("owner@example.org").status_code == 302
+    thief = new_session(app)
+    thief.client.set_cookie("session", owner.client.get_cookie("session").value)
+    for _ in range(29):
+        clock.days(1)
+        assert _signed_in(thief)
+    assert thief.post("/auth/sessions/end-others").status_code == 302
+    assert _signed_in(thief) and not _signed_in(owner)
+    clock.days(1.01)
+    assert not _signed_in(thief)
+
 # -- confirmed emails: pending sign-ups --------------------------------------------------------------------
 
 def _squat(app: Flask, box: Inbox, address: str) -> WebSession:
