@@ -59,10 +59,9 @@ def main() -> None:
         model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
     if args.gguf_only:
         return
-    converted = Path(tempfile.mkdtemp(prefix="dla-tutor-load-st-"))
-    with Phase("convert: save_pretrained (safetensors)"):
-        model.save_pretrained(converted)
-        tokenizer.save_pretrained(converted)
+    del model, tokenizer
+    with Phase("convert once (embedded.convert: GGUF load + save)"):
+        converted = embedded.convert(Path(tempfile.mkdtemp(prefix="dla-tutor-load-st-")))
     with Phase("safetensors: config"):
         AutoConfig.from_pretrained(converted)
     with Phase("safetensors: tokenizer"):
