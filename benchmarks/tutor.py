@@ -156,6 +156,38 @@ def quality(app, exercises: list[str], log: Path | None = None) -> tuple[list[li
     return rows, failures
 
 
+def rescore(logs: list[Path]) -> None:
+    """The question-set table again from JSONL logs (--log), with a stricter column: only the facts the question
+    itself does not already state (an answer that restates the question gets those for free)."""
+    by_exercise: dict[str, list[dict]] = {}
+    for log in logs:
+        for line in log.read_text().splitlines():
+            row = json.loads(line)
+            by_exercise.setdefault(row["exercise"], []).append(row)
+    rows = []
+    for exercise_id in QUESTIONS:
+        answers = {row["question"]: row for row in by_exercise.get(exercise_id, [])}
+        if not answers:
+            continue
+        facts = found = fresh = fresh_found = forbidden = cited = 0
+        for question, required, _banned in QUESTIONS[exercise_id][1]:
+            if question not in answers:
+                continue
+            text = answers[question]["answer"]
+            for fact in required:
+                hit = bool(re.search(fact, text, re.IGNORECASE))
+                facts, found = facts + 1, found + hit
+                if not re.search(fact, question, re.IGNORECASE):
+                    fresh, fresh_found = fresh + 1, fresh_found + hit
+            forbidden += bool(answers[question]["forbidden"])
+            cited += answers[question]["cited_card"]
+        rows.append([exercise_id, len(answers), f"{found}/{facts}", f"{100 * found / facts:.0f}%",
+                     f"{fresh_found}/{fresh}", f"{100 * fresh_found / fresh:.0f}%" if fresh else "-", forbidden,
+                     f"{cited}/{len(answers)}"])
+    print_table(["exercise", "answers", "facts", "score", "facts not in the question", "strict score", "forbidden",
+                 "cited a card"], rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, help="an embedded model server already running there")
@@ -167,7 +199,11 @@ def main() -> None:
     parser.add_argument("--url", help="another OpenAI-compatible server instead of the embedded one")
     parser.add_argument("--model", default="", help="the model name to ask --url for")
     parser.add_argument("--log", type=Path, help="append one JSON line per scored answer here")
+    parser.add_argument("--rescore", type=Path, nargs="+", help="only print the table of these --log files")
     args = parser.parse_args()
+    if args.rescore:
+        rescore(args.rescore)
+        return
     folder = Path(tempfile.mkdtemp(prefix="dla-tutor-bench-"))
     started = time.monotonic()
     if args.url:
