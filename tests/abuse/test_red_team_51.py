@@ -3,7 +3,8 @@
 a defence holding where the helpers' own tests do not look.
 
 Everything is real: the app through Flask's test client on its own SQLite database, a real SMTP server
-(aiosmtpd) receiving the confirmation mail, real sockets for the outbound requests."""
+(aiosmtpd) receiving the confirmation mail, real sockets for the outbound requests, and scripts/run's own
+server command (waitress, academy/serve.py) for the connection attack."""
 from __future__ import annotations
 
 import re
