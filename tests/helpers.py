@@ -432,14 +432,15 @@ def wait_for(app: Flask, submission_id: int, timeout: float = 120) -> Submission
         time.sleep(0.2)
 
 
-# --- the app served by gunicorn, and HTTP clients from their own addresses
+# --- the app served as scripts/run serves it (academy.serve), and HTTP clients from their own addresses
 
 # Hostile: holds a grader for as long as it may (the exercise's time limit), then fails.
 SLEEPER = "import time\ntime.sleep(600)\n"
 
 
 class LiveServer:
-    """gunicorn serving `academy:create_app()` from its own instance folder."""
+    """`academy.serve` (waitress, as scripts/run serves the site) on `academy:create_app()`, from its own
+    instance folder."""
 
     def __init__(self, folder: Path, env: dict[str, str]):
         self.folder = folder
@@ -455,10 +456,9 @@ class LiveServer:
     def start(self) -> LiveServer:
         self.init_db()
         self.log = open(self.folder / "server.log", "ab")
-        gunicorn = Path(sys.executable).with_name("gunicorn")
         self.process = subprocess.Popen(
-            [str(gunicorn), "--workers", "1", "--threads", "8", "--bind", f"127.0.0.1:{self.port}",
-             "--graceful-timeout", "1", "academy:create_app()"],
+            [sys.executable, "-m", "academy.serve", "--bind", f"127.0.0.1:{self.port}", "--threads", "8",
+             "--graceful-timeout", "1"],
             env=self.env, cwd=REPO, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 60
         while True:

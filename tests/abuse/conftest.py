@@ -1,6 +1,7 @@
-"""The platform as it runs (gunicorn, one process, 8 threads, the in-process grading runner, a fresh database)
-and HTTP clients that each come from their own loopback address (127.0.0.x), like people on different
-machines, or that say who they are through X-Forwarded-For to a server that trusts one proxy.
+"""The platform as it runs (academy.serve as scripts/run starts it: one process, 8 threads, the in-process
+grading runner, a fresh database) and HTTP clients that each come from their own loopback address (127.0.0.x),
+like people on different machines, or that say who they are through X-Forwarded-For to a server that trusts one
+proxy.
 
 Every test here runs twice, through the module-scoped `database` fixture: on SQLite (the embedded default)
 and on PostgreSQL (one cluster for the whole session, started when first needed; each server gets a fresh
