@@ -7,6 +7,7 @@ process's memory otherwise (the embedded one-process default).
 """
 from __future__ import annotations
 
+import ipaddress
 import math
 import time
 from typing import Callable
@@ -22,8 +23,22 @@ from academy.settings import Settings, settings
 
 
 def client_address() -> str:
-    """The client's address: the TCP peer, or what the trusted proxies reported (ProxyFix)."""
-    return request.remote_addr or "unknown"
+    """Who per-address limits count: the TCP peer, or what the trusted proxies reported (ProxyFix); an IPv6
+    client as its DLA_IPV6_PREFIX network (one line holds a /64 and picks any address in it), an IPv4-mapped
+    one as its IPv4 address."""
+    return address_key(request.remote_addr, settings().ipv6_prefix)
+
+
+def address_key(remote: str | None, ipv6_prefix: int) -> str:
+    try:
+        address = ipaddress.ip_address((remote or "").split("%", 1)[0])
+    except ValueError:
+        return remote or "unknown"  # not an IP address (a unix socket's peer): counted as it is
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{address}/{ipv6_prefix}", strict=False))
+    return str(address)
 
 
 def account_key() -> str:

@@ -92,6 +92,12 @@ def networks(value: str) -> tuple[str, ...]:
     return tuple(str(ipaddress.ip_network(part.strip(), strict=False)) for part in value.split(",") if part.strip())
 
 
+def ipv6_prefix_length(value: str) -> int:
+    if not 32 <= int(value) <= 128:
+        raise ValueError(value)
+    return int(value)
+
+
 def host_names(value: str) -> tuple[str, ...]:
     return tuple(name.strip().lower().strip("[]") for name in value.split(",") if name.strip())
 
@@ -167,6 +173,11 @@ class Settings:
         "the client address (rate limits, guests' grading turn) is then taken from them (Werkzeug's "
         "`ProxyFix`). `0`: the TCP peer. Never more than you run: one extra lets clients pick their own address",
         int)
+    ipv6_prefix: int = setting(
+        "DLA_IPV6_PREFIX", 64, "per-address limits count an IPv6 client by its network of this prefix length: one "
+        "home line or server holds a whole /64, so counting each of its addresses apart would multiply every "
+        "per-address budget by 2^64 (`128`: each address apart); an IPv4-mapped address counts as its IPv4 one",
+        ipv6_prefix_length)
     public_lessons: bool = setting(
         "DLA_PUBLIC_LESSONS", True, "anyone can read every lesson (cards, exercise prompts, starter code) "
         "without an account; the first Run, Submit or quiz answer makes that browser a guest. `0`: a closed "

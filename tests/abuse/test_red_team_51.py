@@ -327,8 +327,6 @@ def test_a_poisoned_host_never_reaches_the_mailed_link(mailing) -> None:  # noqa
 
 # -- every per-address limit: an IPv6 client has a /64 ---------------------------------------------------------
 
-@finding("limits.client_address is the whole IPv6 address: one client's /64 (any VPS or home line has one) "
-         "is 2**64 addresses, each with its own budget (sign-ups, guests, sign-in back-off, long-poll seats)")
 def test_one_ipv6_network_shares_one_budget(make_app) -> None:  # noqa: ANN001, F811
     app = make_app(LIMIT_SIGNUPS_PER_ADDRESS="2 per hour")
     answers = []
@@ -337,6 +335,16 @@ def test_one_ipv6_network_shares_one_budget(make_app) -> None:  # noqa: ANN001, 
         client.environ_base["REMOTE_ADDR"] = f"2001:db8:5:6::{number + 1:x}"
         answers.append(WebSession(client).signup(f"user{number}@example.org").status_code)
     assert answers == [302, 302, 429, 429], f"sign-ups from one /64 with a limit of 2: {answers}"
+
+
+def test_what_a_client_address_counts_as() -> None:
+    from academy.limits import address_key
+
+    assert address_key("2001:db8:5:6:a:b:c:d", 64) == "2001:db8:5:6::/64"
+    assert address_key("2001:db8:5:6:a:b:c:d", 128) == "2001:db8:5:6:a:b:c:d/128"
+    assert address_key("::ffff:203.0.113.9", 64) == "203.0.113.9"  # a dual-stack socket's IPv4 client
+    assert address_key("fe80::1%eth0", 64) == "fe80::/64"
+    assert address_key("203.0.113.9", 64) == "203.0.113.9" and address_key(None, 64) == "unknown"
 
 
 # -- LTI administration: two registrations of one LMS at once -------------------------------------------------
