@@ -9,7 +9,7 @@ from flask_babel import gettext, lazy_gettext
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from academy import limits
-from academy.db import INIT_DB
+from academy.db import INIT_DB, get_session
 from academy.i18n import N_
 from academy.inputs import MAX_BODY_BYTES
 from academy.settings import InstanceNotReady
@@ -49,6 +49,8 @@ def _message(exc: HTTPException) -> str:
 
 
 def _handle(exc: HTTPException) -> ResponseReturnValue:
+    if (exc.code or 500) >= 500:
+        _roll_back()  # the page reads g.user: a session whose flush failed would fail it again (a bare 500)
     # A 429 says when to come back, in Retry-After and, for the API, as `retry_after` (seconds) in its body.
     wait = (limits.retry_after(exc) or limits.UNKNOWN_WAIT_S) if exc.code == 429 else None
     if request.blueprint == "api" or request.path.startswith("/api/"):
@@ -60,6 +62,13 @@ def _handle(exc: HTTPException) -> ResponseReturnValue:
     if exc.get_response().headers.get("Allow"):  # what is allowed (405)
         response.headers["Allow"] = exc.get_response().headers["Allow"]
     return limits.too_many(response, wait) if wait else response
+
+
+def _roll_back() -> None:
+    try:
+        get_session().rollback()
+    except Exception:  # noqa: BLE001 - the error page must be drawn whatever state the database is in
+        log.exception("rolling back before the error page failed")
 
 
 def _not_ready(exc: InstanceNotReady) -> ResponseReturnValue:

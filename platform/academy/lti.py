@@ -216,7 +216,12 @@ def register_platform(form: PlatformForm) -> LtiPlatform:
     _update_urls(platform, form)
     platform.deployments = [LtiDeployment(deployment_id=d) for d in form.deployment_ids]
     platform.removed_at = None
-    db.flush()
+    try:
+        db.flush()
+    except IntegrityError:  # the same registration made a moment ago (a double click): the pair is taken
+        db.rollback()
+        raise AccountError(gettext("The issuer %(issuer)s already has a registration with client id %(client)s.",
+                                   issuer=form.issuer, client=form.client_id)) from None
     return platform
 
 
@@ -930,12 +935,18 @@ def platforms() -> ResponseReturnValue:
 def platform_deployment(platform_id: int) -> ResponseReturnValue:
     db = get_session()
     platform = _active_platform(platform_id)
+    deployment_id = request.form.get("deployment_id", "")
     try:
-        add_deployment(platform, request.form.get("deployment_id", ""))
-    except AccountError as exc:
-        flash(str(exc), "error")
-    else:
+        add_deployment(platform, deployment_id)
         db.commit()
+    except AccountError as exc:
+        db.rollback()
+        flash(str(exc), "error")
+    except IntegrityError:  # the same deployment added a moment ago in another tab
+        db.rollback()
+        flash(gettext("%(platform)s already has the deployment %(id)s.", platform=platform.name,
+                      id=deployment_id.strip()), "error")
+    else:
         flash(gettext("Added the deployment to %(name)s.", name=platform.name), "info")
     return redirect(url_for("lti.platforms"), 303)
 

@@ -349,8 +349,6 @@ def test_what_a_client_address_counts_as() -> None:
 
 # -- LTI administration: two registrations of one LMS at once -------------------------------------------------
 
-@finding("two registrations of the same issuer and client id at once (a double click): the second answers 500 "
-         "(lti.register_platform checks, then flushes; the IntegrityError is not caught)")
 def test_registering_one_lms_twice_at_once_answers_4xx(app: Flask, monkeypatch: pytest.MonkeyPatch) -> None:
     """The second registration's check runs before the first is committed, its insert after (the interleaving is
     made certain: the first registration runs whole while the second makes its key pair, between the two)."""

@@ -260,3 +260,26 @@ def test_administrators_commands_import_neither_torch_nor_the_course(instance_en
         # init-db's migration 0004 reads the course's lessons (step numbers to step ids); nothing else does.
         expected = "imported: ['grader.core.course', 'yaml']" if args == ["init-db"] else "imported: []"
         assert expected in done.stdout, (args, done.stdout)
+
+
+def test_the_error_page_is_drawn_after_a_failed_flush(app) -> None:  # noqa: ANN001
+    """A view whose flush failed (a unique key taken at the same moment) still gets the site's 500 page for a
+    signed-in learner: the handler rolls the session back before the page reads the user (else it fails again,
+    and the server answers a bare 500 of its own)."""
+    from academy.db import get_session
+    from academy.models import User
+    from tests.helpers import new_session
+
+    def collide() -> str:
+        db = get_session()
+        db.add_all([User(email="same@example.org"), User(email="same@example.org")])
+        db.flush()
+        return "unreachable"
+
+    app.add_url_rule("/collide", "collide", collide)
+    app.config["PROPAGATE_EXCEPTIONS"] = False  # as served: an exception is a 500 page
+    learner = new_session(app)
+    assert learner.signup("learner@example.org").status_code == 302
+    answer = learner.client.get("/collide")
+    page = answer.get_data(as_text=True)
+    assert answer.status_code == 500 and "learner@example.org" in page, page[:500]
