@@ -37,7 +37,14 @@ from academy.db import get_session
 from academy.inputs import safe_next
 from academy.limits import limit, limiter, spend, spend_new_guest, too_many
 from academy.models import ApiToken, User, new_session_secret
-from academy.security import end_other_sessions, login_required, new_api_token, no_store, start_session
+from academy.security import (
+    SIGNED_IN,
+    end_other_sessions,
+    login_required,
+    new_api_token,
+    no_store,
+    start_session,
+)
 from academy.settings import settings
 
 bp = Blueprint("auth", __name__, url_prefix="/auth")
@@ -103,7 +110,7 @@ def signup() -> ResponseReturnValue:
             user.end_sessions()  # a copy of the guest's cookie must not become the account
             db.commit()
         except AddressUnconfirmed as held:
-            return _pending_signup(held, guest)
+            return _pending_signup(held)
         except AccountError as exc:
             flash(str(exc), "error")
             return render_template("auth/signup.html", **typed), 400
@@ -123,9 +130,12 @@ def signup() -> ResponseReturnValue:
     return render_template("auth/signup.html", email="", name="")
 
 
-def _flash_mail(sent: mail.Sent, email: str | None) -> None:
+def _flash_mail(sent: mail.Sent | None, email: str | None) -> None:
     """Say what became of a confirmation link for an account's address, exactly."""
-    if sent is mail.Sent.SENT:
+    if sent is None:
+        flash(gettext("No new link was sent: %(email)s got several today. Open the newest one, or ask again "
+                      "tomorrow.", email=email), "error")
+    elif sent is mail.Sent.SENT:
         flash(gettext("We sent a link to %(email)s: open it to confirm that the address is yours.", email=email),
               "info")
     elif sent is mail.Sent.LOGGED:
@@ -136,12 +146,15 @@ def _flash_mail(sent: mail.Sent, email: str | None) -> None:
                       email=email), "error")
 
 
-def _pending_signup(held: AddressUnconfirmed, guest: User | None) -> ResponseReturnValue:
-    """A sign-up whose address an unconfirmed account holds: kept, and a link mailed to the address; whoever
-    opens it with this password gets the account (confirmation.py). Nothing is signed in meanwhile."""
+def _pending_signup(held: AddressUnconfirmed) -> ResponseReturnValue:
+    """A sign-up whose address an unconfirmed account holds: a sign-up link mailed to the address (at most so
+    often per address); whoever opens it chooses the password and gets the account (confirmation.py). Nothing
+    the sign-up typed is kept, and nothing is signed in meanwhile."""
     get_session().rollback()  # nothing of the failed attempt (the guest row is untouched)
-    sent = confirmation.start_pending(held.email, held.name, password_hash(held.password), guest)
-    return render_template("auth/confirm_sent.html", sent=sent.value, email=held.email), 202
+    sent = confirmation.start_pending(held.email)
+    return render_template("auth/confirm_sent.html", sent=sent.value if sent is not None else "recent",
+                           email=held.email,
+                           hours=int(confirmation.pending_window().total_seconds() // 3600)), 202
 
 
 @bp.route("/signin", methods=["GET", "POST"])
@@ -205,6 +218,7 @@ def merge() -> ResponseReturnValue:
         session.pop("merge_guest", None)
         return redirect(target)
     if request.method == "POST":
+        signed_in = session.get(SIGNED_IN)
         if request.form.get("action") == "merge":
             if not _claim(guest):
                 return _merge_answered_already()
@@ -224,7 +238,9 @@ def merge() -> ResponseReturnValue:
             db.rollback()
             abort(409, description=gettext("Another change to your account happened at the same moment. "
                                            "Try again."))
-        start_session(g.user)  # a fresh session with the account's current secret: the merging browser stays in
+        # A fresh session with the account's current secret: the merging browser stays in, and its sign-in time
+        # stays (answering the offer is no sign-in: a copied cookie must not win 30 more days by it).
+        start_session(g.user, signed_in=signed_in)
         flash(message, "info")
         return redirect(target)
     return render_template("auth/merge.html", summary=progress.summary(guest), next=target)
@@ -381,8 +397,21 @@ def create_token() -> ResponseReturnValue:
     if g.user.is_guest:
         abort(403, description=gettext("Create an account first: guests cannot have API tokens."))
     name = request.form.get("name", "").strip()[:100] or "token"
+    db = get_session()
+    # The session was checked when this request began; a password change or "sign out everywhere else" may have
+    # committed since, after revoking the account's tokens. So the token is made only where the session's
+    # secret is still the account's, checked by a write that holds the row until the token is committed: on
+    # SQLite the write lock, on PostgreSQL the row lock. A change that commits first makes it match no row; one
+    # that comes later waits for the token and revokes it.
+    held = db.execute(update(User).where(User.id == g.user.id, User.session_secret == session.get("k"))
+                      .values(session_secret=User.session_secret).execution_options(synchronize_session=False))
+    if held.rowcount != 1:  # type: ignore[attr-defined]
+        db.rollback()
+        session.clear()
+        abort(403, description=gettext("Your session was ended (a password change or a sign-out elsewhere); no "
+                                       "token was made. Sign in again."))
     token = new_api_token(g.user, name)
-    get_session().commit()
+    db.commit()
     # Rendered in this response only (not put in the cookie session, which is signed, not encrypted).
     return _account_page(new_token=token)
 
@@ -406,26 +435,47 @@ def revoke_token(token_id: int) -> ResponseReturnValue:
 @no_store
 def confirm_email(token: str) -> ResponseReturnValue:
     """A mailed link: GET shows what it confirms and asks for the password (a mail scanner that fetches links
-    confirms nothing); POST confirms, for the one who signed up: signed in to the account, or typing its
-    password. A pending sign-up becomes the account, signed in here."""
+    confirms nothing); POST confirms. An account's link, for the one who signed up: signed in to the account, or
+    typing its password (with the sign-in's back-off: this is a password form too). A sign-up link (the
+    mailbox is the proof): its opener chooses the new account's password, and is signed in here."""
     try:
         found = confirmation.target(token)
     except confirmation.LinkError as exc:
         abort(410, description=str(exc))
     mine = g.user is not None and found.user is not None and g.user.id == found.user.id
-    page = {"email": found.email, "pending": found.pending is not None, "mine": mine}
+    page = {"email": found.email, "pending": found.pending, "mine": mine, "min_password": MIN_PASSWORD,
+            "name": request.form.get("name", "")}
     if request.method == "GET":
         return render_template("auth/confirm.html", **page)
-    if not mine:
-        spend("limit_signins_per_address", "signin",
-              lambda: gettext("Too many sign-in attempts from your network; try again later."))
-    if not confirmation.password_matches(found, request.form.get("password", ""), g.user):
-        flash(gettext("That is not the password of this sign-up.") if found.pending is not None else
-              gettext("That is not the password of the account with this address."), "error")
-        return render_template("auth/confirm.html", **page), 401
     db = get_session()
+    guest = g.user if g.user is not None and g.user.is_guest else None
+    chosen = request.form.get("password", "")
+    name: str | None = None
+    if found.pending:
+        try:
+            if len(chosen) < MIN_PASSWORD:
+                raise AccountError(gettext("Use a password of at least %(num)d characters.", num=MIN_PASSWORD))
+            name = clean_name(request.form.get("name", ""), required=False)
+        except AccountError as exc:
+            flash(str(exc), "error")
+            return render_template("auth/confirm.html", **page), 400
+    elif not mine:
+        assert found.user is not None
+        attempt = backoff.SigninAttempt(found.user.email.lower(), found.user)  # type: ignore[union-attr]
+        if attempt.device is None:
+            spend("limit_signins_per_address", "signin",
+                  lambda: gettext("Too many sign-in attempts from your network; try again later."))
+        try:
+            attempt.begin()  # counted before the password is checked, as at the sign-in form
+        except backoff.BackingOff as wait:
+            flash(wait.message, "error")
+            return too_many(make_response(render_template("auth/confirm.html", **page)), wait.seconds)
+        if not confirmation.password_matches(found, chosen, g.user):
+            flash(gettext("That is not the password of the account with this address."), "error")
+            return render_template("auth/confirm.html", **page), 401
+        attempt.succeeded()
     try:
-        user = confirmation.confirm(found)
+        user = confirmation.confirm(found, password=chosen, name=name, guest=guest)
         if user is None:
             db.rollback()
             abort(409, description=gettext("This confirmation link was used already or is no longer valid."))
@@ -433,9 +483,10 @@ def confirm_email(token: str) -> ResponseReturnValue:
     except (confirmation.Taken, IntegrityError):
         db.rollback()
         abort(409, description=gettext("An account with this email already exists. Sign in instead."))
-    # Like a sign-in: a guest this browser was (not the one the sign-up turned into the account) is left, and
-    # offered to merge.
-    guest = g.user if not mine and g.user is not None and g.user.is_guest and g.user.id != user.id else None
+    # Like a sign-in: a guest this browser was (not the one that became the account) is left, and offered to
+    # merge.
+    if guest is not None and (mine or guest.id == user.id):
+        guest = None
     if guest is not None:
         guest.end_sessions()
         db.commit()

@@ -7,13 +7,22 @@ alone would let anyone who signs up with somebody else's address get it confirme
 click; the password alone proves nothing about the mailbox.
 
 A sign-up whose address an unconfirmed account already holds is not refused (whoever signed up first could
-hold a victim's address forever): it is kept as a `PendingSignup`, and a link goes to the address. Whoever
-opens it with that sign-up's password gets the account, the address confirmed, and the unconfirmed holder
-loses the address (their account and work stay, without an email). A confirmed address is refused as before.
+hold a victim's address forever), and it keeps nothing of what it typed: it mails the address a sign-up link,
+which proves the mailbox alone. Whoever opens it chooses the new account's password there (and a name), gets
+the account, the address confirmed, and the unconfirmed holder loses the address (their account and work stay,
+without an email). No sign-up is tied to a link, so nobody can make a link die by signing up after its owner:
+every sign-up link mailed to the address works for whoever reads the mailbox, until it expires or the address
+is confirmed. Nothing the sign-up typed (a password, a name, a guest's work) reaches the account: it may be
+the squatter's. The mails are bounded per recipient, whoever asks: at most one sign-up link per RESEND_EVERY
+and PENDING_PER_ADDRESS per PENDING_WINDOW (a day, or the link's lifetime where shorter), logged as
+`PendingSignup` rows; a sign-up that sends none says a link reached the address within the window, and that
+link still works (the window is never longer than a link's life). An account's own link (the "send a new
+link" button) goes at most once per RESEND_EVERY and ACCOUNT_LINKS_PER_DAY a day. A confirmed address is
+refused as before.
 
 A link is signed (itsdangerous, with this module's salt: no other signed value of the site is one), expires
-after DLA_EMAIL_CONFIRM_HOURS, names one account or one pending sign-up and the address it was sent to: it
-dies when the account's address changes or is confirmed, or when the pending sign-up was used.
+after DLA_EMAIL_CONFIRM_HOURS, and names one account and its address (it dies when the account's address
+changes or is confirmed), or only an address (a sign-up link: it dies when a confirmed account holds it).
 """
 from __future__ import annotations
 
@@ -28,14 +37,15 @@ from sqlalchemy import delete, func, select, update
 from werkzeug.security import check_password_hash
 
 from academy import mail
-from academy.accounts import gettext
+from academy.accounts import gettext, password_hash
 from academy.db import get_session
 from academy.models import PendingSignup, User, utcnow
 from academy.settings import settings
 
 SALT = "academy.confirm-email"
-RESEND_EVERY = timedelta(minutes=5)  # a new link for one account at most this often
-PENDING_PER_ADDRESS = 3  # sign-ups waiting at once for one address; a new one replaces the oldest
+RESEND_EVERY = timedelta(minutes=5)  # a new link to one account, or one address's sign-up link, at most this often
+PENDING_PER_ADDRESS = 3  # sign-up links mailed to one address per PENDING_WINDOW, whoever signs up
+ACCOUNT_LINKS_PER_DAY = 6  # an account's own links ("send a new link") a day, the sign-up's mail included
 
 
 class LinkError(ValueError):
@@ -66,10 +76,11 @@ def link(payload: dict[str, Any]) -> str:
 
 @dataclass
 class Target:
-    """What a valid link names: an unconfirmed account (`user`) or a pending sign-up (`pending`)."""
+    """What a valid link names: an unconfirmed account (`user`), or an address to make an account for
+    (`pending`: a sign-up link, whose opener chooses the password)."""
     email: str
     user: User | None = None
-    pending: PendingSignup | None = None
+    pending: bool = False
 
 
 def target(token: str) -> Target:
@@ -90,32 +101,56 @@ def target(token: str) -> Target:
         if user is None or user.email != payload["e"] or user.email_confirmed_at is not None:
             raise dead
         return Target(payload["e"], user=user)
-    if isinstance(payload.get("p"), int):
-        pending = db.get(PendingSignup, payload["p"])
-        if pending is None or pending.email != payload["e"] or pending.created_at < utcnow() - timedelta(
-                seconds=_max_age()):
+    # A sign-up link ("p": a sign-up's id, from before sign-up links named only the address, reads the same).
+    if payload.get("s") is True or isinstance(payload.get("p"), int):
+        if _confirmed_holder(payload["e"]) is not None:
             raise dead
-        return Target(payload["e"], pending=pending)
+        return Target(payload["e"], pending=True)
     raise dead
+
+
+def _confirmed_holder(email: str) -> User | None:
+    return get_session().scalar(select(User).where(func.lower(User.email) == email.lower(),
+                                                   User.email_confirmed_at.is_not(None)))
 
 
 def _mail(to: str, url: str, *, pending: bool) -> mail.Sent:
     """The mail with the link, in the language of the page that asked for it."""
     if pending:
-        opening = gettext("A sign-up on this site used your address (%(address)s). If it was you, open this link "
-                          "and enter the password you chose to finish creating your account:", address=to)
+        opening = gettext("Someone (you, we hope) signed up on this site with your address (%(address)s). To "
+                          "create your account, open this link and choose your password there:", address=to)
+        closing = " ".join([gettext("The link works for %(num)d hours.", num=settings().email_confirm_hours),
+                            gettext("If you did not sign up, ignore this mail: nothing happens unless the link is "
+                                    "opened. Do not pass the link on: whoever opens it gets the account.")])
     else:
         opening = gettext("Confirm that %(address)s is your address: open this link and enter your account's "
                           "password (or open it where you are signed in):", address=to)
-    closing = " ".join([gettext("The link works for %(num)d hours.", num=settings().email_confirm_hours),
-                        gettext("If you did not sign up, ignore this mail: nothing happens without the password.")])
+        closing = " ".join([gettext("The link works for %(num)d hours.", num=settings().email_confirm_hours),
+                            gettext("If you did not sign up, ignore this mail: nothing happens without the "
+                                    "password.")])
     return mail.send(to, gettext("Confirm your email address"), f"{opening}\n\n{url}\n\n{closing}\n")
 
 
-def send_for_user(user: User) -> mail.Sent:
-    """Mail `user` a link for their current address (the caller checked the rate and commits)."""
+def send_for_user(user: User) -> mail.Sent | None:
+    """Mail `user` a link for their current address (the caller checked the rate and commits); None, sending
+    nothing, when the address had ACCOUNT_LINKS_PER_DAY of them today (the button cannot mail someone's
+    address every RESEND_EVERY forever)."""
     user.confirmation_sent_at = utcnow()
+    if not _account_link_allowed(user.email):  # type: ignore[arg-type]
+        return None
     return _mail(user.email, link({"u": user.id, "e": user.email}), pending=False)  # type: ignore[arg-type]
+
+
+def _account_link_allowed(email: str) -> bool:
+    """One more of an account's own links to `email` today: counted in the rate limits' storage (Redis where
+    REDIS_URL is set, shared by every web process; else this process's memory), whichever account asks."""
+    from limits import RateLimitItemPerDay
+
+    from academy.limits import limiter
+
+    if not limiter.enabled:  # RATELIMIT_ENABLED = False: only the per-account RESEND_EVERY holds
+        return True
+    return limiter.limiter.hit(RateLimitItemPerDay(ACCOUNT_LINKS_PER_DAY), "confirm-mail", email.lower())
 
 
 def next_link_in(user: User) -> int:
@@ -126,42 +161,52 @@ def next_link_in(user: User) -> int:
     return int(left) + 1 if left > 0 else 0
 
 
-def start_pending(email: str, name: str | None, password_hash: str, guest: User | None) -> mail.Sent:
-    """Keep a sign-up for `email`, which an unconfirmed account holds, and mail the address its link (committed
-    first: the row must exist when the link is opened). At most PENDING_PER_ADDRESS wait per address: a new one
-    replaces the oldest, so nobody can keep the owner's own sign-up out by signing up with the address first
-    (how many mails an address gets is bounded by the sign-up limit per client address)."""
+def pending_window() -> timedelta:
+    """How far back sign-up links to one address are counted: a day, or a link's lifetime where shorter (so a
+    sign-up that sends none can say that a link sent within it still works)."""
+    return min(timedelta(days=1), timedelta(seconds=_max_age()))
+
+
+def start_pending(email: str) -> mail.Sent | None:
+    """A sign-up for `email`, which an unconfirmed account holds: mail the address a sign-up link, unless one
+    went within RESEND_EVERY or PENDING_PER_ADDRESS within pending_window() (whoever asked): then None, and
+    nothing is sent (the links already in the mailbox work). Each mail is logged (committed) as a
+    PendingSignup row, which carries nothing of the sign-up: the link's opener chooses the password."""
     db = get_session()
-    since = utcnow() - timedelta(seconds=_max_age())
-    db.execute(delete(PendingSignup).where(PendingSignup.created_at < since))  # expired: nobody can use them
-    kept = db.scalars(select(PendingSignup.id).where(PendingSignup.email == email)
-                      .order_by(PendingSignup.id.desc()).limit(PENDING_PER_ADDRESS - 1)).all()
-    db.execute(delete(PendingSignup).where(PendingSignup.email == email, PendingSignup.id.not_in(kept))
-               .execution_options(synchronize_session=False))
-    pending = PendingSignup(email=email, name=name, password_hash=password_hash,
-                            guest_id=guest.id if guest is not None else None)
-    db.add(pending)
+    now = utcnow()
+    window = pending_window()
+    db.execute(delete(PendingSignup).where(PendingSignup.created_at < now - max(window, timedelta(days=1))))
+    sent_at = db.scalars(select(PendingSignup.created_at).where(PendingSignup.email == email,
+                                                                PendingSignup.created_at >= now - window)).all()
+    if len(sent_at) >= PENDING_PER_ADDRESS or any(at > now - RESEND_EVERY for at in sent_at):
+        db.commit()
+        return None
+    db.add(PendingSignup(email=email, name=None, password_hash="", guest_id=None, created_at=now))
     db.commit()
-    return _mail(email, link({"p": pending.id, "e": email}), pending=True)
+    return _mail(email, link({"s": True, "e": email}), pending=True)
 
 
 def password_matches(found: Target, password: str, signed_in: User | None) -> bool:
-    """Whether the opener is the one who signed up: signed in to that account, or typing its password."""
-    if found.user is not None:
-        if signed_in is not None and signed_in.id == found.user.id:
-            return True
-        return bool(found.user.password_hash) and check_password_hash(found.user.password_hash, password)
-    assert found.pending is not None
-    return check_password_hash(found.pending.password_hash, password)
+    """Whether the opener of an account's link is its owner: signed in to that account, or typing its
+    password. (A sign-up link needs none: its opener chooses the password.)"""
+    assert found.user is not None
+    if signed_in is not None and signed_in.id == found.user.id:
+        return True
+    return bool(found.user.password_hash) and check_password_hash(found.user.password_hash, password)
 
 
 class Taken(Exception):
     """The address has a confirmed account now (another link or an operator got there first)."""
 
 
-def confirm(found: Target) -> User | None:
+def confirm(found: Target, *, password: str | None = None, name: str | None = None,
+            guest: User | None = None) -> User | None:
     """Confirm what `found` names (the caller checked the password, and commits). The account, or None when
-    another request used the same link first. Taken when a confirmed account holds the address."""
+    another request used the same link first. Taken when a confirmed account holds the address.
+
+    A sign-up link makes the account with the `password` and `name` its opener chose, from `guest` (the
+    opener's own browser's guest, whose work it keeps) or new; two openings at once both insert the address,
+    and the second fails on its unique index (IntegrityError, which the caller answers)."""
     db = get_session()
     now = utcnow()
     if found.user is not None:
@@ -173,26 +218,21 @@ def confirm(found: Target) -> User | None:
             return None
         db.refresh(found.user)
         return found.user
-    pending = found.pending
-    assert pending is not None
-    # Claimed by deleting it: of two openings at once, one deletes the row, the other finds nothing.
-    claimed = db.execute(delete(PendingSignup).where(PendingSignup.id == pending.id)
-                         .execution_options(synchronize_session=False))
-    if claimed.rowcount != 1:  # type: ignore[attr-defined]
-        return None
-    holder = db.scalar(select(User).where(func.lower(User.email) == found.email))
+    assert found.pending and password is not None
+    holder = db.scalar(select(User).where(func.lower(User.email) == found.email.lower()))
     if holder is not None:
         if holder.email_confirmed_at is not None:
             raise Taken
         holder.email = None  # the unconfirmed holder loses the address; never confirmed for them
         db.flush()
-    guest = db.get(User, pending.guest_id) if pending.guest_id is not None else None
     user = guest if guest is not None and guest.is_guest else User()
-    user.email, user.password_hash, user.name = found.email, pending.password_hash, pending.name
+    user.email, user.password_hash, user.name = found.email, password_hash(password), name
     user.role, user.is_guest, user.email_confirmed_at = "learner", False, now
     user.end_sessions()  # no copy of the guest's cookie becomes the account
     db.add(user)
     db.flush()
+    db.execute(delete(PendingSignup).where(PendingSignup.email == found.email)
+               .execution_options(synchronize_session=False))
     return user
 
 

@@ -87,12 +87,15 @@ def wants_json() -> bool:
 ADOPTING = frozenset({"auth.signup", "auth.guest"})
 
 
-def start_session(user: User, adopt_visits: bool | None = None) -> None:
+def start_session(user: User, adopt_visits: bool | None = None, *, signed_in: Any = None) -> None:
     """Sign `user` in on this browser: a fresh cookie session (and CSRF token), so no session fixation,
     naming the user and carrying the user's session secret and the sign-in's time (its lifetime counts from
     it). The steps this browser opened as a visitor (progress.remember_visitor_visit) become the user's where
     `adopt_visits` says so; left out, only where this visitor becomes the user (ADOPTING: a sign-up, a new
-    guest), never at a sign-in, where they are dropped."""
+    guest), never at a sign-in, where they are dropped. `signed_in`: the sign-in time to keep (this browser's
+    SIGNED_IN, where the new session only rotates an existing sign-in, e.g. answering the merge offer: the
+    absolute lifetime still counts from the password); the sign-in is now where it is left out or no time.
+    """
     from academy import progress
     from academy.content import get_content
 
@@ -103,7 +106,9 @@ def start_session(user: User, adopt_visits: bool | None = None) -> None:
     session.permanent = True
     session["user_id"] = user.id
     session["k"] = user.session_secret
-    session[SIGNED_IN] = session[LAST_USED] = int(clock())
+    now = int(clock())
+    kept = isinstance(signed_in, int) and not isinstance(signed_in, bool) and signed_in <= now
+    session[SIGNED_IN], session[LAST_USED] = (signed_in if kept else now), now
     if user.is_guest:
         session[GUEST] = True
     if visits:

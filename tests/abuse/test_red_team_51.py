@@ -56,8 +56,6 @@ def _answer_quiz(web: WebSession) -> None:
 
 # -- sessions: the absolute lifetime -------------------------------------------------------------------------
 
-@finding("answering the merge offer restarts the 30-day absolute lifetime "
-         "(auth.merge calls start_session, which sets a new t0)")
 def test_a_stolen_cookie_cannot_outlive_the_absolute_limit_by_answering_the_merge_offer(
         app: Flask, monkeypatch: pytest.MonkeyPatch) -> None:
     """The owner signs in on a browser that was a guest with progress and leaves the merge offer unanswered; a
@@ -106,8 +104,6 @@ def _squat(app: Flask, box: Inbox, address: str) -> WebSession:
     return squatter
 
 
-@finding("three sign-ups after the owner's evict the owner's pending sign-up "
-         "(confirmation.start_pending keeps only the newest PENDING_PER_ADDRESS)")
 def test_a_squatter_cannot_kill_the_owners_pending_sign_up_by_signing_up_after_it(mailing) -> None:  # noqa: F811
     """The squatter holds the victim's address unconfirmed. The victim signs up: a pending sign-up, its link
     mailed. The squatter, who cannot read that mail, signs up three more times with the same address (from one
@@ -120,13 +116,11 @@ def test_a_squatter_cannot_kill_the_owners_pending_sign_up_by_signing_up_after_i
     owner_link = box.link(2, "victim@example.org")
     for _ in range(3):
         assert new_session(app).signup("victim@example.org", "squatter-pw").status_code == 202
-    box.wait(5)
+    box.wait(2)  # the three mailed nothing: one sign-up link per address per confirmation.RESEND_EVERY
     assert victim.client.get(_path(owner_link)).status_code == 200, "the owner's link died"
     assert _confirm(victim, owner_link, "victim-password").status_code == 303
 
 
-@finding("every pending sign-up mails the address: no per-recipient limit, "
-         "only the 60-per-hour sign-up limit per client address")
 def test_pending_sign_ups_cannot_flood_one_mailbox(mailing) -> None:  # noqa: F811
     """One client, ten sign-ups with the held address in a minute: ten mails to someone who asked for none (a
     botnet multiplies it by its addresses). An account's own link is limited to one per 5 minutes
@@ -143,9 +137,6 @@ def test_pending_sign_ups_cannot_flood_one_mailbox(mailing) -> None:  # noqa: F8
 
 # -- API tokens: a token minted across a password change --------------------------------------------------
 
-@finding("/auth/tokens checks the session when the request starts and "
-         "inserts the token later; a password change committed in between "
-         "leaves the thief's new token valid")
 @pytest.mark.parametrize("ending", ["/auth/password", "/auth/sessions/end-others"])
 def test_a_token_minted_while_the_password_changes_does_not_survive_it(app: Flask, monkeypatch: pytest.MonkeyPatch,
                                                                       ending: str) -> None:
@@ -282,8 +273,6 @@ def test_loopback_in_every_spelling_is_refused_even_with_broad_private_networks(
 
 # -- confirmation links: a second password form ------------------------------------------------------------
 
-@finding("the confirmation page checks the account's password without the sign-in back-off "
-         "(auth.confirm_email spends only the per-address limit of 300 an hour)")
 def test_the_confirmation_page_is_no_way_around_the_sign_in_back_off(mailing) -> None:  # noqa: F811
     """Whoever holds an unconfirmed account's link (the mailbox's reader: a shared or forwarded inbox, a mail
     scanner's log) can guess the account's password on the link's page for the link's 48 hours: each right guess
@@ -294,8 +283,8 @@ def test_the_confirmation_page_is_no_way_around_the_sign_in_back_off(mailing) ->
     assert owner.signup("owner@example.org", "the-right-password").status_code == 302
     link = box.link(1, "owner@example.org")
     guesser = new_session(app)
-    for attempt in range(8):
-        assert _confirm(guesser, link, f"wrong-guess-{attempt}").status_code == 401
+    answers = [_confirm(guesser, link, f"wrong-guess-{attempt}").status_code for attempt in range(8)]
+    assert answers[:5] == [401] * 5 and set(answers[5:]) <= {401, 429}  # five free, as at the sign-in form
     right = _confirm(guesser, link, "the-right-password")
     assert right.status_code == 429, "a right guess after 8 wrong ones went through at once"
 

@@ -82,6 +82,10 @@ def _confirm(web: WebSession, link: str, password: str | None = "password123") -
     return web.post(_path(link), data={} if password is None else {"password": password})
 
 
+def _signed_in_as(web: WebSession, email_address: str) -> bool:
+    return email_address in web.client.get("/auth/account").get_data(as_text=True)
+
+
 def _user(app, email_address: str) -> User | None:  # noqa: ANN001
     with app.app_context():
         return get_session().scalar(select(User).where(User.email == email_address))
@@ -144,35 +148,46 @@ def test_a_classmate_cannot_hold_a_victims_address(mailing) -> None:  # noqa: AN
     assert _confirm(victim, squatter_link, "password123").status_code == 401
     assert _user(app, "victim@example.org").email_confirmed_at is None
 
-    # Sign-ups waiting for the address cannot crowd out the owner's: each new one replaces the oldest.
+    # Sign-ups for the address mail it a sign-up link, at most one per confirmation.RESEND_EVERY whoever signs
+    # up; no sign-up is tied to a link, so none can make another's die.
     for _ in range(3):
-        assert new_session(app).signup("victim@example.org", "classmate-pw").status_code == 202
-    box.wait(4)
-    # The victim signs up (as a guest with progress): not refused, a link goes to the address, nobody signed in.
+        assert new_session(app).signup("victim@example.org", "classmate-pw", name="Classmate").status_code == 202
+    first_link = box.link(2, "victim@example.org")
+    assert len(box.messages) == 2
+    # The victim signs up (as a guest with progress): not refused, told that a link reached the address moments
+    # ago, nobody signed in, nothing of the sign-up kept.
     victim.guest()
     _answer_quiz(victim)
     with app.app_context():
         guest_id = get_session().scalar(select(User.id).where(User.is_guest.is_(True)))
     waiting = victim.signup("victim@example.org", "victim-password", name="Victim")
-    assert waiting.status_code == 202 and "We sent a link to victim@example.org" in waiting.get_data(as_text=True)
-    assert "already exists" not in waiting.get_data(as_text=True)
-    owner_link = box.link(5, "victim@example.org")
-    assert _confirm(new_session(app), owner_link, "classmate-pw").status_code == 401  # the sign-up's password only
-    assert victim.client.get(_path(box.link(2, "victim@example.org"))).status_code == 410  # the oldest, replaced
+    assert waiting.status_code == 202 and "was sent to victim@example.org" in waiting.get_data(as_text=True)
+    assert "already exists" not in waiting.get_data(as_text=True) and len(box.messages) == 2
+    assert not _signed_in_as(victim, "victim@example.org")
+    # The link in the mailbox (the classmate's sign-up asked for it) is the owner's: its opener chooses the password.
     phone = new_session(app)  # the victim opens the mail on another device
-    finished = _confirm(phone, owner_link, "victim-password")
+    assert "Choose a password" in phone.client.get(_path(first_link)).get_data(as_text=True)
+    assert phone.post(_path(first_link), data={"password": "short"}).status_code == 400  # too short: nothing made
+    finished = phone.post(_path(first_link), data={"password": "victim-password", "name": "Victim"})
     assert finished.status_code == 303
     assert "victim@example.org is confirmed" in phone.client.get("/auth/account").get_data(as_text=True)
     owner = _user(app, "victim@example.org")
-    assert owner.id == guest_id and owner.email_confirmed_at is not None and not owner.is_guest  # progress kept
+    assert owner.email_confirmed_at is not None and not owner.is_guest and owner.name == "Victim"
     with app.app_context():
         db = get_session()
-        squatter = db.scalar(select(User).where(User.name == "Victim", User.id != guest_id))
+        squatter = db.scalar(select(User).where(User.name == "Victim", User.id != owner.id, User.is_guest.is_(False)))
         assert squatter.email is None and squatter.email_confirmed_at is None  # lost, never confirmed for them
         assert db.scalar(select(QuizAnswer.id).where(QuizAnswer.user_id == squatter.id)) is not None  # work kept
+        assert db.scalar(select(QuizAnswer.id).where(QuizAnswer.user_id == owner.id)) is None  # nobody else's work
     assert victim.client.get(_path(squatter_link)).status_code == 410  # the address left that account
-    assert phone.post(_path(owner_link), data={"password": "victim-password"}).status_code == 410  # used
-    assert phone.signin("victim@example.org", "victim-password").status_code == 302
+    assert phone.post(_path(first_link), data={"password": "another-password"}).status_code == 410  # used
+    # The guest's work is the victim's browser's: signing in there offers to merge it.
+    merge = victim.signin("victim@example.org", "victim-password")
+    assert "/auth/merge" in merge.headers["Location"]
+    assert victim.post("/auth/merge", data={"action": "merge"}).status_code == 302
+    with app.app_context():
+        assert get_session().scalar(select(QuizAnswer.user_id).where(QuizAnswer.user_id == guest_id)) is None
+        assert get_session().scalar(select(QuizAnswer.id).where(QuizAnswer.user_id == owner.id)) is not None
     # The gradebooks put the owner's own grade under the address, not the classmate's.
     moodle = _gradebook(app, "moodle")
     assert [row[0] for row in moodle[1:]] == ["victim@example.org"]
@@ -281,3 +296,60 @@ def test_operator_accounts_count_as_confirmed_and_lms_learners_export_the_lms_em
     assert _user(app, "legacy@example.org").email_confirmed_at is not None
     canvas = _gradebook(app, "canvas")
     assert [row[:4] for row in canvas[2:]] == [["Lin", "", "", "lin@lms.example.org"]]
+
+
+def test_mails_to_one_address_are_bounded_whoever_asks(mailing) -> None:  # noqa: ANN001
+    """A squatter holding an address cannot make the site mail it without end: sign-up links to one address go
+    at most once per RESEND_EVERY and PENDING_PER_ADDRESS a day, whoever signs up; the account's own link
+    ACCOUNT_LINKS_PER_DAY a day. A sign-up that mails nothing says a link went out, and that link works."""
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from academy import confirmation
+    from academy.models import PendingSignup
+
+    app, box = mailing
+
+    def earlier(delta: timedelta) -> None:  # as if that much time had passed since the mails so far
+        with app.app_context():
+            db = get_session()
+            for row in db.scalars(select(PendingSignup)):
+                row.created_at -= delta
+            db.commit()
+
+    squatter = new_session(app)
+    assert squatter.signup("target@example.org", "squatter-pw", name="Squatter").status_code == 302
+    box.wait(1)
+    answers = []
+    for _ in range(confirmation.PENDING_PER_ADDRESS + 1):
+        for _ in range(2):  # the second within RESEND_EVERY: no mail
+            answers.append(new_session(app).signup("target@example.org", "squatter-pw").get_data(as_text=True))
+        earlier(confirmation.RESEND_EVERY)
+    mailed = len(box.messages) - 1
+    assert mailed == confirmation.PENDING_PER_ADDRESS  # the last pair: the day's bound
+    assert "We sent a link to target@example.org" in answers[0]
+    assert all("was sent to target@example.org within the last 24 hours" in page for page in answers[1::2])
+    assert "was sent to target@example.org" in answers[-2]
+    earlier(timedelta(days=1))
+    assert new_session(app).signup("target@example.org", "squatter-pw").status_code == 202
+    assert len(box.wait(mailed + 2)) == mailed + 2  # a day later, one more
+    # Each of them works for whoever reads the mailbox (none was replaced); the first one makes the account.
+    links = [box.link(number, "target@example.org") for number in range(2, mailed + 3)]
+    assert all(new_session(app).client.get(_path(each)).status_code == 200 for each in links)
+    owner = new_session(app)
+    assert owner.post(_path(links[0]), data={"password": "owner-password"}).status_code == 303
+    assert all(new_session(app).client.get(_path(each)).status_code == 410 for each in links)
+
+    # The account's own link ("send a new link"): at most ACCOUNT_LINKS_PER_DAY a day, the sign-up's included.
+    before = len(box.messages)
+    web = new_session(app)
+    web.signup("held@example.org", "password123")
+    for _ in range(confirmation.ACCOUNT_LINKS_PER_DAY + 2):
+        with app.app_context():
+            db = get_session()
+            db.execute(update(User).values(confirmation_sent_at=None))  # as if minutes had passed
+            db.commit()
+        assert web.post("/auth/confirm").status_code == 303
+    assert len(box.messages) - before == confirmation.ACCOUNT_LINKS_PER_DAY
+    assert "No new link was sent" in web.client.get("/auth/account").get_data(as_text=True)
