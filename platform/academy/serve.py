@@ -10,7 +10,15 @@ never one of the threads that serve the pages. On top of waitress's own limits:
   trickles in (waitress alone only closes connections that stay silent for `--idle-timeout`); past it the
   connection is closed, so even many slow connections let go within that time;
 - at most `--connections` connections at once per process (the open-file limit is raised to fit), polled
-  with poll(2), not select(2) and its 1024 descriptors;
+  with poll(2), not select(2) and its 1024 descriptors, and at most `--connections-per-address` of them (half
+  of `--connections` by default: a classroom behind one NAT address still has room) from one client address,
+  the TCP peer (an IPv6 client as its DLA_IPV6_PREFIX network, as the app's per-address limits count it). A
+  connection past an address's share closes that address's idlest one (one that has sent nothing yet, else
+  the longest-idle keep-alive), or is closed itself when all of its connections are busy; and when the
+  process is full, a new connection closes the idlest of all rather than waiting in the kernel's queue;
+- a connection must send its first byte within `--first-byte-timeout` seconds of being accepted (3 s), or it
+  is closed: silent connections cannot hold places until the idle timeout. A browser's keep-alive connection
+  between its requests is not affected (it has spoken): it lasts until `--idle-timeout`;
 - bodies larger than the app accepts (academy.inputs.MAX_BODY_BYTES) are refused before they are read;
 - answers go out as they are written: a streamed answer (the tutor's Server-Sent Events) reaches the
   browser chunk by chunk, and an answer the client does not read waits in a buffer (a temporary file past
@@ -36,6 +44,7 @@ import socket
 import sys
 import threading
 import time
+from collections import Counter
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Iterator
 
@@ -44,6 +53,7 @@ from waitress.adjustments import Adjustments
 from waitress.channel import HTTPChannel
 from waitress.server import TcpWSGIServer
 
+from academy.limits import address_key
 from academy.logline import printable
 
 log = logging.getLogger("academy.serve")
@@ -56,12 +66,21 @@ def _quoted(text: str) -> str:
 
 
 class DeadlineChannel(HTTPChannel):
-    """A connection whose request in progress must arrive whole within the server's request timeout."""
+    """A connection whose first byte must come soon after it is accepted, and whose request in progress must arrive
+    whole within the server's request timeout."""
 
     reading_since: float | None = None  # monotonic time of the first byte of the request being received
     _timed: object = None  # the parser of that request
+    spoke = False  # whether the client has sent a byte yet
+    address = ""  # the client address it counts under (Server.address_of)
+
+    def __init__(self, server: Server, sock: socket.socket, addr: Any, adj: Adjustments, map: Any = None) -> None:
+        self.accepted_at = time.monotonic()
+        super().__init__(server, sock, addr, adj, map=map)
 
     def received(self, data: bytes) -> bool:
+        if data:
+            self.spoke = True
         result = super().received(data)
         if self.request is None:
             self.reading_since = self._timed = None
@@ -69,19 +88,115 @@ class DeadlineChannel(HTTPChannel):
             self._timed, self.reading_since = self.request, time.monotonic()
         return result
 
+    def idle(self) -> bool:
+        """Nothing in progress: no request arriving, running or being answered (silent, or a keep-alive between
+        requests)."""
+        return (self.request is None and not self.requests and not self.total_outbufs_len
+                and not self.will_close and not self.close_when_flushed)
+
+    def waiting_bytes(self) -> bool:
+        """Whether the client's bytes already wait in the kernel, not yet read by the event loop."""
+        try:
+            return bool(self.socket.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+        except OSError:  # nothing yet (EAGAIN), or the peer is gone: nothing to wait for
+            return False
+
+    def del_channel(self, map: Any = None) -> None:
+        super().del_channel(map)
+        self.server.forget(self)
+
 
 class Server(TcpWSGIServer):
-    """waitress's TCP server on a socket bound beforehand, closing connections whose request is late."""
+    """waitress's TCP server on a socket bound beforehand, closing connections whose request is late, that send
+    nothing, or that are past their address's share (the module's docstring)."""
 
     channel_class = DeadlineChannel
     request_timeout: float = 30.0
+    first_byte_timeout: float = 3.0
+    per_address: int = 0  # connections one client address may hold; 0: no limit of its own
+    ipv6_prefix: int = 64
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.by_address: dict[str, set[DeadlineChannel]] = {}
+        self.closed: Counter[tuple[str, str]] = Counter()  # (address, why): logged once a second, not per connection
+        super().__init__(*args, **kwargs)
+
+    def address_of(self, addr: Any) -> str:
+        host = addr[0] if isinstance(addr, tuple) and addr else str(addr)
+        return address_key(str(host), self.ipv6_prefix)
+
+    def forget(self, channel: DeadlineChannel) -> None:
+        mine = self.by_address.get(channel.address)
+        if mine is not None:
+            mine.discard(channel)
+            if not mine:
+                del self.by_address[channel.address]
+
+    def readable(self) -> bool:
+        """waitress's own, except that a full process keeps accepting while some connection is idle (a new one then
+        closes the idlest: handle_accept), and stops only when every one is busy."""
+        now = time.time()
+        if now >= self.next_channel_cleanup:
+            self.next_channel_cleanup = now + self.adj.cleanup_interval
+            self.maintenance(now)
+        if not self.accepting:
+            return False
+        full = len(self._map) >= self.adj.connection_limit
+        if full and not any(channel.idle() for channel in self.active_channels.values()):
+            if not self.in_connection_overflow:
+                self.in_connection_overflow = True
+                log.warning("all %d connections are busy: accepting none until one ends", len(self.active_channels))
+            return False
+        if self.in_connection_overflow:
+            self.in_connection_overflow = False
+            log.info("accepting connections again")
+        return True
+
+    def handle_accept(self) -> None:
+        try:
+            accepted = self.accept()
+            if accepted is None:
+                return
+            conn, addr = accepted
+            self.set_socket_options(conn)
+        except OSError:  # as waitress: a peer gone before its socket's options were set
+            return
+        addr = self.fix_addr(addr)
+        address = self.address_of(addr)
+        mine = self.by_address.get(address, set())
+        if self.per_address and len(mine) >= self.per_address:
+            victim = self._idlest(list(mine))
+            if victim is None:  # every one of its connections is busy: this one waits its turn elsewhere
+                self.closed[address, f"it holds {self.per_address} busy connections already (new ones refused)"] += 1
+                conn.close()
+                return
+            self.closed[address, f"over its {self.per_address} connections (its idlest closed)"] += 1
+            victim.handle_close()
+        if len(self._map) >= self.adj.connection_limit:
+            victim = self._idlest(list(self.active_channels.values()))
+            if victim is not None:
+                self.closed[victim.address, "the process was full (the idlest connection closed)"] += 1
+                victim.handle_close()
+        channel = self.channel_class(self, conn, addr, self.adj, map=self._map)
+        channel.address = address
+        self.by_address.setdefault(address, set()).add(channel)
+
+    @staticmethod
+    def _idlest(channels: Iterable[DeadlineChannel]) -> DeadlineChannel | None:
+        """The connection to close first: one that has sent nothing yet (the oldest), else the keep-alive idle the
+        longest; never one whose request is arriving, running or being answered, nor one whose bytes wait unread."""
+        idle = [channel for channel in channels if channel.connected and channel.idle()]
+        idle.sort(key=lambda channel: (channel.spoke, channel.last_activity if channel.spoke else channel.accepted_at))
+        return next((channel for channel in idle if not channel.waiting_bytes()), None)
 
     def maintenance(self, now: float) -> None:
         """Close, at once, each connection that is silent past the idle timeout with no request running (waitress's
-        own rule), or whose request is late, or that reads nothing of an answer so large that it holds its thread.
-        Closed here rather than marked: a connection whose client reads nothing never becomes writable, so a
-        mark would wait for a write that never comes."""
-        late = time.monotonic() - self.request_timeout
+        own rule), or that has sent nothing within the first-byte timeout, or whose request is late, or that reads
+        nothing of an answer so large that it holds its thread. Closed here rather than marked: a connection whose
+        client reads nothing never becomes writable, so a mark would wait for a write that never comes."""
+        monotonic = time.monotonic()
+        late = monotonic - self.request_timeout
+        mute = monotonic - self.first_byte_timeout
         silent = now - self.adj.channel_timeout
         for channel in list(self.active_channels.values()):
             if not channel.connected:
@@ -89,6 +204,10 @@ class Server(TcpWSGIServer):
             since = getattr(channel, "reading_since", None)
             if since is not None and since < late:
                 self._drop(channel, f"its request was not whole after {self.request_timeout:g} s")
+            elif not getattr(channel, "spoke", True) and channel.accepted_at < mute and channel.idle() \
+                    and not channel.waiting_bytes():
+                self.closed[channel.address, f"it sent nothing within {self.first_byte_timeout:g} s"] += 1
+                channel.handle_close()
             elif channel.last_activity >= silent:
                 continue
             elif not channel.requests:
@@ -97,6 +216,9 @@ class Server(TcpWSGIServer):
                 # Past the buffer's high-water mark (16 MiB) the answer's thread waits for the client to read;
                 # closing lets it go (it sees the client gone and ends the request).
                 self._drop(channel, f"it read nothing of its answer for {self.adj.channel_timeout} s")
+        for (address, why), count in sorted(self.closed.items()):
+            log.warning("closed %d connection%s from %s: %s", count, "" if count == 1 else "s", _quoted(address), why)
+        self.closed.clear()
 
     def _drop(self, channel: HTTPChannel, why: str) -> None:
         log.warning("closed the connection from %s: %s", _quoted(str(channel.addr[0] if channel.addr else "?")), why)
@@ -202,6 +324,12 @@ def serve(sock: socket.socket, options: argparse.Namespace, app: Callable | None
     server = Server(wsgi, map=socket_map, _sock=sock, adj=adj, bind_socket=False,
                     sockinfo=(sock.family, sock.type, sock.proto, sock.getsockname()))
     server.request_timeout = options.request_timeout
+    server.first_byte_timeout = options.first_byte_timeout
+    server.per_address = per_address(options, adj.connection_limit)
+    if flask_app is not None:
+        from academy.settings import settings
+
+        server.ipv6_prefix = settings(flask_app).ipv6_prefix
 
     stop: dict[str, float] = {}
 
@@ -254,6 +382,13 @@ def serve(sock: socket.socket, options: argparse.Namespace, app: Callable | None
     if flask_app is not None:
         _finish_jobs(flask_app, stop["at"] + (0 if "quick" in stop else options.graceful_timeout))
     log.info("stopped")
+
+
+def per_address(options: argparse.Namespace, connections: int) -> int:
+    """Connections one client address may hold: `--connections-per-address`, by default (0) half of the process's
+    connections (a classroom behind one NAT address is many browsers, each with a few keep-alive connections)."""
+    wanted = options.connections_per_address or connections // 2
+    return max(1, min(wanted, connections))
 
 
 def _finish_jobs(app: Any, deadline: float) -> None:
@@ -368,6 +503,11 @@ def options_parser() -> argparse.ArgumentParser:
     parser.add_argument("--idle-timeout", type=int, default=60,
                         help="seconds a connection may stay without any traffic (keep-alive, unread answers)")
     parser.add_argument("--connections", type=int, default=1000, help="open connections per process at most")
+    parser.add_argument("--connections-per-address", type=int, default=0,
+                        help="open connections per process from one client address (the TCP peer; an IPv6 one as "
+                             "its DLA_IPV6_PREFIX network) at most; 0: half of --connections")
+    parser.add_argument("--first-byte-timeout", type=float, default=3.0,
+                        help="seconds a new connection may stay silent before its first byte (then it is closed)")
     parser.add_argument("--graceful-timeout", type=float, default=60.0,
                         help="seconds after SIGTERM for requests in progress and grading jobs to finish")
     parser.add_argument("--backlog", type=int, default=1024, help="connections the kernel queues for accept")

@@ -486,3 +486,79 @@ def test_a_reader_that_stops_reading_a_huge_answer_lets_its_thread_go(tmp_path: 
     finally:
         reader.close()
         stop_group(process, timeout=10)
+
+
+# -- connections that send nothing: one address's share, the first-byte deadline (red team, issue 51) ----------
+
+def silent_connections(port: int, address: str, count: int) -> list[socket.socket]:
+    """`count` connections from `address` (a loopback address of its own) that send nothing. They connect at once
+    whether or not the server has accepted them (the kernel's queue holds them)."""
+    opened = []
+    for _ in range(count):
+        sock = socket.socket()
+        sock.bind((address, 0))
+        sock.connect(("127.0.0.1", port))
+        opened.append(sock)
+    return opened
+
+
+def closed_by_the_server(sock: socket.socket) -> bool:
+    readable, _, _ = select.select([sock], [], [], 0)
+    if not readable:
+        return False
+    try:
+        return sock.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
+
+
+def held_from(server: Server, address: str) -> int:
+    """The server's connections from `address` (accepted: the kernel's queue is not the server's)."""
+    return sum(1 for c in psutil.Process(server.process.pid).net_connections("tcp")
+               if c.raddr and c.raddr.ip == address and c.status == psutil.CONN_ESTABLISHED)
+
+
+def browser_get(browser: http.client.HTTPConnection, path: str) -> int:
+    browser.request("GET", path)
+    answer = browser.getresponse()
+    answer.read()
+    return answer.status
+
+
+def test_silent_connections_keep_no_other_address_out_and_a_keep_alive_lives_on(serve) -> None:  # noqa: ANN001
+    """Two addresses open 30 silent connections each against a process of 12 connections (10 for clients): each
+    address holds at most its share (half: 6), a new one past it closing its own oldest silent one, and a full
+    process closes the oldest silent connection to take a new one, so another address's page answers at once
+    (before, the process stopped accepting until the idle timeout, 30 s here). What is left of the silent ones
+    is closed at the first-byte deadline (DLA_WEB_FIRST_BYTE_TIMEOUT=1.5), while a browser's keep-alive
+    connection, as idle all that time but after a request, still carries its next request."""
+    server = serve(DLA_WEB_CONNECTIONS="12", DLA_WEB_FIRST_BYTE_TIMEOUT="1.5", DLA_WEB_IDLE_TIMEOUT="30")
+    browser = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10, source_address=("127.0.0.7", 0))
+    held: list[socket.socket] = []
+    try:
+        assert browser_get(browser, "/api/exercises") == 200
+        kept, spoke = browser.sock, time.monotonic()
+        held += silent_connections(server.port, "127.0.0.66", 30)
+        held += silent_connections(server.port, "127.0.0.67", 30)
+        learner = http.client.HTTPConnection("127.0.0.1", server.port, timeout=3, source_address=("127.0.0.8", 0))
+        try:
+            assert browser_get(learner, "/api/exercises") == 200
+        except TimeoutError:
+            pytest.fail(f"another address's page did not answer within 3 s:\n{server.logs()}")
+        finally:
+            learner.close()
+        assert held_from(server, "127.0.0.66") <= 6 and held_from(server, "127.0.0.67") <= 6, server.logs()
+        while not all(closed_by_the_server(sock) for sock in held):
+            assert time.monotonic() - spoke < 8, f"silent connections still open after 8 s:\n{server.logs()}"
+            time.sleep(0.05)
+        assert time.monotonic() - spoke >= 1.5
+        assert browser_get(browser, "/api/exercises") == 200 and browser.sock is kept, "the keep-alive was closed"
+        logged = time.monotonic() + 5  # the closings are logged together, once a second
+        while not (re.search(r"closed \d+ connections? from 127\.0\.0\.6[67]: over its 6 connections", server.logs())
+                   and re.search(r"from 127\.0\.0\.6[67]: it sent nothing within 1\.5 s", server.logs())):
+            assert time.monotonic() < logged, server.logs()
+            time.sleep(0.1)
+    finally:
+        browser.close()
+        for sock in held:
+            sock.close()
