@@ -10,12 +10,13 @@ never one of the threads that serve the pages. On top of waitress's own limits:
   trickles in (waitress alone only closes connections that stay silent for `--idle-timeout`); past it the
   connection is closed, so even many slow connections let go within that time;
 - at most `--connections` connections at once per process (the open-file limit is raised to fit), polled
-  with poll(2), not select(2) and its 1024 descriptors, and at most `--connections-per-address` of them (half
-  of `--connections` by default: a classroom behind one NAT address still has room) from one client address,
-  the TCP peer (an IPv6 client as its DLA_IPV6_PREFIX network, as the app's per-address limits count it). A
-  connection past an address's share closes that address's idlest one (one that has sent nothing yet, else
-  the longest-idle keep-alive), or is closed itself when all of its connections are busy; and when the
-  process is full, a new connection closes the idlest of all rather than waiting in the kernel's queue;
+  with poll(2), not select(2) and its 1024 descriptors, and at most `--connections-per-address` of them from one
+  client address, the TCP peer (an IPv6 client as its DLA_IPV6_PREFIX network, as the app's per-address limits
+  count it): by default half of `--connections` (a classroom behind one NAT address still has room), all of them
+  when the app trusts proxies (DLA_TRUSTED_PROXIES: every connection is then the proxy's, which limits each
+  client itself). A connection past an address's share closes that address's idlest one (one that has sent
+  nothing yet, else the longest-idle keep-alive), or is closed itself when all of its connections are busy; and
+  when the process is full, a new connection closes the idlest of all rather than waiting in the kernel's queue;
 - a connection must send its first byte within `--first-byte-timeout` seconds of being accepted (3 s), or it
   is closed: silent connections cannot hold places until the idle timeout. A browser's keep-alive connection
   between its requests is not affected (it has spoken): it lasts until `--idle-timeout`;
@@ -325,11 +326,12 @@ def serve(sock: socket.socket, options: argparse.Namespace, app: Callable | None
                     sockinfo=(sock.family, sock.type, sock.proto, sock.getsockname()))
     server.request_timeout = options.request_timeout
     server.first_byte_timeout = options.first_byte_timeout
-    server.per_address = per_address(options, adj.connection_limit)
+    trusted_proxies = 0
     if flask_app is not None:
         from academy.settings import settings
 
-        server.ipv6_prefix = settings(flask_app).ipv6_prefix
+        server.ipv6_prefix, trusted_proxies = settings(flask_app).ipv6_prefix, settings(flask_app).trusted_proxies
+    server.per_address = per_address(options, adj.connection_limit, trusted_proxies)
 
     stop: dict[str, float] = {}
 
@@ -351,6 +353,8 @@ def serve(sock: socket.socket, options: argparse.Namespace, app: Callable | None
     signal.signal(signal.SIGINT, on_signal)
     host, port = sock.getsockname()[:2]
     log.info("Listening at: http://%s:%s (%d), %d threads", _url_host(host), port, os.getpid(), options.threads)
+    log.info("at most %d connections, %d from one client address; a new one must send its first byte within %g s",
+             adj.connection_limit, server.per_address, server.first_byte_timeout)
 
     listening = True
     flushed_by = None  # once no request runs: how long the answers' last bytes may take to go out
@@ -384,10 +388,12 @@ def serve(sock: socket.socket, options: argparse.Namespace, app: Callable | None
     log.info("stopped")
 
 
-def per_address(options: argparse.Namespace, connections: int) -> int:
-    """Connections one client address may hold: `--connections-per-address`, by default (0) half of the process's
-    connections (a classroom behind one NAT address is many browsers, each with a few keep-alive connections)."""
-    wanted = options.connections_per_address or connections // 2
+def per_address(options: argparse.Namespace, connections: int, trusted_proxies: int = 0) -> int:
+    """Connections one client address (the TCP peer) may hold: `--connections-per-address`; by default (0) half of
+    the process's connections (a classroom behind one NAT address is many browsers, each with a few keep-alive
+    connections), or all of them when the app trusts proxies (DLA_TRUSTED_PROXIES): then every connection comes
+    from the proxy, which limits each client itself (deploy.md, "Behind a TLS proxy")."""
+    wanted = options.connections_per_address or (connections if trusted_proxies else connections // 2)
     return max(1, min(wanted, connections))
 
 
@@ -505,7 +511,8 @@ def options_parser() -> argparse.ArgumentParser:
     parser.add_argument("--connections", type=int, default=1000, help="open connections per process at most")
     parser.add_argument("--connections-per-address", type=int, default=0,
                         help="open connections per process from one client address (the TCP peer; an IPv6 one as "
-                             "its DLA_IPV6_PREFIX network) at most; 0: half of --connections")
+                             "its DLA_IPV6_PREFIX network) at most; 0: half of --connections, or all of them "
+                             "when the app trusts proxies (DLA_TRUSTED_PROXIES)")
     parser.add_argument("--first-byte-timeout", type=float, default=3.0,
                         help="seconds a new connection may stay silent before its first byte (then it is closed)")
     parser.add_argument("--graceful-timeout", type=float, default=60.0,

@@ -562,3 +562,14 @@ def test_silent_connections_keep_no_other_address_out_and_a_keep_alive_lives_on(
         browser.close()
         for sock in held:
             sock.close()
+
+
+def test_one_addresss_share_of_the_connections() -> None:
+    """Half of a process's connections by default; all of them behind trusted proxies (every connection is the
+    proxy's); what --connections-per-address says otherwise, never more than the process has."""
+    from academy.serve import options_parser, per_address
+
+    default, five = options_parser().parse_args([]), options_parser().parse_args(["--connections-per-address", "5"])
+    assert (per_address(default, 1000), per_address(default, 16), per_address(default, 1)) == (500, 8, 1)
+    assert per_address(default, 1000, trusted_proxies=1) == 1000
+    assert (per_address(five, 16), per_address(five, 16, trusted_proxies=1), per_address(five, 4)) == (5, 5, 4)
