@@ -6,8 +6,18 @@ from __future__ import annotations
 
 import html
 import re
+import threading
 
-from tests.helpers import EXERCISE, Client, LiveServer
+import pytest
+from flask import Flask, request
+from sqlalchemy import func, select
+
+from academy.db import get_session
+from academy.models import ApiToken
+from tests.helpers import EXERCISE, Client, LiveServer, new_session
+from tests.web.conftest import make_app as make_app  # noqa: F401,PLC0414 - the fixtures of tests/web
+from tests.web.test_races import postgres as postgres  # noqa: F401,PLC0414
+from tests.web.test_races import race_app as race_app  # noqa: F401,PLC0414
 
 TOKEN = re.compile(r'id="new-token">[^<]*<code>(dla_[A-Za-z0-9_-]+)</code>')
 
@@ -67,3 +77,39 @@ def test_sign_out_says_tokens_remain_or_revokes_them(shared_server: LiveServer) 
     assert owner.form("/auth/signout", {"revoke_tokens": "1"}).status == 302
     assert "Signed out. API tokens revoked: 1." in _flash(owner, "/")
     assert _draft(script, "gone") == 401 and _submit(script) == 401
+
+
+# -- a token minted while the password changes (the red team's interleaving, on SQLite and PostgreSQL) ---------
+
+@pytest.mark.parametrize("ending", ["/auth/password", "/auth/sessions/end-others"])
+def test_a_token_minted_across_a_password_change_dies_with_it(race_app: Flask, ending: str) -> None:
+    """The thief's token request has passed its session check when the owner's change commits (run from the
+    thief's own request, after academy.security's checks and before the view, in another thread with its own
+    client): the view must see that the session it was checked under has ended, on either database, and make
+    no token (auth.create_token's guarded write)."""
+    owner = new_session(race_app)
+    assert owner.signup("owner@example.org").status_code == 302
+    thief = new_session(race_app)
+    thief.client.set_cookie("session", owner.client.get_cookie("session").value)
+    changed: list[int] = []
+
+    def owner_changes_meanwhile() -> None:
+        if request.endpoint != "auth.create_token" or changed:
+            return
+        worker = threading.Thread(target=lambda: changed.append(
+            owner.post(ending, data={"current": "password123", "new": "a-new-password"}).status_code))
+        worker.start()
+        worker.join(30)
+
+    hooks = race_app.before_request_funcs.setdefault(None, [])
+    hooks.append(owner_changes_meanwhile)
+    try:
+        minted = thief.post("/auth/tokens", data={"name": "stolen"})
+    finally:
+        hooks.remove(owner_changes_meanwhile)
+    assert changed == [302]
+    assert minted.status_code == 403 and "no token was made" in minted.get_data(as_text=True)
+    with race_app.app_context():
+        assert get_session().scalar(select(func.count()).select_from(ApiToken)) == 0
+    # The owner's own browser still makes tokens.
+    assert owner.post("/auth/tokens", data={"name": "mine"}).status_code == 200
