@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import re
 import threading
+import time
 
 import pytest
 from flask import Flask, request
@@ -113,3 +114,47 @@ def test_a_token_minted_across_a_password_change_dies_with_it(race_app: Flask, e
         assert get_session().scalar(select(func.count()).select_from(ApiToken)) == 0
     # The owner's own browser still makes tokens.
     assert owner.post("/auth/tokens", data={"name": "mine"}).status_code == 200
+
+
+def test_a_password_change_during_the_token_insert_waits_and_revokes_it(race_app: Flask) -> None:
+    """The other order, on PostgreSQL: the thief's request has re-checked its session (holding the account's row)
+    and is about to insert its token when the owner's password change starts. The change must wait for that
+    token and revoke it: it is started just before the INSERT, and the insert goes on only once the change's
+    request waits on a lock (or, without the row held, has finished)."""
+    from sqlalchemy import create_engine, event, text
+
+    engine = race_app.extensions["academy.engine"]
+    if engine.dialect.name != "postgresql":
+        pytest.skip("SQLite's writers queue on one file lock: the interleaving is the red team's test's")
+    owner = new_session(race_app)
+    assert owner.signup("owner@example.org").status_code == 302
+    thief = new_session(race_app)
+    thief.client.set_cookie("session", owner.client.get_cookie("session").value)
+    changed: list[int] = []
+    worker = threading.Thread(target=lambda: changed.append(
+        owner.post("/auth/password", data={"current": "password123", "new": "a-new-password"}).status_code))
+    watcher = create_engine(engine.url, isolation_level="AUTOCOMMIT")
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _before(_conn, _cursor, statement, *_args) -> None:  # noqa: ANN001
+        if worker.ident is None and statement.lstrip().upper().startswith("INSERT INTO API_TOKENS"):
+            worker.start()
+            deadline = time.monotonic() + 20
+            with watcher.connect() as other:
+                while worker.is_alive() and time.monotonic() < deadline:
+                    if other.execute(text("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                                          "AND datname = current_database()")).scalar():
+                        return
+                    time.sleep(0.02)
+    try:
+        minted = thief.post("/auth/tokens", data={"name": "stolen"})
+        worker.join(30)
+    finally:
+        event.remove(engine, "before_cursor_execute", _before)
+        watcher.dispose()
+    assert changed == [302] and minted.status_code == 200
+    token = TOKEN.search(minted.get_data(as_text=True)).group(1)
+    api = race_app.test_client().get("/api/progress", headers={"Authorization": f"Bearer {token}"})
+    assert api.status_code == 401
+    with race_app.app_context():
+        assert get_session().scalar(select(func.count()).select_from(ApiToken)) == 0

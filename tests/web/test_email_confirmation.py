@@ -353,3 +353,31 @@ def test_mails_to_one_address_are_bounded_whoever_asks(mailing) -> None:  # noqa
         assert web.post("/auth/confirm").status_code == 303
     assert len(box.messages) - before == confirmation.ACCOUNT_LINKS_PER_DAY
     assert "No new link was sent" in web.client.get("/auth/account").get_data(as_text=True)
+
+
+def test_a_sign_up_link_keeps_only_its_openers_guest_work(mailing) -> None:  # noqa: ANN001
+    """The squatter signs up for the held address as a guest with work: none of it reaches the account, which
+    is the guest that opens the link (the owner's browser), with the owner's work and the password they chose."""
+    app, box = mailing
+    squatter = new_session(app)
+    assert squatter.signup("owner@example.org", "squatter-pw", name="Squatter").status_code == 302
+    assert squatter.post("/auth/signout").status_code == 302
+    squatter.guest()
+    _answer_quiz(squatter)
+    assert squatter.signup("owner@example.org", "squatter-pw", name="Owner").status_code == 202
+    link = box.link(2, "owner@example.org")
+    owner = new_session(app).guest()
+    _answer_quiz(owner)
+    with app.app_context():
+        guests = get_session().scalars(select(User.id).where(User.is_guest.is_(True)).order_by(User.id)).all()
+    assert len(guests) == 2
+    done = owner.post(_path(link), data={"password": "owner-password"})
+    assert done.status_code == 303 and "/auth/merge" not in done.location  # the guest itself became the account
+    account = _user(app, "owner@example.org")
+    assert account.id == guests[1] and account.name is None and account.email_confirmed_at is not None
+    with app.app_context():
+        db = get_session()
+        assert db.get(User, guests[0]).is_guest  # the squatter's guest stays theirs
+        assert db.scalar(select(QuizAnswer.id).where(QuizAnswer.user_id == guests[0])) is not None
+    assert new_session(app).signin("owner@example.org", "squatter-pw").status_code == 401
+    assert new_session(app).signin("owner@example.org", "owner-password").status_code == 302
