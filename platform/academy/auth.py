@@ -443,7 +443,8 @@ def confirm_email(token: str) -> ResponseReturnValue:
     except confirmation.LinkError as exc:
         abort(410, description=str(exc))
     mine = g.user is not None and found.user is not None and g.user.id == found.user.id
-    page = {"email": found.email, "pending": found.pending, "mine": mine, "min_password": MIN_PASSWORD,
+    page = {"email": found.email, "pending": found.pending, "held": found.held, "mine": mine,
+            "min_password": MIN_PASSWORD,
             "name": request.form.get("name", "")}
     if request.method == "GET":
         return render_template("auth/confirm.html", **page)

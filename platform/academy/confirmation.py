@@ -81,6 +81,7 @@ class Target:
     email: str
     user: User | None = None
     pending: bool = False
+    held: bool = False  # a sign-up link's address is held by an unconfirmed account now
 
 
 def target(token: str) -> Target:
@@ -103,15 +104,11 @@ def target(token: str) -> Target:
         return Target(payload["e"], user=user)
     # A sign-up link ("p": a sign-up's id, from before sign-up links named only the address, reads the same).
     if payload.get("s") is True or isinstance(payload.get("p"), int):
-        if _confirmed_holder(payload["e"]) is not None:
+        holder = db.scalar(select(User).where(func.lower(User.email) == payload["e"].lower()))
+        if holder is not None and holder.email_confirmed_at is not None:
             raise dead
-        return Target(payload["e"], pending=True)
+        return Target(payload["e"], pending=True, held=holder is not None)
     raise dead
-
-
-def _confirmed_holder(email: str) -> User | None:
-    return get_session().scalar(select(User).where(func.lower(User.email) == email.lower(),
-                                                   User.email_confirmed_at.is_not(None)))
 
 
 def _mail(to: str, url: str, *, pending: bool) -> mail.Sent:
