@@ -178,9 +178,14 @@ def start_pending(email: str) -> mail.Sent | None:
     if len(sent_at) >= PENDING_PER_ADDRESS or any(at > now - RESEND_EVERY for at in sent_at):
         db.commit()
         return None
-    db.add(PendingSignup(email=email, name=None, password_hash="", guest_id=None, created_at=now))
-    db.commit()
-    return _mail(email, link({"s": True, "e": email}), pending=True)
+    row = PendingSignup(email=email, name=None, password_hash="", guest_id=None, created_at=now)
+    db.add(row)
+    db.commit()  # before the mail: of two sign-ups at once, the later one mostly sees it and sends none
+    sent = _mail(email, link({"s": True, "e": email}), pending=True)
+    if sent is mail.Sent.FAILED:  # nothing reached the mailbox: the next sign-up may try again at once
+        db.execute(delete(PendingSignup).where(PendingSignup.id == row.id))
+        db.commit()
+    return sent
 
 
 def password_matches(found: Target, password: str, signed_in: User | None) -> bool:
