@@ -151,10 +151,10 @@ def _pending_signup(held: AddressUnconfirmed) -> ResponseReturnValue:
     often per address); whoever opens it chooses the password and gets the account (confirmation.py). Nothing
     the sign-up typed is kept, and nothing is signed in meanwhile."""
     get_session().rollback()  # nothing of the failed attempt (the guest row is untouched)
-    sent = confirmation.start_pending(held.email)
+    sent = confirmation.mail_signup_link(held.email)
     return render_template("auth/confirm_sent.html", sent=sent.value if sent is not None else "recent",
                            email=held.email,
-                           hours=int(confirmation.pending_window().total_seconds() // 3600)), 202
+                           hours=int(confirmation.signup_link_window().total_seconds() // 3600)), 202
 
 
 @bp.route("/signin", methods=["GET", "POST"])

@@ -421,14 +421,14 @@ def confirm_email_command(email: str) -> None:
     then on. The confirmation is logged.
     """
     from academy import confirmation
-    from academy.models import PendingSignup
+    from academy.models import SignupLinkMail
 
     user = find_account(email, None)
     if user.email_confirmed:
         raise click.ClickException(f"The address {user.email} (account id {user.id}) was confirmed already, on "
                                    f"{user.email_confirmed_at:%Y-%m-%d %H:%M} UTC; nothing changed.")
     db = get_session()
-    waiting = db.scalar(select(func.count()).select_from(PendingSignup).where(PendingSignup.email == user.email))
+    waiting = db.scalar(select(func.count()).select_from(SignupLinkMail).where(SignupLinkMail.email == user.email))
     confirmation.confirm_by_operator(user.email)  # type: ignore[arg-type]
     db.commit()
     audit.warning("%s", printable(f"address confirmed at {utcnow():%Y-%m-%dT%H:%M:%SZ}: {operator()} confirmed "

@@ -14,8 +14,8 @@ without an email). No sign-up is tied to a link, so nobody can make a link die b
 every sign-up link mailed to the address works for whoever reads the mailbox, until it expires or the address
 is confirmed. Nothing the sign-up typed (a password, a name, a guest's work) reaches the account: it may be
 the squatter's. The mails are bounded per recipient, whoever asks: at most one sign-up link per RESEND_EVERY
-and PENDING_PER_ADDRESS per PENDING_WINDOW (a day, or the link's lifetime where shorter), logged as
-`PendingSignup` rows; a sign-up that sends none says a link reached the address within the window, and that
+and SIGNUP_LINKS_PER_ADDRESS per signup_link_window() (a day, or the link's lifetime where shorter), logged as
+`SignupLinkMail` rows; a sign-up that sends none says a link reached the address within the window, and that
 link still works (the window is never longer than a link's life). An account's own link (the "send a new
 link" button) goes at most once per RESEND_EVERY and ACCOUNT_LINKS_PER_DAY a day. A confirmed address is
 refused as before.
@@ -39,12 +39,12 @@ from werkzeug.security import check_password_hash
 from academy import mail
 from academy.accounts import gettext, password_hash
 from academy.db import get_session
-from academy.models import PendingSignup, User, utcnow
+from academy.models import SignupLinkMail, User, utcnow
 from academy.settings import settings
 
 SALT = "academy.confirm-email"
 RESEND_EVERY = timedelta(minutes=5)  # a new link to one account, or one address's sign-up link, at most this often
-PENDING_PER_ADDRESS = 3  # sign-up links mailed to one address per PENDING_WINDOW, whoever signs up
+SIGNUP_LINKS_PER_ADDRESS = 3  # sign-up links mailed to one address per signup_link_window(), whoever signs up
 ACCOUNT_LINKS_PER_DAY = 6  # an account's own links ("send a new link") a day, the sign-up's mail included
 
 
@@ -158,32 +158,32 @@ def next_link_in(user: User) -> int:
     return int(left) + 1 if left > 0 else 0
 
 
-def pending_window() -> timedelta:
+def signup_link_window() -> timedelta:
     """How far back sign-up links to one address are counted: a day, or a link's lifetime where shorter (so a
     sign-up that sends none can say that a link sent within it still works)."""
     return min(timedelta(days=1), timedelta(seconds=_max_age()))
 
 
-def start_pending(email: str) -> mail.Sent | None:
+def mail_signup_link(email: str) -> mail.Sent | None:
     """A sign-up for `email`, which an unconfirmed account holds: mail the address a sign-up link, unless one
-    went within RESEND_EVERY or PENDING_PER_ADDRESS within pending_window() (whoever asked): then None, and
+    went within RESEND_EVERY or SIGNUP_LINKS_PER_ADDRESS within signup_link_window() (whoever asked): then None, and
     nothing is sent (the links already in the mailbox work). Each mail is logged (committed) as a
-    PendingSignup row, which carries nothing of the sign-up: the link's opener chooses the password."""
+    SignupLinkMail row, which carries nothing of the sign-up: the link's opener chooses the password."""
     db = get_session()
     now = utcnow()
-    window = pending_window()
-    db.execute(delete(PendingSignup).where(PendingSignup.created_at < now - max(window, timedelta(days=1))))
-    sent_at = db.scalars(select(PendingSignup.created_at).where(PendingSignup.email == email,
-                                                                PendingSignup.created_at >= now - window)).all()
-    if len(sent_at) >= PENDING_PER_ADDRESS or any(at > now - RESEND_EVERY for at in sent_at):
+    window = signup_link_window()
+    db.execute(delete(SignupLinkMail).where(SignupLinkMail.sent_at < now - max(window, timedelta(days=1))))
+    sent_at = db.scalars(select(SignupLinkMail.sent_at).where(SignupLinkMail.email == email,
+                                                              SignupLinkMail.sent_at >= now - window)).all()
+    if len(sent_at) >= SIGNUP_LINKS_PER_ADDRESS or any(at > now - RESEND_EVERY for at in sent_at):
         db.commit()
         return None
-    row = PendingSignup(email=email, name=None, password_hash="", guest_id=None, created_at=now)
+    row = SignupLinkMail(email=email, sent_at=now)
     db.add(row)
     db.commit()  # before the mail: of two sign-ups at once, the later one mostly sees it and sends none
     sent = _mail(email, link({"s": True, "e": email}), pending=True)
     if sent is mail.Sent.FAILED:  # nothing reached the mailbox: the next sign-up may try again at once
-        db.execute(delete(PendingSignup).where(PendingSignup.id == row.id))
+        db.execute(delete(SignupLinkMail).where(SignupLinkMail.id == row.id))
         db.commit()
     return sent
 
@@ -233,7 +233,7 @@ def confirm(found: Target, *, password: str | None = None, name: str | None = No
     user.end_sessions()  # no copy of the guest's cookie becomes the account
     db.add(user)
     db.flush()
-    db.execute(delete(PendingSignup).where(PendingSignup.email == found.email)
+    db.execute(delete(SignupLinkMail).where(SignupLinkMail.email == found.email)
                .execution_options(synchronize_session=False))
     return user
 

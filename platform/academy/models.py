@@ -74,7 +74,7 @@ class User(Base):
     # When the owner proved `email` is theirs (a confirmation link opened with the account's password;
     # academy/confirmation.py), or an operator vouched for it (`create-user`). None: unconfirmed, as every
     # account from before migration 0011: such an address is never a gradebook's matching key, and a sign-up
-    # by whoever owns it takes it away (pending_signups).
+    # by whoever owns it takes it away (a sign-up link: SignupLinkMail).
     email_confirmed_at: Mapped[datetime | None] = mapped_column(DateTime)
     confirmation_sent_at: Mapped[datetime | None] = mapped_column(DateTime)  # the last link mailed (rate limit)
 
@@ -116,20 +116,15 @@ class ApiToken(Base):
     user: Mapped[User] = relationship(back_populates="tokens")
 
 
-class PendingSignup(Base):
-    """A sign-up whose address an unconfirmed account holds (migration 0011; academy/confirmation.py): kept until
-    a link mailed to the address is opened with the sign-up's password (then the account is made, the address
-    confirmed, and the unconfirmed holder loses it), or until the link expires."""
-    __tablename__ = "pending_signups"
-    __table_args__ = {"sqlite_autoincrement": True}  # an id is never reused: a link names one sign-up only
+class SignupLinkMail(Base):
+    """One sign-up link mailed to an address that an unconfirmed account holds (migration 0011;
+    academy/confirmation.py: mail_signup_link): the address and when, nothing of the sign-up (the link's opener
+    chooses the password). The rows bound the mails one address gets, whoever signs up."""
+    __tablename__ = "signup_link_mails"
 
     id: Mapped[int] = mapped_column(primary_key=True)
     email: Mapped[str] = mapped_column(String(254), index=True)
-    name: Mapped[str | None] = mapped_column(String(NAME_MAX))
-    password_hash: Mapped[str] = mapped_column(String(256))
-    # The guest who signed up, whose work the new account takes (progress.merge_guest); None if none, or gone.
-    guest_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
-    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
+    sent_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
 
 
 class JobStatus(StrEnum):

@@ -304,34 +304,34 @@ def test_operator_accounts_count_as_confirmed_and_lms_learners_export_the_lms_em
 
 def test_mails_to_one_address_are_bounded_whoever_asks(mailing) -> None:  # noqa: ANN001
     """A squatter holding an address cannot make the site mail it without end: sign-up links to one address go
-    at most once per RESEND_EVERY and PENDING_PER_ADDRESS a day, whoever signs up; the account's own link
+    at most once per RESEND_EVERY and SIGNUP_LINKS_PER_ADDRESS a day, whoever signs up; the account's own link
     ACCOUNT_LINKS_PER_DAY a day. A sign-up that mails nothing says a link went out, and that link works."""
     from datetime import timedelta
 
     from sqlalchemy import update
 
     from academy import confirmation
-    from academy.models import PendingSignup
+    from academy.models import SignupLinkMail
 
     app, box = mailing
 
     def earlier(delta: timedelta) -> None:  # as if that much time had passed since the mails so far
         with app.app_context():
             db = get_session()
-            for row in db.scalars(select(PendingSignup)):
-                row.created_at -= delta
+            for row in db.scalars(select(SignupLinkMail)):
+                row.sent_at -= delta
             db.commit()
 
     squatter = new_session(app)
     assert squatter.signup("target@example.org", "squatter-pw", name="Squatter").status_code == 302
     box.wait(1)
     answers = []
-    for _ in range(confirmation.PENDING_PER_ADDRESS + 1):
+    for _ in range(confirmation.SIGNUP_LINKS_PER_ADDRESS + 1):
         for _ in range(2):  # the second within RESEND_EVERY: no mail
             answers.append(new_session(app).signup("target@example.org", "squatter-pw").get_data(as_text=True))
         earlier(confirmation.RESEND_EVERY)
     mailed = len(box.messages) - 1
-    assert mailed == confirmation.PENDING_PER_ADDRESS  # the last pair: the day's bound
+    assert mailed == confirmation.SIGNUP_LINKS_PER_ADDRESS  # the last pair: the day's bound
     assert "We sent a link to target@example.org" in answers[0]
     assert all("was sent to target@example.org within the last 24 hours" in page for page in answers[1::2])
     assert "was sent to target@example.org" in answers[-2]
