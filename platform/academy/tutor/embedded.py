@@ -78,6 +78,7 @@ def convert(root: Path | None = None) -> Path:
     target = converted_path(root)
     if (target / "model.safetensors").is_file():
         return target
+    target.parent.mkdir(parents=True, exist_ok=True)  # before the load: an unwritable cache fails at once
     os.environ.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -88,7 +89,6 @@ def convert(root: Path | None = None) -> Path:
     # The weights are plain float32 tensors by now; only the marker of their origin forbids saving them.
     model.hf_quantizer = None
     model.config.__dict__.pop("quantization_config", None)
-    target.parent.mkdir(parents=True, exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix=".building-", dir=target.parent))
     try:
         model.save_pretrained(building)
@@ -141,7 +141,14 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.update(environment(threads=args.threads))
     try:
-        model = None if args.gguf else str(convert())
+        model = None
+        if not args.gguf:
+            try:
+                model = str(convert())
+            except OSError as exc:  # no writable cache (a read-only home): serve the GGUF itself, slower to load
+                if args.prepare:
+                    raise
+                print(f"academy.tutor.embedded: no converted copy ({exc}); serving the GGUF", file=sys.stderr)
         if args.prepare:
             print(model)
             return
