@@ -312,7 +312,9 @@ class Settings:
         "`scripts/run` starts the embedded one there (SmolLM2-135M-Instruct on the CPU) unless this is set")
     tutor_model: str = setting(
         "DLA_TUTOR_MODEL", "", "the `model` each request names (vLLM's `--served-model-name`, an Ollama tag, a "
-        "hosted model); empty: none is sent and the server answers with the one it serves (the embedded server)",
+        "hosted model); empty: none is sent and the server answers with the one it serves (the embedded server); a "
+        "named model is also asked to answer in the page's language (with none named, the embedded model is assumed "
+        "and asked for English: [Tutor](tutor.md))",
         shown_default="empty")
     tutor_api_key: str = setting(
         "DLA_TUTOR_API_KEY", "", "sent as `Authorization: Bearer ...` when set (hosted services, a vLLM "
