@@ -175,3 +175,80 @@ def test_a_probe_that_imports_the_reference_is_caught(tmp_path):
     (tmp_path / "checks" / "scenario.py").write_text("from reference import run\n")
     assert "reference" in learner_side_imports(tmp_path)["scenario.py"]
     assert grading_only("reference") and grading_only("grader.reference.amp")
+
+
+# Packages of docs/architecture.md's table whose modules import one another without a cycle, and which other
+# modules import only as a whole (the package's __init__ names what they use), never one of its modules.
+SEALED = ("academy.lti",)
+
+
+def imported_modules(source: str, modules: set[str]) -> set[str]:
+    """The modules among `modules` that `source` imports (function-level imports too): `from a import b` is a.b
+    when that is one of `modules`, else a."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                named = f"{node.module}.{alias.name}"
+                found.add(named if named in modules else node.module)
+    return found & modules
+
+
+def inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def cycle_in(sources: dict[str, str], package: str) -> list[str]:
+    """One circle of imports among `package`'s modules (['a', 'b', 'a']), or [] when there is none."""
+    modules = {m for m in sources if inside(m, package)}
+    graph = {m: sorted(imported_modules(sources[m], modules) - {m}) for m in sorted(modules)}
+    state: dict[str, int] = {}  # 1: on the path being walked, 2: done
+    path: list[str] = []
+
+    def walk(module: str) -> list[str]:
+        state[module] = 1
+        path.append(module)
+        for target in graph[module]:
+            if state.get(target) == 1:
+                return [*path[path.index(target):], target]
+            if target not in state and (found := walk(target)):
+                return found
+        state[module] = 2
+        path.pop()
+        return []
+
+    for module in graph:
+        if module not in state and (found := walk(module)):
+            return found
+    return []
+
+
+def reaches_in(sources: dict[str, str], package: str) -> list[str]:
+    """'module imports target' for each module outside `package` that imports one of its modules."""
+    modules = {m for m in sources if inside(m, package)}
+    return [f"{module} imports {target}" for module, source in sorted(sources.items()) if not inside(module, package)
+            for target in sorted(imported_modules(source, modules)) if target != package]
+
+
+@pytest.mark.parametrize("package", SEALED)
+def test_a_sealed_package_has_no_cycle_inside_and_is_imported_whole(package):
+    sources = our_sources()
+    assert package in contract() and package in sources
+    assert cycle_in(sources, package) == []
+    assert reaches_in(sources, package) == []
+
+
+def test_a_cycle_inside_a_package_and_a_reach_into_it_are_caught():
+    sources = {"academy.lti": "from academy.lti import a\n", "academy.lti.a": "from academy.lti.b import f\n",
+               "academy.lti.b": "def f():\n    from academy.lti import a\n",
+               "academy.jobs": "from academy import lti\n"}
+    assert cycle_in(sources, "academy.lti") == ["academy.lti.a", "academy.lti.b", "academy.lti.a"]
+    assert reaches_in(sources, "academy.lti") == []
+    sources["academy.lti.b"] = "import json\n"
+    sources["academy.cli"] = "def f():\n    from academy.lti.a import g\n"
+    assert cycle_in(sources, "academy.lti") == []
+    assert reaches_in(sources, "academy.lti") == ["academy.cli imports academy.lti.a"]
+    sources["academy.lti.b"] = "from academy.lti import FRAMEABLE\n"  # a name of the package's __init__
+    assert cycle_in(sources, "academy.lti") == ["academy.lti", "academy.lti.a", "academy.lti.b", "academy.lti"]

@@ -249,7 +249,7 @@ def test_loopback_in_every_spelling_is_refused_even_with_broad_private_networks(
     before connecting."""
     import ipaddress
 
-    from academy.outbound import OutboundError, Policy, session
+    from academy.lti.outbound import OutboundError, Policy, session
 
     port, received = listener
     broad = tuple(ipaddress.ip_network(n) for n in ("127.0.0.0/8", "169.254.0.0/16", "0.0.0.0/0", "::/0"))
@@ -338,8 +338,8 @@ def test_what_a_client_address_counts_as() -> None:
 def test_registering_one_lms_twice_at_once_answers_4xx(app: Flask, monkeypatch: pytest.MonkeyPatch) -> None:
     """The second registration's check runs before the first is committed, its insert after (the interleaving is
     made certain: the first registration runs whole while the second makes its key pair, between the two)."""
-    from academy import lti
     from academy.accounts import create_account
+    from academy.lti import registration  # register_platform looks new_key_pair up there
 
     app.config["PROPAGATE_EXCEPTIONS"] = False  # as served: an exception is a 500 page
     with app.app_context():
@@ -351,7 +351,7 @@ def test_registering_one_lms_twice_at_once_answers_4xx(app: Flask, monkeypatch: 
     fields = {"name": "Moodle", "issuer": "https://lms.example.org", "client_id": "abc",
               "auth_login_url": "https://lms.example.org/auth", "auth_token_url": "https://lms.example.org/token",
               "key_set_url": "https://lms.example.org/certs", "deployment_ids": "1"}
-    real = lti.new_key_pair
+    real = registration.new_key_pair
     first: list[int] = []
 
     def first_tab_meanwhile() -> tuple:
@@ -360,7 +360,7 @@ def test_registering_one_lms_twice_at_once_answers_4xx(app: Flask, monkeypatch: 
             first[0] = tabs[0].post("/lti/platforms", data=fields).status_code
         return real()
 
-    monkeypatch.setattr(lti, "new_key_pair", first_tab_meanwhile)
+    monkeypatch.setattr(registration, "new_key_pair", first_tab_meanwhile)
     try:
         status = tabs[1].post("/lti/platforms", data=fields).status_code
     except Exception:  # noqa: BLE001 - the 500 page itself failed (errors.py renders it on the failed session)

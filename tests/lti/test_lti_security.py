@@ -28,8 +28,9 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from sqlalchemy import select
 from werkzeug.serving import make_server
 
-from academy import jobs, outbound
+from academy import jobs
 from academy.db import get_session
+from academy.lti import outbound
 from academy.models import JobStatus, LtiGradeLink, LtiIdentity, LtiPlatform, Submission, User
 from tests.helpers import EXERCISE, free_port, new_session, postgres_bin, ready_app
 from tests.lti.platform import Lms, serve

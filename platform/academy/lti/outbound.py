@@ -17,7 +17,7 @@ port) fetched by the server, its answer or its error shown back. So every outbou
   READ_TIMEOUT_S between two reads, TOTAL_TIMEOUT_S in all, and MAX_RESPONSE_BYTES of answer.
 
 A refusal or a failure raises `OutboundError`, whose `detail` is for the log only (`printable`, truncated,
-control characters escaped); the pages and stored errors say a fixed reason of their own (academy/lti.py).
+control characters escaped); the pages and stored errors say a fixed reason of their own (academy/lti/).
 """
 from __future__ import annotations
 
