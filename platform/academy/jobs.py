@@ -129,7 +129,7 @@ def grade_submission(submission_id: int) -> None:
 
 
 def send_lms_scores(user_id: int, exercise_id: str) -> None:
-    """The exercise's best score to the LMS line items this learner launched it from (academy/lti.py), if any.
+    """The exercise's best score to the LMS line items this learner launched it from (academy/lti/scores.py), if any.
     Never fails the job that calls it: a platform that refuses keeps the reason on its link, for instructors."""
     from academy.models import LtiGradeLink
 

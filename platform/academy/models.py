@@ -333,7 +333,7 @@ GRADED = Submission.kind == SubmissionKind.GRADE  # attempts: every count, list 
 
 
 
-# -- LTI 1.3 (academy/lti.py) ---------------------------------------------------------------------------
+# -- LTI 1.3 (academy/lti/) ---------------------------------------------------------------------------
 
 class LtiPlatform(Base):
     """One registration of this tool in an LMS: the platform's issuer and the client id it gave the tool,
@@ -354,7 +354,7 @@ class LtiPlatform(Base):
     tool_kid: Mapped[str] = mapped_column(String(100), unique=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     # Set when an instructor removes it: the row stays so that registering the same issuer and client id again
-    # brings it back, and its learners' launches find their accounts (academy/lti.py: register_platform).
+    # brings it back, and its learners' launches find their accounts (academy/lti/registration.py: register_platform).
     removed_at: Mapped[datetime | None] = mapped_column(DateTime)
 
     deployments: Mapped[list[LtiDeployment]] = relationship(back_populates="platform", cascade="all, delete-orphan",
@@ -397,7 +397,7 @@ class LtiIdentity(Base):
 class LtiGradeLink(Base):
     """Where an exercise's best score goes for one LMS user: the line item of the resource link they
     launched it from (the launch's Assignment and Grade Services claim). Written at each launch; read after
-    each graded submission (academy/lti.py: send_best_score)."""
+    each graded submission (academy/lti/scores.py: send_best_score)."""
     __tablename__ = "lti_grade_links"
     __table_args__ = (UniqueConstraint("identity_id", "resource_link_id"),)
 
@@ -416,7 +416,7 @@ class LtiGradeLink(Base):
 
 
 class LtiValue(Base):
-    """PyLTI1p3's launch data storage (academy/lti.py: DatabaseStorage): the OIDC login's nonces and the
+    """PyLTI1p3's launch data storage (academy/lti/pylti.py: DatabaseStorage): the OIDC login's nonces and the
     validated launches, each under a key that holds the browser's LTI session id, until it expires. A
     nonce is deleted when a launch uses it, so no launch can be replayed."""
     __tablename__ = "lti_values"

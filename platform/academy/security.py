@@ -239,7 +239,7 @@ def _seen(user: User) -> bool:
     return False
 
 
-# Posted by another site on purpose, with no CSRF token: an LMS's login initiation and launch (academy/lti.py).
+# Posted by another site on purpose, with no CSRF token: an LMS's login initiation and launch (academy/lti/launch.py).
 # Neither acts on the browser's session: each is checked by its own state cookie, one-time nonce and the
 # platform's signature, and a launch starts a fresh session for the LMS user it names.
 # The deep-linking answer too: an LMS shows the picker in a frame, where the Lax session cookie (and so its CSRF
@@ -367,7 +367,8 @@ def init_app(app: Flask) -> None:
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "same-origin")
         # Everything is served by the app itself; inline scripts are not used. No page may be framed, but the
-        # few an LMS frames (academy/lti.py sets their frame-ancestors to the LMS the browser's LTI session came from).
+        # few an LMS frames (academy/lti/blueprint.py sets their frame-ancestors to the LMS the browser's LTI
+        # session came from).
         policy = response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
         if "frame-ancestors 'none'" in policy:
             response.headers.setdefault("X-Frame-Options", "DENY")

@@ -282,7 +282,7 @@ class Settings:
     email_confirm_hours: int = setting(
         "DLA_EMAIL_CONFIRM_HOURS", 48, "hours a confirmation link stays valid", int)
 
-    # -- what the server may reach on an LMS's behalf (academy/outbound.py)
+    # -- what the server may reach on an LMS's behalf (academy/lti/outbound.py)
     lti_private_networks: tuple[str, ...] = setting(
         "DLA_LTI_PRIVATE_NETWORKS", (), "networks (CIDR, comma separated, e.g. `10.20.0.0/16`) an LTI "
         "registration's URLs may resolve to although they are not public: a campus LMS on a private network. "
