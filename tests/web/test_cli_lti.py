@@ -1,6 +1,7 @@
 """`flask --app academy lti-register` and the commands beside it: a field the registration refuses
 (lti/registration.py) is one `Error:` line and exit status 1, never a traceback nor a registration (issue 51: an
-issuer without a scheme was accepted from the command line). The URLs are address literals, so nothing here resolves a name."""
+issuer without a scheme was accepted from the command line). The URLs are address literals, so nothing here
+resolves a name."""
 from __future__ import annotations
 
 from flask import Flask
