@@ -138,16 +138,16 @@ class Settings:
         "(keep it under the proxy's read timeout; nginx's default is 60 s)", int)
     long_poll_waiters: int = setting(
         "DLA_LONG_POLL_WAITERS", 4, "requests of one web process that may wait at once for a verdict, each "
-        "holding one of gunicorn's threads: keep it at most half of `--threads` (`scripts/run`: 4 of 8; the "
-        "compose image: half of its threads); the others are answered at once and the browser polls; "
-        "`0` = never wait", int)
+        "holding one of the server's threads: keep it at most half of the server's threads (`scripts/run`: 4 of 8; "
+        "the compose image: half of its threads); one client address holds at most half of them; the others are "
+        "answered at once and the browser polls; `0` = never wait", int)
     requeue_on_start: bool = setting(
         None, True, "recover unfinished jobs on the serving process's first request (tests turn it off)", flag)
 
     # -- the job queue (RQ), used when REDIS_URL is set
     redis_url: str | None = setting(
         "REDIS_URL", None, "when set, grading jobs go to RQ workers (`python -m academy worker`) and rate-limit "
-        "counters to Redis; without it keep gunicorn at one worker process, as `scripts/run` does",
+        "counters to Redis; without it keep the server at one process, as `scripts/run` does",
         shown_default="unset: in-process grading")
     queue: str = setting("DLA_QUEUE", "grading", "queue name (one per course deployment sharing a Redis)")
     job_timeout: int = setting(
@@ -336,11 +336,11 @@ class Settings:
     tutor_questions_per_day: int = setting(
         "DLA_TUTOR_QUESTIONS_PER_DAY", 60, "questions one learner may ask per day (24 h); above it `429`", int)
     tutor_concurrent: int = setting(
-        "DLA_TUTOR_CONCURRENT", 1, "answers one web process streams at once (each holds one of gunicorn's "
+        "DLA_TUTOR_CONCURRENT", 1, "answers one web process streams at once (each holds one of the server's "
         "threads and the model server's attention)", int)
     tutor_queue: int = setting(
         "DLA_TUTOR_QUEUE", 1, "questions that may wait for a free answer slot; beyond them `503` \"the tutor is "
-        "busy, try again in N s\" with `Retry-After`. Keep concurrent + queue well under gunicorn's `--threads` "
+        "busy, try again in N s\" with `Retry-After`. Keep concurrent + queue well under the server's threads "
         "less `DLA_LONG_POLL_WAITERS` (`scripts/run`: 8 - 4)", int)
 
 
