@@ -138,7 +138,7 @@ class Settings:
         "(keep it under the proxy's read timeout; nginx's default is 60 s)", int)
     long_poll_waiters: int = setting(
         "DLA_LONG_POLL_WAITERS", 4, "requests of one web process that may wait at once for a verdict, each "
-        "holding one of the server's threads: keep it at most half of the server's threads (`scripts/run`: 4 of 8; "
+        "holding one of the server's threads: keep it at most half of them (`scripts/run`: 4 of 8; "
         "the compose image: half of its threads); one client address holds at most half of them; the others are "
         "answered at once and the browser polls; `0` = never wait", int)
     requeue_on_start: bool = setting(
