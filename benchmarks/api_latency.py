@@ -148,7 +148,7 @@ def app_config(instance: Path, **extra: Any) -> dict[str, Any]:
 def make_tokens(app: Any, count: int) -> list[str]:
     """`count` learner accounts with an API token each."""
     from academy.auth import create_account
-    from academy.db import get_session
+    from academy.data.db import get_session
     from academy.security import new_api_token
 
     tokens = []

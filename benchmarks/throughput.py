@@ -114,8 +114,8 @@ def burst(apis: list[Api], count: int, clients: int) -> dict[str, Any]:
 def wait_all(app: Any, ids: list[int], began: float, timeout: float) -> dict[str, Any]:
     from sqlalchemy import func, select
 
-    from academy.db import get_session
-    from academy.models import Submission
+    from academy.data.db import get_session
+    from academy.data.models import Submission
 
     deadline = time.monotonic() + timeout
     while True:

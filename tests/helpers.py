@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # the grader's tests import this module too: they need neithe
     from flask import Flask
     from flask.testing import FlaskClient
 
-    from academy.models import Submission
+    from academy.data.models import Submission
 
 
 # --- paths, the course, the grader's command line, attacks
@@ -251,7 +251,7 @@ class QueueStack:
     def learner(self, email: str) -> str:
         """A new account's API token (each account may have one submission waiting at a time)."""
         from academy.auth import create_account
-        from academy.db import get_session
+        from academy.data.db import get_session
         from academy.security import new_api_token
 
         with self.app.app_context():
@@ -418,8 +418,8 @@ def new_session(app: Flask) -> WebSession:
 
 
 def wait_for(app: Flask, submission_id: int, timeout: float = 120) -> Submission:
-    from academy.db import get_session
-    from academy.models import Submission
+    from academy.data.db import get_session
+    from academy.data.models import Submission
 
     deadline = time.monotonic() + timeout
     while True:

@@ -51,7 +51,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
                              if key.lower() not in vars(settings)})
     app.config["SECRET_KEY"] = instance.secret_key_for(settings)
 
-    from academy import cli, content, db, jobs, runners
+    from academy import cli, content, jobs, runners
+    from academy.data import db
 
     db.init_app(app)
     content.init_app(app)

@@ -23,8 +23,9 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from academy import backoff, confirmation, mail, progress
-from academy.accounts import (
+from academy import backoff, confirmation, mail
+from academy.data import progress
+from academy.data.accounts import (
     MIN_PASSWORD,
     AccountError,
     AddressUnconfirmed,
@@ -33,10 +34,10 @@ from academy.accounts import (
     password_hash,
     revoke_tokens,
 )
-from academy.db import get_session
+from academy.data.db import get_session
+from academy.data.models import ApiToken, User, new_session_secret
 from academy.inputs import safe_next
 from academy.limits import limit, limiter, spend, spend_new_guest, too_many
-from academy.models import ApiToken, User, new_session_secret
 from academy.security import (
     SIGNED_IN,
     end_other_sessions,

@@ -37,9 +37,9 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 
-from academy.db import get_session
+from academy.data.db import get_session
+from academy.data.models import SigninFailure, User, utcnow
 from academy.limits import client_address
-from academy.models import SigninFailure, User, utcnow
 from academy.settings import settings
 
 DEVICE_COOKIE = "dla_device"

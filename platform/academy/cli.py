@@ -21,11 +21,11 @@ from flask.cli import with_appcontext
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import aliased
 
-from academy.accounts import AccountError, create_account, gettext, new_api_token, revoke_tokens
-from academy.db import check_schema, get_session
+from academy.data.accounts import AccountError, create_account, gettext, new_api_token, revoke_tokens
+from academy.data.db import check_schema, get_session
+from academy.data.models import PENDING, JobStatus, RegradeRun, Submission, User, utcnow
 from academy.instance import init_instance
 from academy.logline import printable
-from academy.models import PENDING, JobStatus, RegradeRun, Submission, User, utcnow
 from academy.settings import InstanceNotReady, settings
 
 Command = TypeVar("Command", bound=Callable[..., Any])
@@ -215,7 +215,7 @@ def _echo_tool_urls() -> None:
 def lti_add_deployment_command(platform_id: int, deployment_id: str) -> None:
     """Accept launches of another deployment of a registered LMS (Canvas: each installation has one)."""
     from academy import lti
-    from academy.models import LtiPlatform
+    from academy.data.models import LtiPlatform
 
     platform = get_session().get(LtiPlatform, platform_id)
     if platform is None:
@@ -237,7 +237,7 @@ def lti_add_deployment_command(platform_id: int, deployment_id: str) -> None:
 def lti_list_command() -> None:
     """The registered LMSes, their deployments, and the tool's URLs to give an LMS; the removed ones apart."""
     from academy import lti
-    from academy.models import LtiPlatform
+    from academy.data.models import LtiPlatform
 
     db = get_session()
     for p in db.scalars(lti.active_platforms().order_by(LtiPlatform.id)):
@@ -421,7 +421,7 @@ def confirm_email_command(email: str) -> None:
     then on. The confirmation is logged.
     """
     from academy import confirmation
-    from academy.models import SignupLinkMail
+    from academy.data.models import SignupLinkMail
 
     user = find_account(email, None)
     if user.email_confirmed:

@@ -1,6 +1,6 @@
 """Confirmed email addresses: links mailed to an address, opened with the account's password.
 
-An address is what an LMS's gradebook import matches a learner by (academy/gradebook.py), so it counts only
+An address is what an LMS's gradebook import matches a learner by (academy/data/gradebook.py), so it counts only
 once its owner proved it is theirs: the sign-up mails a link (academy/mail.py); whoever opens it and types the
 account's password (or is signed in to that account already) confirms it. Both halves are needed: the link
 alone would let anyone who signs up with somebody else's address get it confirmed by its owner's one careless
@@ -37,9 +37,9 @@ from sqlalchemy import delete, func, select, update
 from werkzeug.security import check_password_hash
 
 from academy import mail
-from academy.accounts import gettext, password_hash
-from academy.db import get_session
-from academy.models import SignupLinkMail, User, utcnow
+from academy.data.accounts import gettext, password_hash
+from academy.data.db import get_session
+from academy.data.models import SignupLinkMail, User, utcnow
 from academy.settings import settings
 
 SALT = "academy.confirm-email"

@@ -9,7 +9,7 @@ from flask_babel import gettext, lazy_gettext
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from academy import limits
-from academy.db import INIT_DB, get_session
+from academy.data.db import INIT_DB, get_session
 from academy.i18n import N_
 from academy.inputs import MAX_BODY_BYTES
 from academy.settings import InstanceNotReady

@@ -25,7 +25,7 @@ from flask.typing import ResponseReturnValue
 from flask_babel import Babel, gettext, lazy_gettext, lazy_pgettext
 from markupsafe import Markup, escape
 
-from academy.db import get_session
+from academy.data.db import get_session
 from academy.inputs import safe_next
 from academy.settings import settings
 from grader.core.course import Card, Course, CourseError, ExerciseStep, Lesson, Quiz, QuizOption, QuizQuestion, Step

@@ -2,7 +2,7 @@
 
     <instance>/                the folder itself (DLA_INSTANCE), hidden from learner code
     <instance>/secret_key      signs session cookies unless SECRET_KEY is set: random, mode 0600
-    the database               its schema created or upgraded to the newest migration (academy/db.py)
+    the database               its schema created or upgraded to the newest migration (academy/data/db.py)
 
 `create_app` reads the key (`secret_key_for`) and never writes one: two gunicorn workers starting at
 once would otherwise race to make different keys, and an app made by a test or a script would leave files
@@ -19,7 +19,7 @@ from typing import Any
 import click
 from flask import Flask
 
-from academy import db
+from academy.data import db
 from academy.settings import InstanceNotReady, Settings, settings
 
 SECRET_KEY_FILE = "secret_key"

@@ -10,13 +10,14 @@ from flask.typing import ResponseReturnValue
 from flask_babel import gettext, ngettext
 from sqlalchemy import func, select
 
-from academy import gradebook, i18n, jobs
-from academy.accounts import AccountError, clean_name, clean_sis_id
+from academy import i18n, jobs
 from academy.cli import ROLES, change_role, describe
 from academy.content import get_content, reload_content
-from academy.db import get_session
+from academy.data import gradebook
+from academy.data.accounts import AccountError, clean_name, clean_sis_id
+from academy.data.db import get_session
+from academy.data.models import GRADED, PENDING, JobStatus, RegradeRun, Submission, User, ValidationRun, stored_result
 from academy.lessons import step_page
-from academy.models import GRADED, PENDING, JobStatus, RegradeRun, Submission, User, ValidationRun, stored_result
 from academy.security import end_other_sessions, instructor_required
 from academy.settings import settings
 from grader.core.course import CourseError
@@ -249,7 +250,7 @@ def learner(user_id: int) -> ResponseReturnValue:
     found = gradebook.records(course, [user_id])
     if not found:
         abort(404, description=gettext("There is no such learner."))
-    from academy.models import LtiIdentity
+    from academy.data.models import LtiIdentity
 
     db = get_session()
     lti = db.scalar(select(LtiIdentity).where(LtiIdentity.user_id == user_id))

@@ -31,8 +31,8 @@ from sqlalchemy.orm import Session
 
 from academy import waiting
 from academy.content import get_content
-from academy.db import get_session
-from academy.models import (
+from academy.data.db import get_session
+from academy.data.models import (
     GRADED,
     PENDING,
     REGRADE_BUSY,
@@ -131,7 +131,7 @@ def grade_submission(submission_id: int) -> None:
 def send_lms_scores(user_id: int, exercise_id: str) -> None:
     """The exercise's best score to the LMS line items this learner launched it from (academy/lti/scores.py), if any.
     Never fails the job that calls it: a platform that refuses keeps the reason on its link, for instructors."""
-    from academy.models import LtiGradeLink
+    from academy.data.models import LtiGradeLink
 
     db = get_session()
     if db.scalar(select(LtiGradeLink.id).where(LtiGradeLink.user_id == user_id,

@@ -16,11 +16,11 @@ from flask_babel import get_locale, gettext
 from sqlalchemy import select
 from sqlalchemy.orm.exc import StaleDataError
 
-from academy.accounts import TOKEN_PREFIX, hash_token, new_api_token  # noqa: F401 - the API tokens live there
-from academy.db import get_session
+from academy.data.accounts import TOKEN_PREFIX, hash_token, new_api_token  # noqa: F401 - the API tokens live there
+from academy.data.db import get_session
+from academy.data.models import ApiToken, User, utcnow
 from academy.i18n import N_
 from academy.limits import spend_new_guest
-from academy.models import ApiToken, User, utcnow
 
 UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 # How often a user's last_seen_at is written: often enough to tell a guest idle for 30 days, rarely
@@ -96,8 +96,8 @@ def start_session(user: User, adopt_visits: bool | None = None, *, signed_in: An
     SIGNED_IN, where the new session only rotates an existing sign-in, e.g. answering the merge offer: the
     absolute lifetime still counts from the password); the sign-in is now where it is left out or no time.
     """
-    from academy import progress
     from academy.content import get_content
+    from academy.data import progress
 
     if adopt_visits is None:
         adopt_visits = request.endpoint in ADOPTING

@@ -233,7 +233,7 @@ class Settings:
         "DLA_DRAFT_KB_PER_ADDRESS", 65536, "KB the drafts last saved from one client address may take together "
         "(every guest and account behind it); `remove-idle-guests` frees what idle guests kept", int)
 
-    # -- stored passwords (academy/accounts.py, academy/auth.py)
+    # -- stored passwords (academy/data/accounts.py, academy/auth.py)
     password_hash: str = setting(
         "DLA_PASSWORD_HASH", "scrypt:32768:8:1", "werkzeug's method for new password hashes: `scrypt:N:r:p` or "
         "`pbkdf2:sha256:ITERATIONS`. A stored hash keeps its own, so a change applies to passwords set afterwards; "

@@ -8,7 +8,7 @@ from typing import Iterator
 import pytest
 from sqlalchemy import func, select
 
-from academy.models import QuizAnswer
+from academy.data.models import QuizAnswer
 from tests.abuse.databases import Database, admin
 from tests.helpers import EXERCISE, LESSON, Client, LiveServer
 

@@ -13,8 +13,8 @@ import pytest
 from flask import Flask, request
 from sqlalchemy import func, select
 
-from academy.db import get_session
-from academy.models import ApiToken
+from academy.data.db import get_session
+from academy.data.models import ApiToken
 from tests.helpers import EXERCISE, Client, LiveServer, new_session
 from tests.web.conftest import make_app as make_app  # noqa: F401,PLC0414 - the fixtures of tests/web
 from tests.web.test_races import postgres as postgres  # noqa: F401,PLC0414

@@ -10,7 +10,7 @@ from typing import Iterator
 import pytest
 from sqlalchemy import update
 
-from academy.models import User
+from academy.data.models import User
 from tests.abuse.databases import Database, admin
 from tests.helpers import EXERCISE, EXERCISES, SOLUTION, Client, LiveServer
 

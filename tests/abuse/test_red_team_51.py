@@ -17,8 +17,8 @@ from flask import Flask
 from sqlalchemy import func, select
 
 from academy import security
-from academy.db import get_session
-from academy.models import ApiToken
+from academy.data.db import get_session
+from academy.data.models import ApiToken
 from tests.helpers import LESSON, WebSession, new_session
 from tests.web.conftest import app as app  # noqa: F401,PLC0414 - the fixtures of tests/web
 from tests.web.conftest import make_app as make_app  # noqa: F401,PLC0414
@@ -338,7 +338,7 @@ def test_what_a_client_address_counts_as() -> None:
 def test_registering_one_lms_twice_at_once_answers_4xx(app: Flask, monkeypatch: pytest.MonkeyPatch) -> None:
     """The second registration's check runs before the first is committed, its insert after (the interleaving is
     made certain: the first registration runs whole while the second makes its key pair, between the two)."""
-    from academy.accounts import create_account
+    from academy.data.accounts import create_account
     from academy.lti import registration  # register_platform looks new_key_pair up there
 
     app.config["PROPAGATE_EXCEPTIONS"] = False  # as served: an exception is a 500 page

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from sqlalchemy import func, select, update
 
-from academy.models import Draft, User, utcnow
+from academy.data.models import Draft, User, utcnow
 from tests.abuse.databases import admin
 from tests.helpers import Client, LiveServer
 

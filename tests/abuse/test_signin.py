@@ -14,7 +14,7 @@ from typing import Iterator
 import pytest
 from sqlalchemy import select
 
-from academy.models import SigninFailure
+from academy.data.models import SigninFailure
 from academy.settings import Settings
 from tests.abuse.databases import Database, admin
 from tests.helpers import Client, LiveServer

@@ -12,7 +12,7 @@ import io
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
-from academy.models import LessonProgress, User
+from academy.data.models import LessonProgress, User
 from tests.abuse.databases import admin
 from tests.helpers import Client, LiveServer
 

@@ -18,8 +18,8 @@ def test_a_schema_1_verdict_is_drawn_from_what_the_server_sends(page: Page, live
                                                                 live_instance: Path) -> None:
     from academy import create_app, jobs
     from academy.auth import create_account
-    from academy.db import get_session
-    from academy.models import Submission
+    from academy.data.db import get_session
+    from academy.data.models import Submission
 
     app = create_app({"INSTANCE_PATH": str(live_instance), "REQUEUE_ON_START": False})  # the server's database
     with app.app_context():

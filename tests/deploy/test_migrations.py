@@ -11,7 +11,7 @@ from alembic import command
 from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.exc import IntegrityError
 
-from academy.db import alembic_config
+from academy.data.db import alembic_config
 from tests.helpers import PostgresServer, ready_app
 
 PENDING_ROW = ("INSERT INTO submissions (user_id, exercise_id, code, status, passed, created_at) "
@@ -190,7 +190,7 @@ def _identity_round_trip(url: str, upgrade_to_head) -> None:  # noqa: ANN001
 
 def test_migration_0007_on_sqlite_through_the_app(tmp_path: Path) -> None:
     """The app migrates with its own engine, whose SQLite connections have foreign keys on: rebuilding `users`
-    must not cascade-delete what references it (academy.db.upgrade turns them off around the migrations)."""
+    must not cascade-delete what references it (academy.data.db.upgrade turns them off around the migrations)."""
     url = f"sqlite:///{tmp_path / 'academy.sqlite'}"
     made = []
 
@@ -304,11 +304,11 @@ def test_migration_0011_on_postgresql(postgres: PostgresServer) -> None:
 
 
 def test_the_schema_the_app_checks_for_is_alembics_head() -> None:
-    """academy.db.SCHEMA_REVISION (what the app's first session checks, without importing Alembic) names the
+    """academy.data.db.SCHEMA_REVISION (what the app's first session checks, without importing Alembic) names the
     newest migration: a new migration without it fails here, not in an operator's `503`."""
     from alembic.script import ScriptDirectory
 
-    from academy.db import SCHEMA_REVISION
+    from academy.data.db import SCHEMA_REVISION
 
     assert ScriptDirectory.from_config(alembic_config("sqlite://")).get_heads() == [SCHEMA_REVISION]
 

@@ -20,7 +20,7 @@ def test_app_on_postgresql_migrates_grades_and_survives_a_restart(postgres: Post
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from academy import jobs
     from academy.auth import create_account
-    from academy.db import get_session
+    from academy.data.db import get_session
     from academy.security import new_api_token
 
     monkeypatch.delenv("REDIS_URL", raising=False)  # grade in-process: this test is about the database

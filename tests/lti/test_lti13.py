@@ -31,8 +31,8 @@ from sqlalchemy import select
 from werkzeug.serving import make_server
 
 from academy import jobs
-from academy.db import get_session
-from academy.models import LtiGradeLink, LtiIdentity, LtiPlatform, LtiValue, Submission, User
+from academy.data.db import get_session
+from academy.data.models import LtiGradeLink, LtiIdentity, LtiPlatform, LtiValue, Submission, User
 from tests.helpers import EXERCISE, EXERCISES, SOLUTION, free_port, new_session, ready_app
 from tests.lti.platform import Lms, serve
 
@@ -98,7 +98,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         for lms, origin in ((lms_a, a), (lms_b, b), (lms_c, c)):
             lms.base = origin
             lms.connect(base)
-        from academy.accounts import create_account
+        from academy.data.accounts import create_account
 
         with app.app_context():
             create_account("teacher@example.org", "password123", role="instructor", name="Teacher")

@@ -29,9 +29,9 @@ from sqlalchemy import select
 from werkzeug.serving import make_server
 
 from academy import jobs
-from academy.db import get_session
+from academy.data.db import get_session
+from academy.data.models import JobStatus, LtiGradeLink, LtiIdentity, LtiPlatform, Submission, User
 from academy.lti import outbound
-from academy.models import JobStatus, LtiGradeLink, LtiIdentity, LtiPlatform, Submission, User
 from tests.helpers import EXERCISE, free_port, new_session, postgres_bin, ready_app
 from tests.lti.platform import Lms, serve
 from tests.lti.test_lti13 import Forms, launch
@@ -111,7 +111,7 @@ def tool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                                   ("redirect", f"{internal.base}/redirect"), ("closed", f"{closed}/jwks")):
                     ids[name] = register_platform(PlatformForm(
                         name, f"https://{name}.example", name, f"{a}/auth", url, url, ("dep",))).id
-                from academy.accounts import create_account
+                from academy.data.accounts import create_account
 
                 create_account("teacher@example.org", "password123", role="instructor", name="Teacher")
                 get_session().commit()
@@ -227,7 +227,7 @@ def test_registration_refuses_urls_the_server_must_not_reach(strict: Any, tool: 
     """Without DLA_LTI_ALLOW_HTTP: http, loopback (by address or by name), metadata and private addresses are refused
     at registration, on the page and from the command line; a listed private network is accepted; with the setting
     (the tool fixture) http on loopback is."""
-    from academy.accounts import create_account
+    from academy.data.accounts import create_account
 
     with strict.app_context():
         create_account("ops@example.org", "password123", role="instructor", name="Ops")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import psutil
 
-from academy.models import TutorMessage
+from academy.data.models import TutorMessage
 from tests.helpers import WebSession, free_port, silent_server
 from tests.tutor.conftest import ASK, LESSON, RAW_BACKWARD, STEP, answer_text, copy_graded, events
 
@@ -83,7 +83,7 @@ def test_a_full_line_says_busy_and_stop_ends_the_upstream_request(make_tutor_app
     streaming.close()  # the learner's Stop: the browser drops the stream
     assert _upstream_connections(port) == 0  # ...and the request to the model server is closed with it
     with app.app_context():
-        from academy.db import get_session
+        from academy.data.db import get_session
 
         assert get_session().query(TutorMessage).filter_by(role="tutor").one().outcome == "stopped"
     unread = second.api("POST", ASK_CARD, json={"question": "What is fp16?"}, buffered=False)
@@ -121,7 +121,7 @@ def test_a_dead_or_hanging_model_server_breaks_no_page_and_answers_503(make_tuto
         again = web.api("POST", ASK, json={"question": "Why?"})  # the slot was given back
         assert again.status_code == 503 and "cannot be reached" in again.json["error"]
         with app.app_context():
-            from academy.db import get_session
+            from academy.data.db import get_session
 
             assert get_session().query(TutorMessage).count() == 0  # nothing answered: no budget spent
 

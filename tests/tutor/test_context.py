@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from academy.content import get_content
-from academy.models import User
+from academy.data.models import User
 from academy.tutor.context import build_context
 from tests.helpers import ready_app
 from tests.tutor.conftest import EXERCISES, LESSON, RAW_BACKWARD, STEP, copy_graded
@@ -19,7 +19,7 @@ def _context(graded: Path, tmp_path: Path, step_id: str = STEP):  # noqa: ANN202
     app = ready_app({"INSTANCE_PATH": str(folder), "SANDBOX": "local", "SECRET_KEY": "test", "TESTING": True,
                      "REQUEUE_ON_START": False})
     with app.test_request_context():
-        from academy.db import get_session
+        from academy.data.db import get_session
 
         learner = get_session().query(User).filter(User.is_guest.is_(True)).one()
         lesson = get_content().lesson(LESSON)

@@ -1,8 +1,8 @@
 """The instructor's per-exercise summary of what learners ask the tutor: most asked first, without names."""
 from __future__ import annotations
 
-from academy.accounts import create_account
-from academy.db import get_session
+from academy.data.accounts import create_account
+from academy.data.db import get_session
 from academy.tutor import store
 from tests.helpers import WebSession
 from tests.tutor.conftest import LESSON, STEP

@@ -6,8 +6,8 @@ import re
 
 from sqlalchemy import select
 
-from academy.db import get_session
-from academy.models import Submission, User
+from academy.data.db import get_session
+from academy.data.models import Submission, User
 from tests.helpers import EXERCISE, new_session
 
 

@@ -18,8 +18,8 @@ from click.testing import CliRunner
 from sqlalchemy import inspect, select
 
 from academy import create_app, jobs
-from academy.db import get_session
-from academy.models import User
+from academy.data.db import get_session
+from academy.data.models import User
 from academy.settings import InstanceNotReady
 from tests.helpers import REPO
 
@@ -184,7 +184,7 @@ def test_init_db_makes_the_instance_and_commands_need_no_key(instance_env: Path)
 def test_a_database_behind_the_code_is_refused_until_init_db(instance_env: Path) -> None:
     from alembic import command
 
-    from academy.db import SCHEMA_REVISION, alembic_config
+    from academy.data.db import SCHEMA_REVISION, alembic_config
 
     assert _cli("init-db").exit_code == 0
     url = f"sqlite:///{instance_env / 'academy.sqlite'}"
@@ -266,8 +266,8 @@ def test_the_error_page_is_drawn_after_a_failed_flush(app) -> None:  # noqa: ANN
     """A view whose flush failed (a unique key taken at the same moment) still gets the site's 500 page for a
     signed-in learner: the handler rolls the session back before the page reads the user (else it fails again,
     and the server answers a bare 500 of its own)."""
-    from academy.db import get_session
-    from academy.models import User
+    from academy.data.db import get_session
+    from academy.data.models import User
     from tests.helpers import new_session
 
     def collide() -> str:

@@ -5,8 +5,8 @@ import re
 
 from sqlalchemy import select
 
-from academy.db import get_session
-from academy.models import LessonProgress, QuizAnswer, User
+from academy.data.db import get_session
+from academy.data.models import LessonProgress, QuizAnswer, User
 from tests.helpers import LESSON, new_session
 
 
@@ -128,7 +128,7 @@ def test_sign_up_asks_for_a_name_and_refuses_what_no_gradebook_cell_can_hold(web
 
 
 def test_an_instructor_lands_on_the_instructor_pages_and_a_learner_on_the_course(web, app) -> None:  # noqa: ANN001
-    from academy.accounts import create_account
+    from academy.data.accounts import create_account
 
     with app.app_context():
         create_account("teacher@example.org", "password123", role="instructor", name="Teacher")

@@ -7,8 +7,8 @@ from __future__ import annotations
 from flask import Flask
 from sqlalchemy import func, select
 
-from academy.db import get_session
-from academy.models import LtiPlatform
+from academy.data.db import get_session
+from academy.data.models import LtiPlatform
 
 PUBLIC = "https://93.184.215.14"  # a public address: allowed, and never fetched by a registration
 

@@ -17,8 +17,8 @@ import pytest
 from aiosmtpd.controller import Controller
 from sqlalchemy import select
 
-from academy.db import get_session
-from academy.models import LtiIdentity, LtiPlatform, QuizAnswer, User
+from academy.data.db import get_session
+from academy.data.models import LtiIdentity, LtiPlatform, QuizAnswer, User
 from tests.helpers import LESSON, WebSession, free_port, new_session
 
 LINK = re.compile(r"https?://\S+/auth/confirm/[A-Za-z0-9._-]+")
@@ -92,7 +92,7 @@ def _user(app, email_address: str) -> User | None:  # noqa: ANN001
 
 
 def _gradebook(app, shape: str) -> list[list[str]]:  # noqa: ANN001
-    from academy.accounts import create_account
+    from academy.data.accounts import create_account
 
     with app.app_context():
         if _user(app, "teacher@example.org") is None:
@@ -311,7 +311,7 @@ def test_mails_to_one_address_are_bounded_whoever_asks(mailing) -> None:  # noqa
     from sqlalchemy import update
 
     from academy import confirmation
-    from academy.models import SignupLinkMail
+    from academy.data.models import SignupLinkMail
 
     app, box = mailing
 

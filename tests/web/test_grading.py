@@ -8,8 +8,8 @@ from sqlalchemy import select
 
 from academy import jobs
 from academy.api import GRADER_FAILED
-from academy.db import get_session
-from academy.models import Submission, User
+from academy.data.db import get_session
+from academy.data.models import Submission, User
 from grader.core.result import validate_result
 from tests.helpers import EXERCISE, REPO, new_session, wait_for
 

@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import select
 
 from academy import jobs
-from academy.db import get_session
-from academy.models import Submission, User, ValidationRun
+from academy.data.db import get_session
+from academy.data.models import Submission, User, ValidationRun
 from tests.helpers import EXERCISE, LESSON, new_session
 
 
@@ -218,7 +218,7 @@ def test_dashboard_pages_through_submissions(app) -> None:  # noqa: ANN001
 
 def _class_with_answers(app) -> None:  # noqa: ANN001
     """Two accounts and a guest: scores on amp-step, first tries on lesson 1's quiz, cards opened."""
-    from academy.models import QuizAnswer, StepVisit, utcnow
+    from academy.data.models import QuizAnswer, StepVisit, utcnow
 
     with app.app_context():
         db = get_session()

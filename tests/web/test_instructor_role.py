@@ -13,9 +13,9 @@ import pytest
 from flask import Flask
 from sqlalchemy import event, select
 
-from academy.accounts import create_account, new_api_token
-from academy.db import get_session
-from academy.models import User
+from academy.data.accounts import create_account, new_api_token
+from academy.data.db import get_session
+from academy.data.models import User
 from tests.helpers import PostgresServer, WebSession, new_session, postgres_bin
 
 
@@ -327,8 +327,8 @@ def instructors_locked(app: Flask) -> Iterator[None]:
 def test_two_instructors_revoking_each_other_at_once_leave_one(any_database: Flask) -> None:
     """Both revocations pass every check before either writes (each waits behind a held lock, then both go):
     one is done, the other refused as the last instructor's."""
-    from academy.accounts import AccountError
     from academy.cli import change_role
+    from academy.data.accounts import AccountError
 
     app = any_database
     first, second = account(app, "first@example.org", "instructor"), account(app, "second@example.org", "instructor")

@@ -257,8 +257,8 @@ def test_translation_files_and_instructor_coverage(make_app, exercises_copy: Pat
     exercise = web.client.get("/it/lessons/gradient-accumulation/accumulate-amp").get_data(as_text=True)
     assert "<h1>Accumula con AMP</h1>" in exercise
     assert "Backward sulla loss scalata" in exercise  # a check title, in the editor's data
-    from academy.db import get_session
-    from academy.models import User
+    from academy.data.db import get_session
+    from academy.data.models import User
     web.signup("teacher@example.org")
     with web.client.application.app_context():
         user = get_session().query(User).filter_by(email="teacher@example.org").one()
@@ -336,7 +336,7 @@ def test_account_instructor_and_error_pages_in_arabic(app) -> None:  # noqa: ANN
     """The pages beyond the lessons speak the page's language too: account, sign-out, an error page, the
     instructor's pages, and the flash message of a real action (a wrong current password)."""
     from academy.auth import create_account
-    from academy.db import get_session
+    from academy.data.db import get_session
 
     with app.app_context():
         create_account("teacher@example.org", "password123", role="instructor")

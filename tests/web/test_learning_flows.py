@@ -6,8 +6,8 @@ from pathlib import Path
 
 from flask import Flask
 
-from academy.db import get_session
-from academy.models import Draft, HintReveal, QuizAnswer, StepVisit, Submission, User
+from academy.data.db import get_session
+from academy.data.models import Draft, HintReveal, QuizAnswer, StepVisit, Submission, User
 from grader.core.course import load_course
 from grader.core.protocol import RawVerdict, Status
 from grader.core.result import build_result

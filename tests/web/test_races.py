@@ -13,8 +13,8 @@ import pytest
 from flask import Flask
 from sqlalchemy import create_engine, delete, event, insert, select, text
 
-from academy.db import get_session
-from academy.models import ApiToken, Draft, LessonProgress, StepVisit, User, utcnow
+from academy.data.db import get_session
+from academy.data.models import ApiToken, Draft, LessonProgress, StepVisit, User, utcnow
 from tests.helpers import EXERCISE, LESSON, PostgresServer, WebSession, new_session, postgres_bin
 
 _names = itertools.count(1)

@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from academy.db import get_session
-from academy.models import RegradeRun, Submission, User, utcnow
+from academy.data.db import get_session
+from academy.data.models import RegradeRun, Submission, User, utcnow
 from tests.helpers import EXERCISE, LESSON, REPO, new_session
 from tests.web.test_instructor import make_instructor
 

@@ -9,9 +9,9 @@ from urllib.parse import quote
 
 from flask import Flask
 
-from academy.db import get_session
+from academy.data.db import get_session
+from academy.data.models import JobStatus, Submission, SubmissionKind, User
 from academy.inputs import safe_next
-from academy.models import JobStatus, Submission, SubmissionKind, User
 from grader.core.course import load_course
 from tests.helpers import EXERCISE, LESSON, WebSession, new_session
 

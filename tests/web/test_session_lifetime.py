@@ -12,8 +12,8 @@ from flask import Flask
 from sqlalchemy import select
 
 from academy import security
-from academy.db import get_session
-from academy.models import User
+from academy.data.db import get_session
+from academy.data.models import User
 from tests.helpers import LESSON, WebSession, new_session
 
 DAY = 86400.0

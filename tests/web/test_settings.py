@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from sqlalchemy import select
 
 from academy import settings as settings_module
-from academy.db import get_session
-from academy.models import Submission, User
+from academy.data.db import get_session
+from academy.data.models import Submission, User
 from academy.settings import Settings, settings
 from grader.core.settings import GRADER_SETTINGS
 from sandbox.settings import SettingError

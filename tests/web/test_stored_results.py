@@ -1,13 +1,13 @@
 """Results stored by an older grader reach every reader in today's shape: through grader.core.result.upgrade_result
-on the server (academy.models.stored_result), never upgraded by the API's views or by lesson.js. The page's
+on the server (academy.data.models.stored_result), never upgraded by the API's views or by lesson.js. The page's
 side of this: tests/browser/test_stored_results.py."""
 from __future__ import annotations
 
 import json
 import re
 
-from academy.db import get_session
-from academy.models import Submission, User
+from academy.data.db import get_session
+from academy.data.models import Submission, User
 from tests.helpers import EXERCISE, new_session, schema_1_result
 
 

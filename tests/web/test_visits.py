@@ -7,8 +7,8 @@ from __future__ import annotations
 from flask import Flask
 from sqlalchemy import select
 
-from academy.db import get_session
-from academy.models import LessonProgress, StepVisit, User
+from academy.data.db import get_session
+from academy.data.models import LessonProgress, StepVisit, User
 from tests.helpers import LESSON, WebSession, new_session
 
 BROWSER = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0"

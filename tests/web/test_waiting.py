@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from academy import jobs, waiting
-from academy.db import get_session
+from academy.data.db import get_session
+from academy.data.models import JobStatus, Submission, utcnow
 from academy.jobs import JobKind
-from academy.models import JobStatus, Submission, utcnow
 from tests.helpers import EXERCISE, new_session
 
 CODE = "def train_step(model, optimizer, scaler, loss_fn, x, y):\n    pass\n"

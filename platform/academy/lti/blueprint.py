@@ -10,11 +10,11 @@ from urllib.parse import urlsplit
 from flask import Blueprint, g, render_template, request
 from flask.typing import ResponseReturnValue
 
-from academy.db import get_session
+from academy.data.db import get_session
+from academy.data.models import LtiPlatform
 from academy.lti import pylti
 from academy.lti.claims import LAUNCH_LIFETIME_S, SESSION_ID
 from academy.lti.registration import active_platforms
-from academy.models import LtiPlatform
 from academy.security import CONTENT_SECURITY_POLICY
 
 bp = Blueprint("lti", __name__, url_prefix="/lti")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import flash, g, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
-from academy.accounts import gettext
+from academy.data.accounts import gettext
 from academy.lti import pylti
 from academy.lti.blueprint import bp, current_course, refused
 from academy.lti.claims import TARGET

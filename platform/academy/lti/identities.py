@@ -7,10 +7,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from academy.accounts import AccountError, clean_name, clean_sis_id
-from academy.db import get_session
+from academy.data.accounts import AccountError, clean_name, clean_sis_id
+from academy.data.db import get_session
+from academy.data.models import LtiIdentity, LtiPlatform, User, utcnow
 from academy.lti.claims import DEPLOYMENT, LIS
-from academy.models import LtiIdentity, LtiPlatform, User, utcnow
 
 
 def account_for(platform: LtiPlatform, data: dict[str, Any]) -> tuple[User, LtiIdentity]:

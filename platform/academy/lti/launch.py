@@ -9,9 +9,10 @@ from flask import g, redirect, render_template, url_for
 from flask.typing import ResponseReturnValue
 from sqlalchemy import delete
 
-from academy import progress
-from academy.accounts import gettext
-from academy.db import get_session
+from academy.data import progress
+from academy.data.accounts import gettext
+from academy.data.db import get_session
+from academy.data.models import LtiPlatform, LtiValue, utcnow
 from academy.limits import limit, limiter
 from academy.logline import printable
 from academy.lti import pylti
@@ -22,7 +23,6 @@ from academy.lti.keys import public_jwk
 from academy.lti.outbound import OutboundError, Policy
 from academy.lti.registration import active_platforms, find_platform, public_base
 from academy.lti.scores import remember_grade_link
-from academy.models import LtiPlatform, LtiValue, utcnow
 from academy.security import start_session
 
 log = logging.getLogger(__name__)

@@ -8,8 +8,9 @@ from flask.typing import ResponseReturnValue
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from academy.accounts import AccountError, gettext
-from academy.db import get_session
+from academy.data.accounts import AccountError, gettext
+from academy.data.db import get_session
+from academy.data.models import LtiGradeLink, LtiIdentity, LtiPlatform
 from academy.lti.blueprint import bp
 from academy.lti.registration import (
     PlatformForm,
@@ -21,7 +22,6 @@ from academy.lti.registration import (
     remove_platform,
     tool_urls,
 )
-from academy.models import LtiGradeLink, LtiIdentity, LtiPlatform
 from academy.security import instructor_required
 
 

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any
 from flask import request
 from sqlalchemy import delete
 
-from academy.accounts import gettext
-from academy.db import get_session
+from academy.data.accounts import gettext
+from academy.data.db import get_session
+from academy.data.models import LtiPlatform, LtiValue, utcnow
 from academy.logline import printable
 from academy.lti.claims import LAUNCH_LIFETIME_S, SESSION_ID
 from academy.lti.keys import public_pem
 from academy.lti.outbound import OutboundError, Policy, fetch_key_set, key_sets
 from academy.lti.registration import find_platform
-from academy.models import LtiPlatform, LtiValue, utcnow
 
 if TYPE_CHECKING:
     from pylti1p3.registration import Registration

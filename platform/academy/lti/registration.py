@@ -11,11 +11,11 @@ from flask import request
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from academy.accounts import AccountError, gettext
-from academy.db import get_session
+from academy.data.accounts import AccountError, gettext
+from academy.data.db import get_session
+from academy.data.models import LtiDeployment, LtiPlatform, utcnow
 from academy.lti.keys import new_key_pair
 from academy.lti.outbound import OutboundError, Policy
-from academy.models import LtiDeployment, LtiPlatform, utcnow
 from academy.settings import settings
 
 

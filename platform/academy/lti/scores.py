@@ -10,13 +10,13 @@ from typing import Any
 
 from sqlalchemy import select
 
-from academy.db import get_session
+from academy.data.db import get_session
+from academy.data.models import GRADED, JobStatus, LtiGradeLink, LtiIdentity, Submission, utcnow
 from academy.logline import printable
 from academy.lti.claims import AGS, RESOURCE_LINK, SCORE_SCOPE
 from academy.lti.outbound import OutboundError
 from academy.lti.pylti import outbound_session, registration_of
 from academy.lti.registration import is_removed
-from academy.models import GRADED, JobStatus, LtiGradeLink, LtiIdentity, Submission, utcnow
 
 log = logging.getLogger(__name__)
 

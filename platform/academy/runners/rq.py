@@ -49,9 +49,9 @@ from rq.timeouts import JobTimeoutException, UnixSignalDeathPenalty
 from rq.worker import WorkerStatus
 
 from academy import jobs
-from academy.db import check_schema
+from academy.data.db import check_schema
+from academy.data.models import utcnow
 from academy.jobs import JOBS, JobKind
-from academy.models import utcnow
 from academy.settings import InstanceNotReady, Settings, settings
 
 log = logging.getLogger(__name__)

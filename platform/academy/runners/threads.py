@@ -9,8 +9,8 @@ from typing import Callable, Mapping
 from flask import Flask
 
 from academy import jobs
+from academy.data.models import utcnow
 from academy.jobs import JobKind
-from academy.models import utcnow
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from datetime import timedelta
 
 from sqlalchemy import select
 
-from academy.db import get_session
-from academy.models import TutorMessage, utcnow
+from academy.data.db import get_session
+from academy.data.models import TutorMessage, utcnow
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ from flask import url_for
 from flask_babel import gettext
 from sqlalchemy import select
 
-from academy import progress
-from academy.db import get_session
-from academy.models import GRADED, Draft, JobStatus, Submission, SubmissionKind, User
+from academy.data import progress
+from academy.data.db import get_session
+from academy.data.models import GRADED, Draft, JobStatus, Submission, SubmissionKind, User
 from grader.core.course import Card, ExerciseStep, Lesson, Step
 
 # How much of each piece a prompt carries: the embedded model reads a few thousand tokens in seconds on one core.

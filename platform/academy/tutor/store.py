@@ -8,8 +8,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from academy.db import get_session
-from academy.models import TutorMessage
+from academy.data.db import get_session
+from academy.data.models import TutorMessage
 
 SHOWN_TURNS = 20  # the last messages a step's panel shows
 

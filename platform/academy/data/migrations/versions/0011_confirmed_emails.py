@@ -7,7 +7,7 @@ Create Date: 2026-12-07 06:00:00
 - users.email_confirmed_at: when the account's owner proved the address is theirs (a confirmation link opened,
   with the account's password), or when an operator vouched for it (`create-user`). NULL: unconfirmed, and
   every account from before this migration starts so (docs/web.md, "Confirmed email addresses", says how an
-  operator confirms them). Only a confirmed address is a gradebook's matching key (academy/gradebook.py).
+  operator confirms them). Only a confirmed address is a gradebook's matching key (academy/data/gradebook.py).
 - users.confirmation_sent_at: the last confirmation mail sent for the account (a new link is rate-limited).
   Both added in place like 0008: `users` is not rebuilt.
 - signup_link_mails: each sign-up link mailed to an address that an unconfirmed account holds (academy/

@@ -31,10 +31,10 @@ def _sqlite() -> bool:
 
 def _refuse_cascades() -> None:
     """Rebuilding `users` drops the old table; with SQLite's foreign keys on, that drop would delete every row
-    that references a user (ON DELETE CASCADE). academy.db.upgrade turns them off around migrations."""
+    that references a user (ON DELETE CASCADE). academy.data.db.upgrade turns them off around migrations."""
     if _sqlite() and op.get_bind().exec_driver_sql('PRAGMA foreign_keys').scalar():
         raise RuntimeError('migration 0007 rebuilds the users table: run it with PRAGMA foreign_keys=OFF '
-                           '(academy.db.upgrade does), or SQLite deletes every row that references a user')
+                           '(academy.data.db.upgrade does), or SQLite deletes every row that references a user')
 
 
 def _rebuild_users(autoincrement: bool):  # noqa: ANN202 - alembic's BatchOperations

@@ -1,8 +1,8 @@
-"""Alembic environment: runs on the connection `academy.db.upgrade` hands over, or on the config's URL."""
+"""Alembic environment: runs on the connection `academy.data.db.upgrade` hands over, or on the config's URL."""
 from alembic import context
 from sqlalchemy import create_engine
 
-from academy.models import Base
+from academy.data.models import Base
 
 config = context.config
 target_metadata = Base.metadata

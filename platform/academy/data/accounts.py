@@ -13,8 +13,8 @@ from flask import has_request_context
 from sqlalchemy import delete, func, select
 from werkzeug.security import generate_password_hash
 
-from academy.db import get_session
-from academy.models import NAME_MAX, SIS_ID_MAX, ApiToken, User, utcnow
+from academy.data.db import get_session
+from academy.data.models import NAME_MAX, SIS_ID_MAX, ApiToken, User, utcnow
 from academy.settings import settings
 
 TOKEN_PREFIX = "dla_"

@@ -14,8 +14,8 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.exc import StaleDataError
 
-from academy.db import get_session
-from academy.models import (
+from academy.data.db import get_session
+from academy.data.models import (
     GRADED,
     PENDING,
     Draft,

@@ -20,7 +20,7 @@ depends_on = None
 
 
 def _step_ids() -> dict[str, tuple[str, ...]]:
-    """Each lesson's step ids, from the course the app serves (academy.db.upgrade passes its folder)."""
+    """Each lesson's step ids, from the course the app serves (academy.data.db.upgrade passes its folder)."""
     from grader.core.course import load_course
 
     root = op.get_context().config.attributes.get("course_root")

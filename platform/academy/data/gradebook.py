@@ -27,8 +27,8 @@ from typing import Callable
 
 from sqlalchemy import func, select
 
-from academy.db import get_session
-from academy.models import (
+from academy.data.db import get_session
+from academy.data.models import (
     GRADED,
     HintReveal,
     JobStatus,
