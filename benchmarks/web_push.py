@@ -1,5 +1,5 @@
 """The verdict the moment it exists: click-to-verdict in a browser, minus the grading time, with the long-poll
-(academy/waiting.py) and with plain polling, side by side in one run.
+(academy/jobs/waiting.py) and with plain polling, side by side in one run.
 
     .venv/bin/python benchmarks/web_push.py [--rounds 12]
 

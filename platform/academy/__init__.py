@@ -56,6 +56,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     db.init_app(app)
     content.init_app(app)
+    jobs.on_graded(app, send_lms_scores)
     if not instance.serves_pages(web_front=True):
         jobs.init_app(app)
         runners.init_app(app)
@@ -81,3 +82,11 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(tutor.bp)
     app.add_url_rule("/", endpoint="index", view_func=lessons.course)
     return app
+
+
+def send_lms_scores(user_id: int, exercise_id: str) -> None:
+    """The LTI part's grade passback, the jobs' hook after a graded verdict (academy.jobs.on_graded): imported when
+    a verdict is stored, not when a command makes the app."""
+    from academy import lti
+
+    lti.send_lms_scores(user_id, exercise_id)

@@ -13,7 +13,7 @@ from flask_babel import gettext
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from academy import jobs, waiting
+from academy import jobs
 from academy.content import get_content, highlight_code, render_markdown
 from academy.data import progress
 from academy.data.db import get_session
@@ -208,7 +208,7 @@ def create_run() -> ResponseReturnValue:
 
 
 def _wait_seconds() -> float:
-    """`?wait=S`: how long the GET may wait for the row to finish (academy/waiting.py); absent, 0."""
+    """`?wait=S`: how long the GET may wait for the row to finish (academy/jobs/waiting.py); absent, 0."""
     given = request.args.get("wait", "0")
     try:
         seconds = float(given)
@@ -235,7 +235,7 @@ def _finished_or_waited(row: Submission) -> Submission:
         db.rollback()  # a GET writes nothing: end the read, so the next one sees what a job committed since
         return db.get(Submission, row.id)
 
-    return waiting.finishes().wait(read, lambda current: current is None or current.status != seen,
+    return jobs.finishes().wait(read, lambda current: current is None or current.status != seen,
                                    seconds, who=f"user-{g.user.id}", address=client_address()) or row
 
 

@@ -1,5 +1,5 @@
 """The verdict the moment it exists (issue 30), in Chromium: the page asks for its verdict and its Run with a
-long-poll (`?wait=20`, academy/waiting.py), one request per 20 s of grading; and against a server that answers
+long-poll (`?wait=20`, academy/jobs/waiting.py), one request per 20 s of grading; and against a server that answers
 at once, still pending (no free waiting seat, or an older server), it falls back to polling, with a pause
 between requests."""
 from __future__ import annotations

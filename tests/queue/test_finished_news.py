@@ -1,11 +1,11 @@
-"""With REDIS_URL the news that a row finished travels through Redis (academy/waiting.py): a worker process
+"""With REDIS_URL the news that a row finished travels through Redis (academy/jobs/waiting.py): a worker process
 announces, and a web process's waiting request wakes at once, without waiting for its next read of the row."""
 from __future__ import annotations
 
 import threading
 import time
 
-from academy import waiting
+from academy.jobs import waiting
 from tests.helpers import ready_app
 
 

@@ -1,4 +1,4 @@
-"""The long-poll's seats (academy/waiting.py) are shared out: one client address holds at most half of them,
+"""The long-poll's seats (academy/jobs/waiting.py) are shared out: one client address holds at most half of them,
 so guests made in bulk from one address cannot hold every seat; the rest of its requests answer at once, still
 pending, and its browsers poll."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from academy import waiting
+from academy.jobs import waiting
 from tests.helpers import EXERCISE, WebSession, new_session
 from tests.web.test_waiting import CODE, _get, hold  # noqa: F401 - hold: the fixture that holds the jobs
 

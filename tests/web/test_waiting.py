@@ -1,4 +1,4 @@
-"""The verdict the moment it exists (academy/waiting.py): a `GET ?wait=` of a submission or Run answers when its
+"""The verdict the moment it exists (academy/jobs/waiting.py): a `GET ?wait=` of a submission or Run answers when its
 row is finished, woken by the job's news, by reading the row again, or by its wait running out; a bounded
 number of requests wait at once. The jobs here are the test's own (the runner's handler for grading), so
 each test decides when a row finishes; RECHECK_S is set so that only the path under test can end a wait."""
@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from academy import jobs, waiting
+from academy import jobs
 from academy.data.db import get_session
 from academy.data.models import JobStatus, Submission, utcnow
-from academy.jobs import JobKind
+from academy.jobs import JobKind, waiting
 from tests.helpers import EXERCISE, new_session
 
 CODE = "def train_step(model, optimizer, scaler, loss_fn, x, y):\n    pass\n"

@@ -35,7 +35,7 @@ The package, one concern a module; each imports only modules listed above it:
     registration.py    PlatformForm; register, edit, remove a registration, add a deployment; find one
     pylti.py           PyLTI1p3's seams: tool conf, nonce and launch storage, cookies, the checked message launch
     identities.py      the accounts of LMS users (account_for)
-    scores.py          grade passback: grade links, the best score, sending it (send_best_score, for jobs.py)
+    scores.py          grade passback: grade links, the best score, sending it (send_best_score, send_lms_scores)
     blueprint.py       the blueprint, who may frame its pages, the refusal page
     launch.py          /lti/login, /lti/launch, /lti/jwks
     deep_linking.py    /lti/deep-link
@@ -60,8 +60,8 @@ from academy.lti.registration import (
     remove_platform,
     tool_urls,
 )
-from academy.lti.scores import best_score, send_best_score
+from academy.lti.scores import best_score, send_best_score, send_lms_scores
 
 __all__ = ["FRAMEABLE", "SCORE_SCOPE", "PlatformForm", "account_for", "active_platforms", "add_deployment",
            "best_score", "bp", "edit_platform", "find_platform", "is_removed", "new_key_pair", "platform_origins",
-           "public_jwk", "register_platform", "remove_platform", "send_best_score", "tool_urls"]
+           "public_jwk", "register_platform", "remove_platform", "send_best_score", "send_lms_scores", "tool_urls"]

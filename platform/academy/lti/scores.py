@@ -1,7 +1,8 @@
 """Grade passback (Assignment and Grade Services): where a learner's launch said an exercise's score goes
 (`remember_grade_link`), and after each graded submission the exercise's best score sent to every line item the
-learner launched it from (`send_best_score`, called by academy/jobs.py). A platform that refuses or cannot be
-reached leaves a fixed reason on its link, for instructors; the next graded submission tries again."""
+learner launched it from (`send_best_score`; `send_lms_scores`, the hook academy.jobs calls). A platform that
+refuses or cannot be reached leaves a fixed reason on its link, for instructors; the next graded submission tries
+again."""
 from __future__ import annotations
 
 import json
@@ -124,3 +125,13 @@ def _put_score(link: LtiGradeLink, score: float) -> None:
     lineitem = (LineItem().set_tag(f"dla:{link.exercise_id}").set_label(title).set_score_maximum(100)
                 .set_resource_id(link.exercise_id).set_resource_link_id(link.resource_link_id))
     service.put_grade(grade, lineitem)  # found by its tag, or made
+
+
+def send_lms_scores(user_id: int, exercise_id: str) -> None:
+    """The exercise's best score to the LMS line items this learner launched it from, if any: the hook the jobs call
+    after a graded verdict (academy.jobs.on_graded; they log and roll back what fails here)."""
+    db = get_session()
+    if db.scalar(select(LtiGradeLink.id).where(LtiGradeLink.user_id == user_id,
+                                               LtiGradeLink.exercise_id == exercise_id).limit(1)) is None:
+        return
+    send_best_score(user_id, exercise_id)

@@ -1,4 +1,4 @@
-"""Who runs the background jobs of academy/jobs.py: one small interface, two runners.
+"""Who runs the background jobs of academy/jobs/: one small interface, two runners.
 
     threads   ThreadRunner (threads.py): a thread pool in the web process, the embedded default
     rq        RQRunner (rq.py): jobs on Redis, graded by `python -m academy worker` processes (REDIS_URL)
@@ -10,30 +10,15 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Callable, Protocol
+from typing import Callable
 
 from flask import Flask, current_app
 
+from academy import jobs
+from academy.jobs import JobRunner  # noqa: F401 - what a runner offers is the jobs' to say
 from academy.settings import InstanceNotReady, settings
 
-if TYPE_CHECKING:
-    from academy.jobs import JobKind
-
-log = logging.getLogger(__name__)
-
-
-class JobRunner(Protocol):
-    runs_here: bool  # True when the jobs run in this process (they end when it ends)
-
-    def submit(self, kind: JobKind, object_id: int, key: str) -> None:
-        """Run the job of `kind` (academy.jobs.JOBS) on `object_id` later, in an app context, in `key`'s turn.
-        Never raises for a queue that is away: the row is already stored, and recovery finds it."""
-
-    def recover(self) -> dict[str, int]:
-        """Give every unfinished row (academy.jobs.unfinished) a live job; counts of what it did."""
-
-    def shutdown(self) -> None:
-        """Finish what this process runs (threads) and let go of connections."""
+log = logging.getLogger("academy.runners")
 
 
 def _make_threads(app: Flask) -> JobRunner:
@@ -97,10 +82,8 @@ def start_serving(app: Flask) -> threading.Thread | None:
     request. The warming thread, or None."""
     warming = None
     if runner(app).runs_here:
-        from academy.jobs import grading_sandbox
-
         # available(), not get(): a sandbox that cannot be made here is each job's own error, as before.
-        warming = threading.Thread(target=grading_sandbox(app).available, name="academy-warm-sandbox", daemon=True)
+        warming = threading.Thread(target=jobs.grading_sandbox(app).available, name="academy-warm-sandbox", daemon=True)
         warming.start()
     first = app.extensions.get("academy.first_request")
     if first is not None:

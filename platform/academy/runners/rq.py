@@ -3,7 +3,7 @@
     REDIS_URL=redis://host:6379/0 python -m academy worker     # one worker; start as many as you like
 
 A web request stores the submission as "queued", then `RQRunner.submit` enqueues `perform("grade_submission",
-id, fair_key)` (the first argument a JobKind's value, academy/jobs.py) under the job id "submission-ID",
+id, fair_key)` (the first argument a JobKind's value, academy/jobs/) under the job id "submission-ID",
 when it is that key's turn (see "Turns" below). Any number of workers on any number of hosts consume the
 queue; each grades with the best sandbox it has (docker with a warm pool, on the GPU when there is one).
 
@@ -51,10 +51,10 @@ from rq.worker import WorkerStatus
 from academy import jobs
 from academy.data.db import check_schema
 from academy.data.models import utcnow
-from academy.jobs import JOBS, JobKind
+from academy.jobs import JOBS, JobKind, connect
 from academy.settings import InstanceNotReady, Settings, settings
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("academy.runners.rq")
 
 LIVE_STATES = {JobStatus.QUEUED, JobStatus.STARTED, JobStatus.SCHEDULED, JobStatus.DEFERRED,
                JobStatus.CREATED, JobStatus.READY_TO_ENQUEUE}
@@ -77,11 +77,6 @@ if next_member then redis.call('HSET', KEYS[1], ARGV[1], next_member) return nex
 redis.call('HDEL', KEYS[1], ARGV[1])
 return false
 """
-
-
-def connect(url: str) -> Redis:
-    # Short timeouts: a web request must not hang when Redis is away (the row is safe in the database).
-    return Redis.from_url(url, socket_connect_timeout=3, socket_timeout=10, health_check_interval=30)
 
 
 def job_id(kind: JobKind, object_id: int) -> str:

@@ -9,10 +9,11 @@ from typing import Callable, Mapping
 from flask import Flask
 
 from academy import jobs
+from academy.data.db import get_session
 from academy.data.models import utcnow
 from academy.jobs import JobKind
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("academy.runners.threads")
 
 
 class ThreadRunner:
@@ -102,7 +103,7 @@ class ThreadRunner:
         own, or that of a command such as `flask --app academy regrade` grading on its own threads."""
         with self.app.app_context():
             lost = [job for job in jobs.unfinished() if job.created_at <= self.made_at]
-            db = jobs.get_session()
+            db = get_session()
             for job in lost:
                 jobs.JOBS[job.kind].restart(db, job.object_id)
             db.commit()

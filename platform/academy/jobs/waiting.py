@@ -1,6 +1,6 @@
 """Waiting for a submission or Run to finish: the API's long-poll (`GET /api/submissions/<id>?wait=S`).
 
-The job that stores a finished row calls `announce(id)` (academy/jobs.py: the verdict stored, or the row
+The job that stores a finished row calls `announce(id)` (academy/jobs/: the verdict stored, or the row
 marked failed). A request waiting on that row wakes at once when the job ran in this process (the thread
 runner), or when Redis brings the news from an RQ worker (one pub/sub channel per queue); in any case it
 reads the row again every `RECHECK_S`, so a row finished by another web process, or news lost on the way,
@@ -18,13 +18,16 @@ import logging
 import threading
 import time
 from collections import Counter
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from flask import Flask, current_app
 
 from academy.settings import settings
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from redis import Redis
+
+log = logging.getLogger("academy.jobs.waiting")  # the name it has always logged under
 
 RECHECK_S = 1.0  # how often a waiting request reads its row again, news or not
 Row = TypeVar("Row")
@@ -55,8 +58,6 @@ class Finishes:
         if self.redis_url:  # the web processes hear it through Redis (a worker's own waiters have none)
             try:
                 if self._publisher is None:
-                    from academy.runners.rq import connect
-
                     self._publisher = connect(self.redis_url)
                 self._publisher.publish(self.channel, str(object_id))
             except Exception:  # noqa: BLE001 - the waiters read their rows again within RECHECK_S anyway
@@ -125,6 +126,14 @@ class Finishes:
             except Exception:  # noqa: BLE001 - Redis away: the waiters read their rows every RECHECK_S
                 log.warning("lost the news of finished rows from Redis; listening again in 5 s", exc_info=True)
                 time.sleep(5)
+
+
+def connect(url: str) -> Redis:
+    """A Redis client (redis is imported only when one is wanted)."""
+    from redis import Redis
+
+    # Short timeouts: a web request must not hang when Redis is away (the row is safe in the database).
+    return Redis.from_url(url, socket_connect_timeout=3, socket_timeout=10, health_check_interval=30)
 
 
 def finishes(app: Flask | None = None) -> Finishes:
