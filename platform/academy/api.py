@@ -14,11 +14,12 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from academy import jobs
-from academy.content import get_content, highlight_code, render_markdown
+from academy.content import get_content
 from academy.data import progress
 from academy.data.db import get_session
 from academy.data.models import GRADED, PENDING, Draft, HintReveal, JobStatus, Submission, SubmissionKind
 from academy.limits import account_key, client_address, limit, limiter, too_many
+from academy.rendering import highlight_code, render_markdown
 from academy.security import learner_required, login_required
 from academy.settings import settings
 from grader.core.course import Exercise

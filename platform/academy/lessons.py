@@ -10,12 +10,13 @@ from flask_babel import LazyString, gettext, lazy_gettext
 from markupsafe import Markup
 from sqlalchemy import select
 
-from academy.content import code_spans, get_content
+from academy.content import get_content
 from academy.data import progress
 from academy.data.db import get_session
 from academy.data.models import GRADED, Draft, QuizAnswer, Submission
-from academy.i18n import Untranslated, localize, localize_course
 from academy.limits import account_key, limit, limiter
+from academy.localized import localize, localize_course
+from academy.rendering import Untranslated, code_spans
 from academy.security import from_this_site, learner_required, public_lessons, public_page
 from academy.tutor import tutor_offered
 from grader.core.course import Card, ExerciseStep, Lesson, Quiz, QuizQuestion, Step

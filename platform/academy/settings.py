@@ -292,7 +292,7 @@ class Settings:
         "DLA_LTI_ALLOW_HTTP", False, "accept `http://` LTI registration URLs (development and tests against a "
         "local LMS only; with it, loopback is reachable too)", flag, shown_default="unset")
 
-    # -- absolute URLs (hreflang links; academy/i18n.py)
+    # -- absolute URLs (hreflang links; academy/i18n/interface.py)
     public_url: str | None = setting(
         "DLA_PUBLIC_URL", None, "the site's public origin, e.g. `https://academy.example.org`: absolute links "
         "(the pages' `hreflang` alternates) are built from it, never from the request's `Host`",

@@ -131,7 +131,7 @@ def translated_cards(code: str) -> dict[str, tuple[str, str]]:
 def test_lesson_one_cards_in_each_language(web: WebSession) -> None:
     """Every card of lesson 1 shows its translation in Italian, Japanese and Arabic: the translated title and
     text, the code as it is, no English left and so no notice."""
-    from academy.content import render_markdown
+    from academy.rendering import render_markdown
     from grader.core.course import Card, load_course
 
     cards = [step for step in load_course().lesson(LESSON).steps if isinstance(step, Card)]

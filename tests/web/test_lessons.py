@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from academy.content import render_markdown
+from academy.rendering import render_markdown
 from tests.helpers import EXERCISE, LESSON, REPO, WebSession, new_session
 
 

@@ -42,7 +42,7 @@ class User(Base):
     # Last request of this user, written at most every SEEN_EVERY (security.py); guests idle for 30 days
     # are removed by `flask --app academy remove-idle-guests`.
     last_seen_at: Mapped[datetime | None] = mapped_column(DateTime)
-    # The interface language the learner chose with the switcher (academy/i18n.py); None: not chosen.
+    # The interface language the learner chose with the switcher (academy/i18n/); None: not chosen.
     language: Mapped[str | None] = mapped_column(String(8))
     # The person's name as an LMS shows it (sign-up asks for it; an instructor may correct it; an LTI launch
     # brings the LMS's own): the gradebooks' "Student" column (migration 0009). None for guests and older rows.
