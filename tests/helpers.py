@@ -475,7 +475,7 @@ class LiveServer:
     def init_db(self) -> None:
         """What an operator runs before the first start (`flask --app academy init-db`), with this server's
         settings, in this process: a second's Python start-up less per server."""
-        from academy.instance import init_db
+        from academy import init_db
         from academy.settings import from_environment
 
         init_db({"INSTANCE_PATH": str(self.instance), "REQUEUE_ON_START": False, **from_environment(self.env)})

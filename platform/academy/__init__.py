@@ -90,3 +90,20 @@ def send_lms_scores(user_id: int, exercise_id: str) -> None:
     from academy import lti
 
     lti.send_lms_scores(user_id, exercise_id)
+
+
+def init_db(config: dict[str, Any] | None = None) -> list[str]:
+    """`flask --app academy init-db` from Python (tests, benchmarks): the app that `config` (create_app's
+    test_config) describes, made as that command makes it (no key needed yet), then its instance made ready.
+    Its engine is closed afterwards, so a database server need not wait for it."""
+    import click
+
+    from academy.instance import init_instance
+
+    with click.Context(click.Command("init-db")):  # what serves_pages() sees while the command runs
+        app = create_app(config)
+    try:
+        return init_instance(app)
+    finally:
+        app.extensions["academy.jobs"].shutdown()
+        app.extensions["academy.engine"].dispose()

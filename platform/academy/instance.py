@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
-from typing import Any
 
 import click
 from flask import Flask
@@ -97,18 +96,3 @@ def init_instance(app: Flask) -> list[str]:
     db.upgrade(app)
     lines.append(f"Database ready: {app.extensions['academy.engine'].url.render_as_string()}")
     return lines
-
-
-def init_db(config: dict[str, Any] | None = None) -> list[str]:
-    """`flask --app academy init-db` from Python (tests, benchmarks): the app that `config` (create_app's
-    test_config) describes, made as that command makes it (no key needed yet), then its instance made ready.
-    Its engine is closed afterwards, so a database server need not wait for it."""
-    from academy import create_app
-
-    with click.Context(click.Command("init-db")):  # what serves_pages() sees while the command runs
-        app = create_app(config)
-    try:
-        return init_instance(app)
-    finally:
-        app.extensions["academy.jobs"].shutdown()
-        app.extensions["academy.engine"].dispose()

@@ -64,7 +64,7 @@ class Server:
         self.start_command: list[str] | None = None  # scripts/run's, unless a test says otherwise
 
     def start(self) -> Server:
-        from academy.instance import init_db
+        from academy import init_db
         from academy.settings import from_environment
 
         init_db({"INSTANCE_PATH": self.env["DLA_INSTANCE"], "REQUEUE_ON_START": False,

@@ -9,6 +9,7 @@ from typing import Any, Callable
 import yaml
 
 from academy.i18n.languages import TRANSLATED
+from academy.rendering import render_markdown
 from grader.core.course import Card, Course, CourseError, ExerciseStep, Lesson, Quiz, Step
 from grader.core.exercise import parse_yaml
 
@@ -172,7 +173,6 @@ def load_translations(course: Course) -> dict[tuple[str, str], LessonText]:
     """(lesson id, language) -> LessonText, for every lesson and every language other than English. Raises
     CourseError, naming the file, where a translation file is malformed or names what the English lacks.
     Cards and prompts are rendered here, once per (re)load, like the English ones (academy.content)."""
-    from academy.content import render_markdown
 
     texts: dict[tuple[str, str], LessonText] = {}
     for lesson in course.lessons:

@@ -7,9 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
-from flask import Flask, current_app
-
-from academy.settings import settings
+from flask import current_app
 
 if TYPE_CHECKING:
     pass
@@ -52,18 +50,6 @@ class JobRunner(Protocol):
 
     def shutdown(self) -> None:
         """Finish what this process runs (threads) and let go of connections."""
-
-
-def _make_threads(app: Flask) -> JobRunner:
-    from academy.runners.threads import ThreadRunner
-
-    return ThreadRunner(app, settings(app).grading_workers)
-
-
-def _make_rq(app: Flask) -> JobRunner:
-    from academy.runners.rq import RQRunner  # imports rq and redis only when they are wanted
-
-    return RQRunner(app)
 
 
 def enqueue(submission_id: int, key: str | None = None) -> None:
