@@ -12,7 +12,7 @@ Target: p95 with the abuser at most 2x without.
 
 Sign-in: `--signins` sign-ins (right password, wrong password, unknown email, each from its own address)
 against servers without Flask-Limiter (RATELIMIT_ENABLED = False), with its memory storage (the default) and
-with its Redis storage (a private redis-server). The wrong-password delays (academy/backoff.py) count every
+with its Redis storage (a private redis-server). The wrong-password delays (academy/web/backoff.py) count every
 attempt in the database in all three, with so many free failures that no delay starts.
 
 Everything listens on 127.0.0.1 and every loop is bounded; compare rows of one run (ratios).

@@ -147,9 +147,9 @@ def app_config(instance: Path, **extra: Any) -> dict[str, Any]:
 
 def make_tokens(app: Any, count: int) -> list[str]:
     """`count` learner accounts with an API token each."""
-    from academy.auth import create_account
     from academy.data.db import get_session
-    from academy.security import new_api_token
+    from academy.web.auth import create_account
+    from academy.web.security import new_api_token
 
     tokens = []
     with app.app_context():

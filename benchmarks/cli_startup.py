@@ -40,7 +40,7 @@ def timed(command: list[str], env: dict[str, str]) -> float:
 
 def create_app_seconds(env: dict[str, str], runs: int) -> list[float]:
     """create_app() timed in a fresh process each run (the modules imported once, before the clock starts)."""
-    code = ("import time, academy, academy.api, academy.cli, academy.instructor, academy.lessons\n"
+    code = ("import time, academy, academy.web.api, academy.cli, academy.web.instructor, academy.web.lessons\n"
             "started = time.perf_counter()\n"
             "academy.create_app()\n"
             "print(time.perf_counter() - started)\n")

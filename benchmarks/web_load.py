@@ -81,10 +81,10 @@ class Postgres:
 def prepare(instance: Path, database_url: str, learners: int, result_json: str) -> dict[str, int]:
     """Learner accounts, each with one graded submission; returns email -> submission id."""
     from academy import create_app
-    from academy.auth import create_account
     from academy.data.db import get_session
     from academy.data.models import Submission, utcnow
     from academy.instance import init_instance
+    from academy.web.auth import create_account
 
     app = create_app({"INSTANCE_PATH": str(instance), "DATABASE_URL": database_url, "SECRET_KEY": "bench",
                       "REQUEUE_ON_START": False})

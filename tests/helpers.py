@@ -250,9 +250,9 @@ class QueueStack:
 
     def learner(self, email: str) -> str:
         """A new account's API token (each account may have one submission waiting at a time)."""
-        from academy.auth import create_account
         from academy.data.db import get_session
-        from academy.security import new_api_token
+        from academy.web.auth import create_account
+        from academy.web.security import new_api_token
 
         with self.app.app_context():
             user = create_account(email, "password123")

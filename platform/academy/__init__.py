@@ -63,7 +63,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         cli.init_app(app)
         return app
 
-    from academy import api, auth, errors, i18n, inputs, instructor, lessons, limits, lti, security, tutor
+    from academy import i18n, lti, tutor
+    from academy.web import api, auth, errors, inputs, instructor, lessons, limits, security
 
     app.config["MAX_CONTENT_LENGTH"] = inputs.MAX_BODY_BYTES
     inputs.init_app(app)

@@ -288,7 +288,7 @@ def worker_command(burst: bool, name: str | None, pool_size: int | None) -> None
     run_worker(current_app._get_current_object(), burst=burst, name=name, pool_size=pool_size)  # type: ignore[attr-defined]
 
 
-# -- roles: the one place that changes one (`set-role` here, the learner page in academy/instructor.py) ---------
+# -- roles: the one place that changes one (`set-role` here, the learner page in academy/web/instructor.py) ---------
 
 def describe(user: User) -> str:
     """An account as a log line names it: its id (never reused), email and name."""
@@ -420,8 +420,8 @@ def confirm_email_command(email: str) -> None:
     by, and what set-role names an account by). Sign-ups that wait for the address's link are refused from
     then on. The confirmation is logged.
     """
-    from academy import confirmation
     from academy.data.models import SignupLinkMail
+    from academy.web import confirmation
 
     user = find_account(email, None)
     if user.email_confirmed:

@@ -20,7 +20,7 @@ never one of the threads that serve the pages. On top of waitress's own limits:
 - a connection must send its first byte within `--first-byte-timeout` seconds of being accepted (3 s), or it
   is closed: silent connections cannot hold places until the idle timeout. A browser's keep-alive connection
   between its requests is not affected (it has spoken): it lasts until `--idle-timeout`;
-- bodies larger than the app accepts (academy.inputs.MAX_BODY_BYTES) are refused before they are read;
+- bodies larger than the app accepts (academy.web.inputs.MAX_BODY_BYTES) are refused before they are read;
 - answers go out as they are written: a streamed answer (the tutor's Server-Sent Events) reaches the
   browser chunk by chunk, and an answer the client does not read waits in a buffer (a temporary file past
   1 MiB) rather than in a thread; a connection that reads nothing for `--idle-timeout` is closed, also one
@@ -54,8 +54,8 @@ from waitress.adjustments import Adjustments
 from waitress.channel import HTTPChannel
 from waitress.server import TcpWSGIServer
 
-from academy.limits import address_key
 from academy.logline import printable
+from academy.web.limits import address_key
 
 log = logging.getLogger("academy.serve")
 
@@ -306,8 +306,9 @@ def serve(sock: socket.socket, options: argparse.Namespace, app: Callable | None
     """Serve on the bound, listening `sock` until SIGTERM/SIGINT, then stop gracefully (the module's docstring)."""
     flask_app = None
     if app is None:
-        from academy import create_app, inputs
+        from academy import create_app
         from academy.runners import start_serving
+        from academy.web import inputs
 
         flask_app = create_app()
         start_serving(flask_app)  # the warm pool starts now, and the recovery of unfinished jobs runs

@@ -197,7 +197,7 @@ class Settings:
         "Secure cookies from `http://localhost`/`127.0.0.1`; to reach a development server over plain http by "
         "another name, set `1`", flag, shown_default="unset")
 
-    # -- rate limits (Flask-Limiter strings: "10 per minute"; several separated by ";"), academy/limits.py
+    # -- rate limits (Flask-Limiter strings: "10 per minute"; several separated by ";"), academy/web/limits.py
     limit_guests_per_address: str = setting(
         "DLA_LIMIT_GUESTS_PER_ADDRESS", "60 per 10 minutes;300 per day", "new guests from one client address")
     limit_signups_per_address: str = setting(
@@ -225,7 +225,7 @@ class Settings:
     limit_drafts_per_address: str = setting(
         "DLA_LIMIT_DRAFTS_PER_ADDRESS", "2400 per minute", "draft saves from one client address")
 
-    # -- what stays stored (academy/api.py: save_draft)
+    # -- what stays stored (academy/web/api.py: save_draft)
     draft_kb_per_account: int = setting(
         "DLA_DRAFT_KB_PER_ACCOUNT", 1024, "KB all the drafts of one account may take together; a save above it "
         "answers `413` and the draft stored before stays", int)
@@ -233,7 +233,7 @@ class Settings:
         "DLA_DRAFT_KB_PER_ADDRESS", 65536, "KB the drafts last saved from one client address may take together "
         "(every guest and account behind it); `remove-idle-guests` frees what idle guests kept", int)
 
-    # -- stored passwords (academy/data/accounts.py, academy/auth.py)
+    # -- stored passwords (academy/data/accounts.py, academy/web/auth.py)
     password_hash: str = setting(
         "DLA_PASSWORD_HASH", "scrypt:32768:8:1", "werkzeug's method for new password hashes: `scrypt:N:r:p` or "
         "`pbkdf2:sha256:ITERATIONS`. A stored hash keeps its own, so a change applies to passwords set afterwards; "
@@ -242,7 +242,7 @@ class Settings:
         "test suite lowers it only to save CPU",
         password_method)
 
-    # -- wrong passwords (academy/backoff.py): growing delays, never a lock-out ([Sign-in](#limits))
+    # -- wrong passwords (academy/web/backoff.py): growing delays, never a lock-out ([Sign-in](#limits))
     signin_free_failures: int = setting(
         "DLA_SIGNIN_FREE_FAILURES", 5, "wrong passwords for one account from browsers that never signed in to it, "
         "or from one browser that did (its device cookie), before each further attempt waits", int)
@@ -256,7 +256,7 @@ class Settings:
         "DLA_SIGNIN_MAX_DELAY_S", 900, "the longest wait after a wrong password (a delay, never a lock: no "
         "attempt is ever held back for longer)", int)
 
-    # -- how long a sign-in lasts (academy/security.py)
+    # -- how long a sign-in lasts (academy/web/security.py)
     session_idle_days: float = setting(
         "DLA_SESSION_IDLE_DAYS", 7.0, "a signed-in session that made no request for this long ends, and the "
         "browser signs in again", float)
@@ -265,7 +265,7 @@ class Settings:
         "is used (a guest's session is bounded by `DLA_GUEST_IDLE_DAYS` instead: it has no password to sign in "
         "again with)", float)
 
-    # -- email (academy/mail.py): confirmation links for sign-ups
+    # -- email (academy/web/mail.py): confirmation links for sign-ups
     smtp_host: str = setting(
         "DLA_SMTP_HOST", "", "the SMTP server that sends confirmation links; empty: no mail is sent, the link is "
         "written to the server's log for the operator, and addresses stay unconfirmed until opened",

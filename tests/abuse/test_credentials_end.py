@@ -85,7 +85,7 @@ def test_sign_out_says_tokens_remain_or_revokes_them(shared_server: LiveServer) 
 @pytest.mark.parametrize("ending", ["/auth/password", "/auth/sessions/end-others"])
 def test_a_token_minted_across_a_password_change_dies_with_it(race_app: Flask, ending: str) -> None:
     """The thief's token request has passed its session check when the owner's change commits (run from the
-    thief's own request, after academy.security's checks and before the view, in another thread with its own
+    thief's own request, after academy.web.security's checks and before the view, in another thread with its own
     client): the view must see that the session it was checked under has ended, on either database, and make
     no token (auth.create_token's guarded write)."""
     owner = new_session(race_app)

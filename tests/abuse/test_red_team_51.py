@@ -16,9 +16,9 @@ import pytest
 from flask import Flask
 from sqlalchemy import func, select
 
-from academy import security
 from academy.data.db import get_session
 from academy.data.models import ApiToken
+from academy.web import security
 from tests.helpers import LESSON, WebSession, new_session
 from tests.web.conftest import app as app  # noqa: F401,PLC0414 - the fixtures of tests/web
 from tests.web.conftest import make_app as make_app  # noqa: F401,PLC0414
@@ -125,7 +125,7 @@ def test_pending_sign_ups_cannot_flood_one_mailbox(mailing) -> None:  # noqa: F8
     """One client, ten sign-ups with the held address in a minute: ten mails to someone who asked for none (a
     botnet multiplies it by its addresses). An account's own link is limited to one per 5 minutes
     (confirmation.RESEND_EVERY); the pending sign-up's mail has no such limit."""
-    from academy import confirmation
+    from academy.web import confirmation
 
     app, box = mailing
     _squat(app, box, "target@example.org")
@@ -154,7 +154,7 @@ def test_a_token_minted_while_the_password_changes_does_not_survive_it(app: Flas
     changed: list[int] = []
 
     def owner_ends_sessions_meanwhile() -> None:
-        """Runs after the thief's session was accepted (academy.security's checks come first), before the view."""
+        """Runs after the thief's session was accepted (academy.web.security's checks come first), before the view."""
         if request.endpoint != "auth.create_token" or changed:
             return
 
@@ -324,7 +324,7 @@ def test_one_ipv6_network_shares_one_budget(make_app) -> None:  # noqa: ANN001, 
 
 
 def test_what_a_client_address_counts_as() -> None:
-    from academy.limits import address_key
+    from academy.web.limits import address_key
 
     assert address_key("2001:db8:5:6:a:b:c:d", 64) == "2001:db8:5:6::/64"
     assert address_key("2001:db8:5:6:a:b:c:d", 128) == "2001:db8:5:6:a:b:c:d/128"

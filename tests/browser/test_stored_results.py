@@ -17,9 +17,9 @@ pytestmark = [pytest.mark.browser]
 def test_a_schema_1_verdict_is_drawn_from_what_the_server_sends(page: Page, live_server: str,
                                                                 live_instance: Path) -> None:
     from academy import create_app, jobs
-    from academy.auth import create_account
     from academy.data.db import get_session
     from academy.data.models import Submission
+    from academy.web.auth import create_account
 
     app = create_app({"INSTANCE_PATH": str(live_instance), "REQUEUE_ON_START": False})  # the server's database
     with app.app_context():

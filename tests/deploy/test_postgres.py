@@ -19,9 +19,9 @@ def _api(app, token: str):  # noqa: ANN001, ANN202
 def test_app_on_postgresql_migrates_grades_and_survives_a_restart(postgres: PostgresServer, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from academy import jobs
-    from academy.auth import create_account
     from academy.data.db import get_session
-    from academy.security import new_api_token
+    from academy.web.auth import create_account
+    from academy.web.security import new_api_token
 
     monkeypatch.delenv("REDIS_URL", raising=False)  # grade in-process: this test is about the database
     config = {"INSTANCE_PATH": str(tmp_path / "instance"), "DATABASE_URL": postgres.url(), "SANDBOX": "local",

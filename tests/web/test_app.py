@@ -248,8 +248,9 @@ def test_administrators_commands_import_neither_torch_nor_the_course(instance_en
              # (not pygments: init-db's Alembic imports it through Mako)
              "heavy = ('torch', 'numpy', 'markdown_it', 'nh3', 'jsonschema', 'sandbox.local', 'sandbox.docker',\n"
              "         'sandbox.jail', 'grader.host.grading', 'yaml', 'grader.core.course', 'grader.core.result',\n"
-             "         'flask_babel', 'academy.api', 'academy.lessons', 'academy.instructor', 'academy.auth',\n"
-             "         'academy.security', 'academy.i18n', 'academy.lti', 'pylti1p3', 'jwt', 'requests')\n"
+             "         'flask_babel', 'academy.web.api', 'academy.web.lessons', 'academy.web.instructor',\n"
+             "         'academy.web.auth', 'academy.web.security', 'academy.i18n', 'academy.lti', 'pylti1p3', 'jwt',\n"
+             "         'requests')\n"
              "print('imported:', sorted(name for name in heavy if name in sys.modules))\n")
     env = {**os.environ, "DLA_SANDBOX": "local"}
     for args in (["--help"], ["init-db"], ["create-user", "a@example.org", "--password", "long enough"],

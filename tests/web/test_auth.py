@@ -31,7 +31,7 @@ def test_signup_errors_are_plain_and_keep_the_email(web) -> None:  # noqa: ANN00
     waiting = other.signup("ada@example.org")
     assert waiting.status_code == 202 and "written to the server's log" in waiting.get_data(as_text=True)
     with web.client.application.app_context():
-        from academy.confirmation import confirm_by_operator
+        from academy.web.confirmation import confirm_by_operator
 
         confirm_by_operator("ada@example.org")
         get_session().commit()

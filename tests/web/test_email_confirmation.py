@@ -201,7 +201,7 @@ def test_links_expire_are_single_purpose_and_rate_limited(mailing, monkeypatch: 
     from itsdangerous import URLSafeTimedSerializer
     from itsdangerous.timed import TimestampSigner
 
-    from academy import confirmation
+    from academy.web import confirmation
 
     app, box = mailing
     web = new_session(app)
@@ -243,7 +243,7 @@ def test_links_expire_are_single_purpose_and_rate_limited(mailing, monkeypatch: 
 def test_without_an_smtp_host_the_link_is_in_the_log_and_a_failed_mail_is_said(make_app, caplog) -> None:  # noqa: ANN001
     app = make_app()
     web = new_session(app)
-    with caplog.at_level(logging.WARNING, logger="academy.mail"):
+    with caplog.at_level(logging.WARNING, logger="academy.web.mail"):
         web.signup("ops@example.org")
     page = web.client.get("/").get_data(as_text=True)
     assert "This site sends no mail" in page and "written to the server" in page
@@ -290,7 +290,7 @@ def test_operator_accounts_count_as_confirmed_and_lms_learners_export_the_lms_em
     moodle = _gradebook(app, "moodle")
     assert [row[:3] for row in moodle[1:]] == [["lin@lms.example.org", "", "Lin"]]
     with app.app_context():  # an account from before migration 0011, until its operator vouches for it
-        from academy.confirmation import confirm_all_by_operator
+        from academy.web.confirmation import confirm_all_by_operator
 
         db = get_session()
         db.add(User(email="legacy@example.org", name="Legacy", role="learner"))
@@ -310,8 +310,8 @@ def test_mails_to_one_address_are_bounded_whoever_asks(mailing) -> None:  # noqa
 
     from sqlalchemy import update
 
-    from academy import confirmation
     from academy.data.models import SignupLinkMail
+    from academy.web import confirmation
 
     app, box = mailing
 

@@ -14,7 +14,7 @@ from tests.helpers import EXERCISE, LESSON, new_session
 
 
 def make_instructor(app, email: str = "teacher@example.org"):  # noqa: ANN001, ANN201
-    from academy.auth import create_account
+    from academy.web.auth import create_account
     with app.app_context():
         create_account(email, "password123", role="instructor")
         get_session().commit()

@@ -335,8 +335,8 @@ def test_catalogs_are_current_and_complete(tmp_path: Path) -> None:
 def test_account_instructor_and_error_pages_in_arabic(app) -> None:  # noqa: ANN001
     """The pages beyond the lessons speak the page's language too: account, sign-out, an error page, the
     instructor's pages, and the flash message of a real action (a wrong current password)."""
-    from academy.auth import create_account
     from academy.data.db import get_session
+    from academy.web.auth import create_account
 
     with app.app_context():
         create_account("teacher@example.org", "password123", role="instructor")

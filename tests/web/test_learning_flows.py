@@ -61,7 +61,7 @@ def test_hints_are_revealed_one_by_one_and_recorded(make_app, exercises_copy) ->
         assert get_session().query(HintReveal).filter_by(submission_id=sub).count() == 3
     teacher = new_session(app)
     with app.app_context():
-        from academy.auth import create_account
+        from academy.web.auth import create_account
 
         create_account("teacher@example.org", "password123", role="instructor")
         get_session().commit()

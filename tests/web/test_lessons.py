@@ -224,7 +224,7 @@ def test_step_ids_come_from_file_names_or_an_explicit_id(exercises_copy) -> None
 def test_every_kind_of_step_has_its_page_and_its_translation_coverage() -> None:
     """The web app's step-kind registries hold exactly the grader's kinds of step (grader.core.course.STEP_KINDS)."""
     from academy.i18n import STEP_COVERAGE
-    from academy.lessons import STEP_PAGES
+    from academy.web.lessons import STEP_PAGES
     from grader.core.course import STEP_KINDS
 
     assert set(STEP_PAGES) == set(STEP_KINDS.values()) == set(STEP_COVERAGE)

@@ -1,4 +1,4 @@
-"""How long a sign-in lasts (academy/security.py): an account's session ends `DLA_SESSION_IDLE_DAYS` after
+"""How long a sign-in lasts (academy/web/security.py): an account's session ends `DLA_SESSION_IDLE_DAYS` after
 its cookie's last request and `DLA_SESSION_MAX_DAYS` after its sign-in however busy it is; a guest's ends
 `DLA_GUEST_IDLE_DAYS` after its last request. The clock is the app's own (security.clock), moved by the test:
 the cookie's signature and the database keep real time, only the lifetimes read the moved clock."""
@@ -11,9 +11,9 @@ import pytest
 from flask import Flask
 from sqlalchemy import select
 
-from academy import security
 from academy.data.db import get_session
 from academy.data.models import User
+from academy.web import security
 from tests.helpers import LESSON, WebSession, new_session
 
 DAY = 86400.0

@@ -1,4 +1,4 @@
-"""Which step visits count (academy/lessons.py, security.from_this_site): only those the learner made. Another
+"""Which step visits count (academy/web/lessons.py, security.from_this_site): only those the learner made. Another
 site's link opens a step page with the learner's session cookie (SameSite=Lax goes with top-level GETs) and
 records nothing; a visitor's reading is kept only by the account that visitor becomes (a sign-up, a guest), not
 by whoever signs in next on that browser."""

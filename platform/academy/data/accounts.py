@@ -45,7 +45,7 @@ class AccountError(ValueError):
 
 class AddressUnconfirmed(AccountError):
     """A sign-up's address is held by an account that never confirmed it: not refused, but kept until the
-    address's owner confirms it (academy/confirmation.py). Carries what the sign-up gave, checked."""
+    address's owner confirms it (academy/web/confirmation.py). Carries what the sign-up gave, checked."""
 
     def __init__(self, email: str, password: str, name: str | None):
         super().__init__(email)

@@ -10,7 +10,7 @@ comes in three shapes (`FORMATS`): plain (accounts; guests only when asked for),
 vendors' documentation (docs/web.md, "Gradebook") and were not tried against a live Canvas or Moodle.
 
 An LMS puts a row's grades under whoever has the row's email, so the Canvas and Moodle files hold only an
-address somebody proved (`matching_email`): an account's address once confirmed (academy/confirmation.py), or,
+address somebody proved (`matching_email`): an account's address once confirmed (academy/web/confirmation.py), or,
 for a learner who came through an LTI launch, the address their LMS asserted. An unconfirmed address is never
 exported there (anyone could have typed a classmate's at sign-up); an account with neither such an address nor
 an SIS id is left out of those files. The plain file shows every address, and whether it is confirmed.

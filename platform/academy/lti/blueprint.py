@@ -15,7 +15,7 @@ from academy.data.models import LtiPlatform
 from academy.lti import pylti
 from academy.lti.claims import LAUNCH_LIFETIME_S, SESSION_ID
 from academy.lti.registration import active_platforms
-from academy.security import CONTENT_SECURITY_POLICY
+from academy.web.security import CONTENT_SECURITY_POLICY
 
 bp = Blueprint("lti", __name__, url_prefix="/lti")
 

@@ -13,7 +13,6 @@ from academy.data import progress
 from academy.data.accounts import gettext
 from academy.data.db import get_session
 from academy.data.models import LtiPlatform, LtiValue, utcnow
-from academy.limits import limit, limiter
 from academy.logline import printable
 from academy.lti import pylti
 from academy.lti.blueprint import bp, current_course, refused, remember_frame
@@ -23,7 +22,8 @@ from academy.lti.keys import public_jwk
 from academy.lti.outbound import OutboundError, Policy
 from academy.lti.registration import active_platforms, find_platform, public_base
 from academy.lti.scores import remember_grade_link
-from academy.security import start_session
+from academy.web.limits import limit, limiter
+from academy.web.security import start_session
 
 log = logging.getLogger(__name__)
 

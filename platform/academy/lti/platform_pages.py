@@ -22,7 +22,7 @@ from academy.lti.registration import (
     remove_platform,
     tool_urls,
 )
-from academy.security import instructor_required
+from academy.web.security import instructor_required
 
 
 def _platform_form() -> PlatformForm:

@@ -112,7 +112,7 @@ def _run_error_line(run: Submission | None) -> int | None:
 
 def _verdict_block(submission: Submission | None) -> tuple[str, list[dict[str, Any]], list[str]]:
     """The latest verdict as the learner's page shows it, its checks, and the hints the learner opened."""
-    from academy.api import hints_on_request, learner_result
+    from academy.web.api import hints_on_request, learner_result
 
     if submission is None or submission.result is None:
         return "LATEST VERDICT: no submission yet.", [], []

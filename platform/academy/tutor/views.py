@@ -17,7 +17,6 @@ from flask_babel import gettext
 
 from academy.content import get_content
 from academy.i18n import current_language
-from academy.security import instructor_required, learner_required, login_required
 from academy.settings import settings
 from academy.tutor import store
 from academy.tutor.admission import Line, Refusal, over_budget
@@ -26,6 +25,7 @@ from academy.tutor.context import build_context
 from academy.tutor.guard import Guard
 from academy.tutor.language import written_in
 from academy.tutor.prompt import messages
+from academy.web.security import instructor_required, learner_required, login_required
 from grader.core.course import ExerciseStep, Lesson, Quiz, Step
 
 bp = Blueprint("tutor", __name__)
@@ -137,7 +137,7 @@ def ask(lesson_id: str, step_id: str) -> ResponseReturnValue:
         abort(413, description=gettext("Ask in at most %(count)s characters.", count=MAX_QUESTION_CHARS))
     code = data.get("code")
     if code is not None:
-        from academy.api import _code_field
+        from academy.web.api import _code_field
 
         code = _code_field(data)
     refusal = over_budget(g.user.id, own.tutor_questions_per_minute, own.tutor_questions_per_day)

@@ -166,7 +166,7 @@ class ValidationRun(Base):
     report: Mapped[str | None] = mapped_column(Text)  # one line per case
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
-    # A hash of the exercise's folder as validated (academy.instructor.exercise_fingerprint; migration 0009):
+    # A hash of the exercise's folder as validated (academy.jobs.exercise_fingerprint; migration 0009):
     # the overview says when the files changed since. None for runs from before it.
     content_hash: Mapped[str | None] = mapped_column(String(64))
 

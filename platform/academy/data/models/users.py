@@ -51,7 +51,7 @@ class User(Base):
     # claim; optional, and never two accounts with the same one.
     sis_id: Mapped[str | None] = mapped_column(String(SIS_ID_MAX), unique=True, index=True)
     # When the owner proved `email` is theirs (a confirmation link opened with the account's password;
-    # academy/confirmation.py), or an operator vouched for it (`create-user`). None: unconfirmed, as every
+    # academy/web/confirmation.py), or an operator vouched for it (`create-user`). None: unconfirmed, as every
     # account from before migration 0011: such an address is never a gradebook's matching key, and a sign-up
     # by whoever owns it takes it away (a sign-up link: SignupLinkMail).
     email_confirmed_at: Mapped[datetime | None] = mapped_column(DateTime)
@@ -97,7 +97,7 @@ class ApiToken(Base):
 
 class SignupLinkMail(Base):
     """One sign-up link mailed to an address that an unconfirmed account holds (migration 0011;
-    academy/confirmation.py: mail_signup_link): the address and when, nothing of the sign-up (the link's opener
+    academy/web/confirmation.py: mail_signup_link): the address and when, nothing of the sign-up (the link's opener
     chooses the password). The rows bound the mails one address gets, whoever signs up."""
     __tablename__ = "signup_link_mails"
 
@@ -107,7 +107,7 @@ class SignupLinkMail(Base):
 
 
 class SigninFailure(Base):
-    """Wrong passwords counted under one key (academy/backoff.py): an account (its email, as typed), a client
+    """Wrong passwords counted under one key (academy/web/backoff.py): an account (its email, as typed), a client
     address, or one browser's device cookie. The key is a hash, so typed emails are not kept."""
     __tablename__ = "signin_failures"
 

@@ -4,7 +4,7 @@ Revision ID: 0008
 Revises: 0007
 Create Date: 2026-12-03 01:00:00
 
-A device cookie (academy/backoff.py: "this browser signed in to the account before") is bound to the
+A device cookie (academy/web/backoff.py: "this browser signed in to the account before") is bound to the
 account's device secret and password hash: a password change or "sign out everywhere else" replaces the
 secret, and every device cookie issued before stops counting. Rows from before start with none (NULL):
 their device cookies, of the old shape, count for nothing already, and the next sign-in issues a new one.

@@ -17,9 +17,9 @@ from academy.data import gradebook
 from academy.data.accounts import AccountError, clean_name, clean_sis_id
 from academy.data.db import get_session
 from academy.data.models import GRADED, PENDING, JobStatus, RegradeRun, Submission, User, ValidationRun, stored_result
-from academy.lessons import step_page
-from academy.security import end_other_sessions, instructor_required
 from academy.settings import settings
+from academy.web.lessons import step_page
+from academy.web.security import end_other_sessions, instructor_required
 from grader.core.course import CourseError
 
 bp = Blueprint("instructor", __name__, url_prefix="/instructor")

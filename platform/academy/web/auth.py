@@ -23,7 +23,6 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from academy import backoff, confirmation, mail
 from academy.data import progress
 from academy.data.accounts import (
     MIN_PASSWORD,
@@ -36,9 +35,11 @@ from academy.data.accounts import (
 )
 from academy.data.db import get_session
 from academy.data.models import ApiToken, User, new_session_secret
-from academy.inputs import safe_next
-from academy.limits import limit, limiter, spend, spend_new_guest, too_many
-from academy.security import (
+from academy.settings import settings
+from academy.web import backoff, confirmation, mail
+from academy.web.inputs import safe_next
+from academy.web.limits import limit, limiter, spend, spend_new_guest, too_many
+from academy.web.security import (
     SIGNED_IN,
     end_other_sessions,
     login_required,
@@ -46,7 +47,6 @@ from academy.security import (
     no_store,
     start_session,
 )
-from academy.settings import settings
 
 bp = Blueprint("auth", __name__, url_prefix="/auth")
 
@@ -430,7 +430,7 @@ def revoke_token(token_id: int) -> ResponseReturnValue:
     return redirect(url_for("auth.account"))
 
 
-# -- confirmed email addresses (academy/confirmation.py) ------------------------------------------------
+# -- confirmed email addresses (academy/web/confirmation.py) ------------------------------------------------
 
 @bp.route("/confirm/<token>", methods=["GET", "POST"])
 @no_store

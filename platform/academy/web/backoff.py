@@ -39,8 +39,8 @@ from sqlalchemy.exc import IntegrityError
 
 from academy.data.db import get_session
 from academy.data.models import SigninFailure, User, utcnow
-from academy.limits import client_address
 from academy.settings import settings
+from academy.web.limits import client_address
 
 DEVICE_COOKIE = "dla_device"
 DEVICE_MAX_AGE = timedelta(days=180)

@@ -20,7 +20,7 @@ from academy.data.accounts import TOKEN_PREFIX, hash_token, new_api_token  # noq
 from academy.data.db import get_session
 from academy.data.models import ApiToken, User, utcnow
 from academy.i18n import N_
-from academy.limits import spend_new_guest
+from academy.web.limits import spend_new_guest
 
 UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 # How often a user's last_seen_at is written: often enough to tell a guest idle for 30 days, rarely

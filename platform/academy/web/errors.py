@@ -8,13 +8,13 @@ from flask.typing import ResponseReturnValue
 from flask_babel import gettext, lazy_gettext
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from academy import limits
 from academy.data.db import INIT_DB, get_session
 from academy.i18n import N_
-from academy.inputs import MAX_BODY_BYTES
 from academy.settings import InstanceNotReady
+from academy.web import limits
+from academy.web.inputs import MAX_BODY_BYTES
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("academy.errors")  # the name it has always logged under
 
 # Error pages in the page's language. Werkzeug's names and default descriptions are the msgids, so English
 # pages read as before; a view's own description (abort(..., description=...)) is translated where the view

@@ -18,10 +18,10 @@ from academy.content import get_content
 from academy.data import progress
 from academy.data.db import get_session
 from academy.data.models import GRADED, PENDING, Draft, HintReveal, JobStatus, Submission, SubmissionKind
-from academy.limits import account_key, client_address, limit, limiter, too_many
 from academy.rendering import highlight_code, render_markdown
-from academy.security import learner_required, login_required
 from academy.settings import settings
+from academy.web.limits import account_key, client_address, limit, limiter, too_many
+from academy.web.security import learner_required, login_required
 from grader.core.course import Exercise
 from grader.core.protocol import MAX_CODE_BYTES, CodeTooLarge, Status, check_code_size
 from grader.core.result import Result
@@ -105,7 +105,7 @@ def _own_submission(submission_id: int) -> Submission:
 
 
 def _json_body() -> dict[str, Any]:
-    data = request.get_json()  # a body that is not JSON, or hostile JSON, answers 400 (academy/inputs.py)
+    data = request.get_json()  # a body that is not JSON, or hostile JSON, answers 400 (academy/web/inputs.py)
     if not isinstance(data, dict):
         abort(400, description=gettext('Send a JSON object, e.g. {"exercise": "...", "code": "..."}.'))
     return data

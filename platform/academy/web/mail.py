@@ -1,4 +1,4 @@
-"""Mail the site sends (confirmation links, academy/confirmation.py) through the operator's SMTP server.
+"""Mail the site sends (confirmation links, academy/web/confirmation.py) through the operator's SMTP server.
 
 Settings: DLA_SMTP_HOST, DLA_SMTP_PORT, DLA_SMTP_SECURITY (starttls | ssl | none), DLA_SMTP_USER,
 DLA_SMTP_PASSWORD, DLA_MAIL_FROM (academy/settings.py). Without an SMTP host nothing is sent: the message is

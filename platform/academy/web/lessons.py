@@ -14,11 +14,11 @@ from academy.content import get_content
 from academy.data import progress
 from academy.data.db import get_session
 from academy.data.models import GRADED, Draft, QuizAnswer, Submission
-from academy.limits import account_key, limit, limiter
 from academy.localized import localize, localize_course
 from academy.rendering import Untranslated, code_spans
-from academy.security import from_this_site, learner_required, public_lessons, public_page
 from academy.tutor import tutor_offered
+from academy.web.limits import account_key, limit, limiter
+from academy.web.security import from_this_site, learner_required, public_lessons, public_page
 from grader.core.course import Card, ExerciseStep, Lesson, Quiz, QuizQuestion, Step
 
 bp = Blueprint("lessons", __name__, url_prefix="/lessons")

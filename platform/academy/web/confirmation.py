@@ -1,7 +1,7 @@
 """Confirmed email addresses: links mailed to an address, opened with the account's password.
 
 An address is what an LMS's gradebook import matches a learner by (academy/data/gradebook.py), so it counts only
-once its owner proved it is theirs: the sign-up mails a link (academy/mail.py); whoever opens it and types the
+once its owner proved it is theirs: the sign-up mails a link (academy/web/mail.py); whoever opens it and types the
 account's password (or is signed in to that account already) confirms it. Both halves are needed: the link
 alone would let anyone who signs up with somebody else's address get it confirmed by its owner's one careless
 click; the password alone proves nothing about the mailbox.
@@ -36,11 +36,11 @@ from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from sqlalchemy import delete, func, select, update
 from werkzeug.security import check_password_hash
 
-from academy import mail
 from academy.data.accounts import gettext, password_hash
 from academy.data.db import get_session
 from academy.data.models import SignupLinkMail, User, utcnow
 from academy.settings import settings
+from academy.web import mail
 
 SALT = "academy.confirm-email"
 RESEND_EVERY = timedelta(minutes=5)  # a new link to one account, or one address's sign-up link, at most this often
@@ -143,7 +143,7 @@ def _account_link_allowed(email: str) -> bool:
     REDIS_URL is set, shared by every web process; else this process's memory), whichever account asks."""
     from limits import RateLimitItemPerDay
 
-    from academy.limits import limiter
+    from academy.web.limits import limiter
 
     if not limiter.enabled:  # RATELIMIT_ENABLED = False: only the per-account RESEND_EVERY holds
         return True
