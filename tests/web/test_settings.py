@@ -136,7 +136,7 @@ def test_passwords_are_hashed_with_werkzeugs_scrypt_unless_the_operator_says_oth
 def test_another_hash_method_applies_to_new_passwords_and_old_hashes_still_verify(make_app, monkeypatch) -> None:  # noqa: ANN001
     from werkzeug.security import generate_password_hash
 
-    from academy.web.auth import _dummy_hash
+    from academy.web.auth.blueprint import _dummy_hash
     from tests.helpers import WebSession
 
     monkeypatch.setenv("DLA_PASSWORD_HASH", "pbkdf2:sha256:1000")
@@ -151,7 +151,7 @@ def test_another_hash_method_applies_to_new_passwords_and_old_hashes_still_verif
     web.post("/auth/signout")
     assert web.signin("ada@example.org").status_code == 302
     # An unknown email pays the same method's work as a known one.
-    with mock.patch("academy.web.auth._dummy_hash", wraps=_dummy_hash) as dummy:
+    with mock.patch("academy.web.auth.blueprint._dummy_hash", wraps=_dummy_hash) as dummy:
         assert web.signin("nobody@example.org").status_code == 401
     assert dummy.call_args.args == ("pbkdf2:sha256:1000",)
     assert _dummy_hash("pbkdf2:sha256:1000").startswith("pbkdf2:sha256:1000$")
