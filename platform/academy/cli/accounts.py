@@ -1,62 +1,24 @@
-"""`flask --app academy ...` commands for administrators.
-
-None of them needs torch or the course but `regrade` and `worker`, and none imports either before it runs.
-The app a command runs in has no web front (academy/__init__.py, `create_app`), and this module imports
-only what every command needs (the database, the accounts); each command imports the rest itself, so
-`create-user` starts in well under a second (benchmarks/cli_startup.py). A command that uses the database
-says so when its schema is missing or behind (`needs_database`), naming `init-db`.
-"""
+"""Accounts: `create-user`, `create-token`, `set-role` (`change_role`, the one place a role changes), `confirm-email`,
+`remove-idle-guests`."""
 from __future__ import annotations
 
-import functools
 import getpass
-import logging
-import time
 from datetime import timedelta
-from typing import Any, Callable, TypeVar
+from typing import Callable
 
 import click
-from flask import Flask, current_app
 from flask.cli import with_appcontext
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import aliased
 
+from academy.cli.base import audit, needs_database
 from academy.data.accounts import AccountError, create_account, gettext, new_api_token, revoke_tokens
-from academy.data.db import check_schema, get_session
-from academy.data.models import PENDING, JobStatus, RegradeRun, Submission, User, utcnow
-from academy.instance import init_instance
+from academy.data.db import get_session
+from academy.data.models import PENDING, Submission, User, utcnow
 from academy.logline import printable
-from academy.settings import InstanceNotReady, settings
+from academy.settings import settings
 
-Command = TypeVar("Command", bound=Callable[..., Any])
-# Who was made or unmade an instructor, whose address an operator confirmed, by whom, when: one WARNING line
-# each (the server's log: its stderr; a command's own stderr), so that it shows whatever the logging
-# configuration, every value in it escaped (academy/logline.py).
-audit = logging.getLogger("academy.audit")
 ROLES = ("learner", "instructor")
-
-
-def needs_database(command: Command) -> Command:
-    """The command's database at the schema this code needs, else a plain error naming `init-db`."""
-    @functools.wraps(command)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        try:
-            check_schema(current_app._get_current_object())  # type: ignore[attr-defined]
-        except InstanceNotReady as exc:
-            raise click.ClickException(str(exc)) from None
-        return command(*args, **kwargs)
-    return checked  # type: ignore[return-value]
-
-
-@click.command("init-db")
-@with_appcontext
-def init_db_command() -> None:
-    """Make the instance ready: its folder, its secret key, the database schema (Alembic migrations).
-
-    Run it once before the first start and after every upgrade; running it again changes nothing.
-    """
-    for line in init_instance(current_app._get_current_object()):  # type: ignore[attr-defined]
-        click.echo(line)
 
 
 @click.command("create-user")
@@ -98,160 +60,6 @@ def create_token_command(email: str, name: str) -> None:
     click.echo(token)
 
 
-@click.command("regrade")
-@click.argument("exercise")
-@click.option("--wait", is_flag=True, help="Stay until the regrade is done and print every verdict, old and new.")
-@with_appcontext  # also when invoked through app.cli directly (app.test_cli_runner), not only by `flask`
-@needs_database
-def regrade_command(exercise: str, wait: bool) -> None:
-    """Grade the finished submissions of EXERCISE again with its current checks (e.g. after changing them).
-
-    Exit status 1 when the run stopped or a submission could not be graded (with --wait).
-    """
-    from academy import jobs
-    from academy.content import get_content
-    from academy.runners import runner
-
-    if exercise not in get_content().course.exercises:
-        raise click.ClickException(f"There is no exercise '{exercise}'.")
-    run, started = jobs.request_regrade(exercise)
-    if started:
-        click.echo(f"Regrading {run.total} finished submission(s) of {exercise} in the background (run {run.id}).")
-    else:
-        click.echo(f"A regrade of {exercise} is already {run.status} (run {run.id}, {run.total} submission(s)); "
-                   "not starting another.")
-    if not wait:
-        click.echo(f"See the outcome on /instructor/exercises/{exercise}, or wait for it: "
-                   f"flask --app academy regrade {exercise} --wait")
-        if runner().runs_here:
-            # Without REDIS_URL the jobs run on this process's threads, which it finishes before exiting.
-            click.echo("No job queue is configured (REDIS_URL), so this command grades them itself and "
-                       "returns when they are done.")
-        return
-    run = wait_for_regrade(run.id)
-    click.echo(regrade_table(run))
-    if run.status == JobStatus.ERROR or run.failed:
-        raise click.exceptions.Exit(1)
-
-
-def wait_for_regrade(run_id: int, poll_s: float = 0.5) -> RegradeRun:
-    """Poll the run until it is done or ended in error (Ctrl-C stops waiting, not the regrade)."""
-    from academy import jobs
-
-    db = get_session()
-    while True:
-        db.rollback()  # end the read transaction: SQLite would keep showing the snapshot it started with
-        run = db.get(RegradeRun, run_id, populate_existing=True)  # the row, not the session's stale copy
-        if not run.busy:
-            return run
-        if run.updated_at < utcnow() - jobs.REGRADE_STALE_AFTER:  # nothing is working on it: do not wait forever
-            raise click.ClickException(f"Regrade run {run.id} is {run.status} but has not moved since "
-                                       f"{run.updated_at:%Y-%m-%d %H:%M:%S} UTC; is a worker running?")
-        time.sleep(poll_s)
-
-
-def _verdict_text(verdict: dict[str, Any] | None) -> str:
-    return f"{verdict['status']} {verdict['score'] * 100:.0f}%" if verdict else "not graded"
-
-
-def regrade_table(run: RegradeRun) -> str:
-    """The summary of a finished run: a row per submission, the failures, then the counts."""
-    rows = [("submission", "learner", "old", "new", "changed")]
-    rows += [(str(e["submission"]), e["learner"], _verdict_text(e["old"]), _verdict_text(e["new"]),
-              "yes" if e["changed"] else "no") for e in run.entries]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
-    lines += [f"submission {e['submission']} not graded: {e['error']}" for e in run.entries if e["error"]]
-    if run.error_message:
-        lines.append(f"The regrade ended in error: {run.error_message}")
-    lines.append(f"{run.regraded} regraded: {run.changed} changed, {run.unchanged} unchanged, "
-                 f"{run.failed} failed to grade (run {run.id}, {run.status})")
-    return "\n".join(lines)
-
-
-@click.command("lti-register")
-@click.option("--name", required=True, help="How instructors tell this LMS apart (e.g. 'Canvas, Fall term').")
-@click.option("--issuer", required=True, help="The platform's issuer (Canvas: https://canvas.instructure.com).")
-@click.option("--client-id", required=True, help="The client id the LMS gave the tool (Canvas: its developer key id).")
-@click.option("--deployment-id", "deployment_ids", multiple=True,
-              help="A deployment id the LMS launches with (repeat it; launches of any other are refused).")
-@click.option("--auth-login-url", required=True, help="The LMS's OIDC authorization endpoint.")
-@click.option("--auth-token-url", required=True, help="The LMS's OAuth 2 access token endpoint.")
-@click.option("--key-set-url", required=True, help="The LMS's public keys (JWKS) URL.")
-@click.option("--auth-audience", default="", help="The token endpoint's audience, when the LMS names one.")
-@with_appcontext
-@needs_database
-def lti_register_command(name: str, issuer: str, client_id: str, deployment_ids: tuple[str, ...],
-                         auth_login_url: str, auth_token_url: str, key_set_url: str, auth_audience: str) -> None:
-    """Register an LMS (an LTI 1.3 platform), with a key pair of its own; prints what to give the LMS."""
-    from academy import lti
-
-    try:
-        platform = lti.register_platform(lti.PlatformForm(name, issuer, client_id, auth_login_url, auth_token_url,
-                                                          key_set_url, deployment_ids, auth_audience))
-    except AccountError as exc:
-        raise click.ClickException(str(exc)) from None
-    get_session().commit()
-    click.echo(f"Registered {platform.name} (id {platform.id}): issuer {platform.issuer}, client id "
-               f"{platform.client_id}, deployments {', '.join(deployment_ids) or 'none yet (lti-add-deployment)'}.")
-    _echo_tool_urls()
-
-
-def _echo_tool_urls() -> None:
-    from academy import lti
-
-    base = settings().public_url
-    if base is None:
-        click.echo("DLA_PUBLIC_URL is not set: these paths go after the site's public https origin.")
-    for what, url in lti.tool_urls(base or "").items():
-        click.echo(f"  {what:<10} {url}")
-
-
-@click.command("lti-add-deployment")
-@click.argument("platform_id", type=int)
-@click.argument("deployment_id")
-@with_appcontext
-@needs_database
-def lti_add_deployment_command(platform_id: int, deployment_id: str) -> None:
-    """Accept launches of another deployment of a registered LMS (Canvas: each installation has one)."""
-    from academy import lti
-    from academy.data.models import LtiPlatform
-
-    platform = get_session().get(LtiPlatform, platform_id)
-    if platform is None:
-        raise click.ClickException(f"There is no LMS registration {platform_id} (see lti-list).")
-    if lti.is_removed(platform):
-        raise click.ClickException(f"{platform.name} (registration {platform_id}) was removed: register its issuer "
-                                   "and client id again (lti-register) to bring it back, then add deployments.")
-    try:
-        lti.add_deployment(platform, deployment_id)
-    except AccountError as exc:
-        raise click.ClickException(str(exc)) from None
-    get_session().commit()
-    click.echo(f"{platform.name} now accepts deployment {deployment_id}.")
-
-
-@click.command("lti-list")
-@with_appcontext
-@needs_database
-def lti_list_command() -> None:
-    """The registered LMSes, their deployments, and the tool's URLs to give an LMS; the removed ones apart."""
-    from academy import lti
-    from academy.data.models import LtiPlatform
-
-    db = get_session()
-    for p in db.scalars(lti.active_platforms().order_by(LtiPlatform.id)):
-        deployments = ", ".join(d.deployment_id for d in p.deployments) or "none (every launch is refused)"
-        click.echo(f"{p.id}  {p.name}: issuer {p.issuer}, client id {p.client_id}, deployments {deployments}")
-    removed = db.scalars(select(LtiPlatform).where(LtiPlatform.removed_at.is_not(None)).order_by(LtiPlatform.id)).all()
-    if removed:
-        click.echo("Removed (their launches are refused; lti-register with the same issuer and client id brings one "
-                   "back, with its learners' accounts):")
-        for p in removed:
-            click.echo(f"{p.id}  {p.name}: issuer {p.issuer}, client id {p.client_id}")
-    _echo_tool_urls()
-
-
 @click.command("remove-idle-guests")
 @click.option("--days", type=int, help="Idle for longer than this (default DLA_GUEST_IDLE_DAYS, 30).")
 @with_appcontext
@@ -272,20 +80,6 @@ def remove_idle_guests_command(days: int | None) -> None:
     removed = db.execute(delete(User).where(idle)).rowcount
     db.commit()
     click.echo(f"Removed {removed} guest(s) idle for more than {days} days.")
-
-
-@click.command("worker")
-@click.option("--burst", is_flag=True, help="Quit when the queue is empty (for scripts and tests).")
-@click.option("--name", help="Worker name shown by `rq info` (default HOST.PID).")
-@click.option("--pool", "pool_size", type=int, help="Warm grading processes (default DLA_WARM_POOL or 2; 0 = cold).")
-@with_appcontext
-def worker_command(burst: bool, name: str | None, pool_size: int | None) -> None:
-    """Grade queued submissions from Redis (REDIS_URL) with the best sandbox of this host.
-
-    It says first whether this host can grade at all, then whether the database is ready (run_worker)."""
-    from academy.runners.rq import run_worker  # imports rq and redis only when they are wanted
-
-    run_worker(current_app._get_current_object(), burst=burst, name=name, pool_size=pool_size)  # type: ignore[attr-defined]
 
 
 # -- roles: the one place that changes one (`set-role` here, the learner page in academy/web/instructor.py) ---------
@@ -436,11 +230,3 @@ def confirm_email_command(email: str) -> None:
     click.echo(f"The address {user.email} is confirmed for {user.display_name} (id {user.id}).")
     if waiting:
         click.echo(f"{waiting} sign-up(s) waiting for this address's link will be refused: the address is taken.")
-
-
-def init_app(app: Flask) -> None:
-    """Every command, on `flask --app academy` and on `python -m academy` alike (academy/__main__.py)."""
-    for command in (init_db_command, remove_idle_guests_command, create_user_command, create_token_command,
-                    regrade_command, worker_command, lti_register_command, lti_add_deployment_command,
-                    lti_list_command, set_role_command, confirm_email_command):
-        app.cli.add_command(command)
