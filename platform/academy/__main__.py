@@ -1,4 +1,4 @@
-"""`python -m academy COMMAND`: the same commands as `flask --app academy COMMAND` (academy/cli.py), e.g.
+"""`python -m academy COMMAND`: the same commands as `flask --app academy COMMAND` (academy/cli/), e.g.
 
     python -m academy worker          an RQ grading worker (REDIS_URL)
 """
