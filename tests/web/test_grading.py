@@ -9,7 +9,7 @@ from sqlalchemy import select
 from academy import jobs
 from academy.data.db import get_session
 from academy.data.models import Submission, User
-from academy.web.api import GRADER_FAILED
+from academy.web.shown import GRADER_FAILED
 from grader.core.result import validate_result
 from tests.helpers import EXERCISE, REPO, new_session, wait_for
 

@@ -3,7 +3,7 @@
 The step's card or prompt, the learner's current editor code (numbered lines), the latest Run (output, error and
 its line), the latest verdict as the learner sees it (each check's status and message, the timeline rows, the
 figures' numbers) and the hints the learner already opened. Never the worked solution, an unopened hint or the
-checks' code: the verdict goes through the same filters as the API's (api.hints_on_request, api.learner_result),
+checks' code: the verdict goes through the same filters as the API's (web/shown.py: hints_on_request, learner_result),
 so the tutor can only repeat what the learner's own page already shows. `forbidden` lists what the answer guard
 (guard.py) must keep out of an answer all the same: the solution's code and the unopened hints' text.
 """
@@ -112,7 +112,7 @@ def _run_error_line(run: Submission | None) -> int | None:
 
 def _verdict_block(submission: Submission | None) -> tuple[str, list[dict[str, Any]], list[str]]:
     """The latest verdict as the learner's page shows it, its checks, and the hints the learner opened."""
-    from academy.web.api import hints_on_request, learner_result
+    from academy.web.shown import hints_on_request, learner_result
 
     if submission is None or submission.result is None:
         return "LATEST VERDICT: no submission yet.", [], []
