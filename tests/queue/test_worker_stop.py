@@ -10,7 +10,7 @@ from redis import Redis
 from rq import Queue
 from rq.exceptions import StopRequested
 
-from academy.runners.rq import GradingWorker
+from academy.runners.worker import GradingWorker
 from tests.helpers import RedisServer
 
 pytestmark = pytest.mark.redis

@@ -93,6 +93,6 @@ def worker_command(burst: bool, name: str | None, pool_size: int | None) -> None
     """Grade queued submissions from Redis (REDIS_URL) with the best sandbox of this host.
 
     It says first whether this host can grade at all, then whether the database is ready (run_worker)."""
-    from academy.runners.rq import run_worker  # imports rq and redis only when they are wanted
+    from academy.runners.worker import run_worker  # imports rq and redis only when they are wanted
 
     run_worker(current_app._get_current_object(), burst=burst, name=name, pool_size=pool_size)  # type: ignore[attr-defined]
