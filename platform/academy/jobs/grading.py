@@ -66,7 +66,7 @@ def grade_submission(submission_id: int) -> None:
     submission.passed = bool(result.get("passed"))  # a Run has no verdict: never passed
     submission.status, submission.error_message, submission.finished_at = JobStatus.DONE, None, utcnow()
     db.commit()
-    waiting.announce(submission_id)  # a request waiting for it answers now (academy/waiting.py)
+    waiting.announce(submission_id)  # a request waiting for it answers now (academy/jobs/waiting.py)
     if submission.kind == SubmissionKind.GRADE:
         send_lms_scores(submission.user_id, submission.exercise_id)
 

@@ -479,7 +479,7 @@
   });
 
   // A submission's or Run's state once it changed from `known` (queued to running, or finished), or once the
-  // server's wait ran out (academy/waiting.py: `?wait=` answers the moment the row changes). An answer that came
+  // server's wait ran out (academy/jobs/waiting.py: `?wait=` answers the moment the row changes). An answer that came
   // back quickly with nothing new was not held (every waiting seat taken, or a server without the long-poll):
   // then a pause, as plain polling.
   const WAIT_S = 20;
