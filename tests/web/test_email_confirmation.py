@@ -243,7 +243,7 @@ def test_links_expire_are_single_purpose_and_rate_limited(mailing, monkeypatch: 
 def test_without_an_smtp_host_the_link_is_in_the_log_and_a_failed_mail_is_said(make_app, caplog) -> None:  # noqa: ANN001
     app = make_app()
     web = new_session(app)
-    with caplog.at_level(logging.WARNING, logger="academy.web.mail"):
+    with caplog.at_level(logging.WARNING, logger="academy.mail"):
         web.signup("ops@example.org")
     page = web.client.get("/").get_data(as_text=True)
     assert "This site sends no mail" in page and "written to the server" in page
