@@ -166,3 +166,19 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     path = run_lock()
     if path is not None:
         path.unlink(missing_ok=True)
+
+
+@pytest.fixture(autouse=True)
+def no_listener_outlives_its_test() -> Iterator[None]:
+    """An app's listener for finished rows (academy/jobs/waiting.py) ends with `jobs.shutdown(app)`. One left
+    running retried a stopped Redis for the rest of the run, formatting a traceback every 5 s, and Python 3.11's
+    traceback formatting parses source (ast) beside a test doing the same: CPython then raised "AST constructor
+    recursion depth mismatch" in tests/test_architecture.py (3.11's AST converter counts depth per interpreter)."""
+    import threading
+
+    yield
+    left = [thread for thread in threading.enumerate() if thread.name == "academy-finishes"]
+    for thread in left:
+        thread.join(5)
+    assert not [thread for thread in left if thread.is_alive()], \
+        "an app's listener for finished rows outlived the test: call academy.jobs.shutdown(app)"

@@ -316,8 +316,11 @@ class QueueStack:
                          for path in sorted(self.tmp_path.glob("worker-*.log")))
 
     def close(self) -> None:
+        from academy import jobs
+
         for process in self.workers:
             stop_group(process)
+        jobs.shutdown(self.app)  # its listener for finished rows too: no thread outlives the test
 
 
 def stop_group(process: subprocess.Popen, timeout: float = 30) -> None:

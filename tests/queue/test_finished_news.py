@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
+from academy import jobs
 from academy.jobs import waiting
 from tests.helpers import ready_app
 
@@ -35,5 +36,7 @@ def test_a_workers_news_wakes_a_web_processs_waiter(tmp_path, redis_server, monk
     while thread.is_alive() and time.monotonic() < deadline + 20:
         waiting.finishes(worker).announce(7)  # a worker's job stored row 7 (published again until heard)
         thread.join(1)
+    for app in (web, worker):
+        jobs.shutdown(app)
     assert answers and answers[0][0] is True, answers
     assert answers[0][1] < 25, f"the wait ended after {answers[0][1]:.1f} s: it ran out, the news never came"

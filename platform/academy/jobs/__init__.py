@@ -55,9 +55,11 @@ __all__ = ["JOBS", "REGRADE_STALE_AFTER", "STAFF_KEY", "UNKEYED", "Finishes", "G
 
 
 def shutdown(app: Flask) -> None:
-    """Finish this app's in-process jobs and stop its warm grading processes (tests, benchmarks)."""
+    """Finish this app's in-process jobs, stop its warm grading processes and its listening for finished rows
+    (tests, benchmarks)."""
     app.extensions["academy.jobs"].shutdown()
     grading_sandbox(app).close()
+    finishes(app).close()
 
 
 def init_app(app: Flask) -> None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from flask import Flask, current_app
 
+from academy.logline import printable
 from academy.settings import settings
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ class Finishes:
         self._where: Counter[str] = Counter()  # how many requests wait now, by client address
         self.per_address = max(1, self.seats // 2)  # the seats one address may hold
         self._listener: threading.Thread | None = None
+        self._closed = threading.Event()  # set by close(): the listener ends within a second
         self._publisher: Any = None  # a Redis client, made on first use
 
     @property
@@ -111,21 +113,42 @@ class Finishes:
                 self._listener = threading.Thread(target=self._hear_redis, name="academy-finishes", daemon=True)
                 self._listener.start()
 
+    def close(self) -> None:
+        """Stop listening and publishing (the app is done: tests, benchmarks, a server's last step)."""
+        self._closed.set()
+        if self._listener is not None:
+            self._listener.join(5)
+        if self._publisher is not None:
+            self._publisher.close()
+
     def _hear_redis(self) -> None:
         from redis import Redis
 
-        while True:
+        lost = False
+        while not self._closed.is_set():
             try:
                 # Its own connection without a read timeout: a quiet channel is not an error.
                 client = Redis.from_url(self.redis_url, socket_connect_timeout=3, health_check_interval=30)
                 pubsub = client.pubsub(ignore_subscribe_messages=True)
                 pubsub.subscribe(self.channel)
-                while True:
-                    if pubsub.get_message(timeout=30) is not None:
-                        self._heard()
-            except Exception:  # noqa: BLE001 - Redis away: the waiters read their rows every RECHECK_S
-                log.warning("lost the news of finished rows from Redis; listening again in 5 s", exc_info=True)
-                time.sleep(5)
+                if lost:
+                    log.warning("hearing the news of finished rows from Redis again")
+                    lost = False
+                try:
+                    while not self._closed.is_set():
+                        if pubsub.get_message(timeout=1) is not None:
+                            self._heard()
+                finally:
+                    pubsub.close()
+                    client.close()
+            except Exception as error:  # noqa: BLE001 - Redis away: the waiters read their rows every RECHECK_S
+                # One line per outage, no traceback: the cause is the error's text, and a traceback every 5 s
+                # for as long as Redis is away buries the log.
+                if not lost:
+                    log.warning("lost the news of finished rows from Redis (%s); listening again every 5 s",
+                                printable(str(error)))
+                lost = True
+                self._closed.wait(5)
 
 
 def connect(url: str) -> Redis:
