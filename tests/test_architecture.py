@@ -7,6 +7,7 @@ grading process may import."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -45,17 +46,22 @@ def module_name(path: Path) -> str:
 
 
 def imports(source: str) -> set[str]:
-    """Every module `source` imports (absolute imports; `from a import b` counts as a.b when b is a module
-    of ours, else as a)."""
+    """Every module `source` imports (absolute imports; `from a import b` counts as a.b when that is a module
+    of ours, else as a: `from academy import jobs` imports academy.jobs, not the app factory's module)."""
     found = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
-            if node.module in OURS or node.module.count(".") < 2:
-                found |= {f"{node.module}.{alias.name}" for alias in node.names}
+            for alias in node.names:
+                named = f"{node.module}.{alias.name}"
+                found.add(named if named in our_modules() else node.module)
     return {name for name in found if name.split(".")[0] in OURS}
+
+
+@functools.cache
+def our_modules() -> frozenset[str]:
+    return frozenset(our_sources())
 
 
 def violations(sources: dict[str, str], rules: dict[str, set[str]]) -> list[str]:
@@ -181,7 +187,7 @@ def test_a_probe_that_imports_the_reference_is_caught(tmp_path):
 # modules import only as a whole (the package's __init__ names what they use), never one of its modules.
 SEALED = ("academy.lti", "academy.jobs", "academy.i18n")
 # Packages of the table whose modules import one another without a cycle, though others may import their modules.
-ACYCLIC = (*SEALED, "academy.data", "academy.web")
+ACYCLIC = (*SEALED, "academy.data", "academy.web", "academy.tutor", "academy.cli", "academy.runners")
 
 
 def imported_modules(source: str, modules: set[str]) -> set[str]:
@@ -260,3 +266,23 @@ def test_a_cycle_inside_a_package_and_a_reach_into_it_are_caught():
     assert reaches_in(sources, "academy.lti") == ["academy.cli imports academy.lti.a"]
     sources["academy.lti.b"] = "from academy.lti import FRAMEABLE\n"  # a name of the package's __init__
     assert cycle_in(sources, "academy.lti") == ["academy.lti", "academy.lti.a", "academy.lti.b", "academy.lti"]
+
+
+def rows_importing_below(rules: dict[str, set[str]]) -> list[str]:
+    """'row may import later-row' for each row of the contract that names a package not above it: read top to
+    bottom the table is a stack of floors, so no import, and no chain of them, runs back up (no cycle between
+    packages, e.g. the web's pages and the tutor, or the commands and the instructor pages)."""
+    order = list(rules)
+    return [f"{row} may import {other}" for index, row in enumerate(order)
+            for other in sorted(rules[row]) if other in rules and order.index(other) >= index]
+
+
+def test_the_contract_is_a_stack_of_floors():
+    assert rows_importing_below(contract()) == []
+
+
+def test_a_row_that_imports_a_floor_below_is_caught():
+    rules = {"academy.data": {"academy.settings"}, "academy.settings": set(), "academy.web": {"academy.data"}}
+    assert rows_importing_below(rules) == ["academy.data may import academy.settings"]
+    del rules["academy.data"]
+    assert rows_importing_below(rules) == []

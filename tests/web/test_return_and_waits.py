@@ -11,7 +11,7 @@ from flask import Flask
 
 from academy.data.db import get_session
 from academy.data.models import JobStatus, Submission, SubmissionKind, User
-from academy.web.inputs import safe_next
+from academy.redirects import safe_next
 from grader.core.course import load_course
 from tests.helpers import EXERCISE, LESSON, WebSession, new_session
 

@@ -6,7 +6,7 @@ only what every command needs (the database, the accounts); each command imports
 `create-user` starts in well under a second (benchmarks/cli_startup.py). A command that uses the database
 says so when its schema is missing or behind (`needs_database`), naming `init-db`.
 
-    base.py       the audit log, needs_database, init-db
+    base.py       needs_database, init-db
     accounts.py   create-user, create-token, set-role (change_role), confirm-email, remove-idle-guests
     grading.py    regrade, worker
     lti.py        lti-register, lti-add-deployment, lti-list
@@ -16,12 +16,9 @@ from __future__ import annotations
 from flask import Flask
 
 from academy.cli.accounts import (
-    ROLES,
-    change_role,
     confirm_email_command,
     create_token_command,
     create_user_command,
-    describe,
     find_account,
     operator,
     remove_idle_guests_command,
@@ -31,7 +28,7 @@ from academy.cli.base import init_db_command, needs_database
 from academy.cli.grading import regrade_command, regrade_table, wait_for_regrade, worker_command
 from academy.cli.lti import lti_add_deployment_command, lti_list_command, lti_register_command
 
-__all__ = ["ROLES", "change_role", "describe", "find_account", "init_app", "needs_database", "operator",
+__all__ = ["find_account", "init_app", "needs_database", "operator",
            "regrade_table", "wait_for_regrade", "worker_command"]
 
 

@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import getpass
 from datetime import timedelta
-from typing import Callable
 
 import click
 from flask.cli import with_appcontext
-from sqlalchemy import delete, func, select, update
-from sqlalchemy.orm import aliased
+from sqlalchemy import delete, func, select
 
-from academy.cli.base import audit, needs_database
-from academy.data.accounts import AccountError, create_account, gettext, new_api_token, revoke_tokens
+from academy.cli.base import needs_database
+from academy.data.accounts import AccountError, create_account, new_api_token
 from academy.data.db import get_session
 from academy.data.models import PENDING, Submission, User, utcnow
+from academy.data.roles import ROLES, audit, change_role, describe
 from academy.logline import printable
 from academy.settings import settings
-
-ROLES = ("learner", "instructor")
 
 
 @click.command("create-user")
@@ -84,64 +81,12 @@ def remove_idle_guests_command(days: int | None) -> None:
 
 # -- roles: the one place that changes one (`set-role` here, the learner page in academy/web/instructor.py) ---------
 
-def describe(user: User) -> str:
-    """An account as a log line names it: its id (never reused), email and name."""
-    return f"account #{user.id} <{user.email or 'no email'}> ({user.name or 'no name'})"
-
-
 def operator() -> str:
     """Who runs this command, as far as the system says (the log's "by" for a change from the command line)."""
     try:
         return f"an operator (OS user {getpass.getuser()}) on the command line"
     except (KeyError, OSError):  # no login name nor passwd entry (a container's arbitrary uid)
         return "an operator on the command line"
-
-
-def change_role(user: User, role: str, *, by: str, end_sessions: Callable[[User], None] = User.end_sessions) -> None:
-    """Make `user` an instructor (`role` "instructor") or a learner again, end the account's sessions
-    (`end_sessions`: every cookie of it; the learner page passes security.end_other_sessions, which keeps the
-    acting browser signed in when it is the account's own) and revoke its API tokens, commit, and log who did
-    it (`by`) to whom, when. A copy of the account's cookie or token (a shared computer's, a stolen one) must
-    neither gain the new role nor keep the old one: the account signs in again and makes new tokens.
-
-    AccountError (its text for the page or the command) when `role` is neither, `user` is a guest (no account:
-    it signs up first), already has the role, or is the last instructor: the instructor pages must stay
-    reachable by somebody, so another account is made an instructor first. The last-instructor rule holds
-    against simultaneous revocations too: the role changes by one UPDATE whose condition counts the
-    instructors, after locking their rows (PostgreSQL; SQLite runs one writer at a time)."""
-    if role not in ROLES:
-        raise AccountError(gettext("A role is either learner or instructor."))
-    who = user.display_name
-    if user.is_guest:
-        raise AccountError(gettext("%(who)s is a guest, not an account: it cannot be an instructor. It signs up "
-                                   "first (and keeps its progress).", who=who))
-    if user.role == role:
-        raise AccountError(gettext("%(who)s is already an instructor; nothing changed.", who=who)
-                           if role == "instructor" else
-                           gettext("%(who)s is not an instructor; nothing changed.", who=who))
-    db = get_session()
-    if role == "learner":
-        db.execute(select(User.id).where(User.role == "instructor").with_for_update())
-        others = aliased(User)
-        instructors = select(func.count()).select_from(others).where(others.role == "instructor").scalar_subquery()
-        revoked = db.execute(update(User).where(User.id == user.id, User.role == "instructor", instructors > 1)
-                             .values(role="learner").execution_options(synchronize_session=False)).rowcount
-        db.refresh(user, ["role"])
-        if not revoked:
-            db.rollback()
-            if user.role == "instructor":
-                raise AccountError(gettext("%(who)s is the only instructor, so the role stays: somebody must still "
-                                           "reach the instructor pages. Make another account an instructor first.",
-                                           who=who))
-            raise AccountError(gettext("%(who)s is not an instructor; nothing changed.", who=who))
-    else:
-        user.role = role
-    end_sessions(user)
-    tokens = revoke_tokens(user)
-    db.commit()
-    what = "granted the instructor role to" if role == "instructor" else "revoked the instructor role of"
-    audit.warning("%s", printable(f"role change at {utcnow():%Y-%m-%dT%H:%M:%SZ}: {by} {what} {describe(user)}; "
-                                 f"the account's sessions were ended and its {tokens} API token(s) revoked", None))
 
 
 def find_account(email: str | None, user_id: int | None) -> User:

@@ -1,8 +1,7 @@
-"""What every command shares: the audit log, `needs_database`, and `init-db`."""
+"""What every command shares: `needs_database` and `init-db` (the audit log is academy/data/roles.py's)."""
 from __future__ import annotations
 
 import functools
-import logging
 from typing import Any, Callable, TypeVar
 
 import click
@@ -14,10 +13,7 @@ from academy.instance import init_instance
 from academy.settings import InstanceNotReady
 
 Command = TypeVar("Command", bound=Callable[..., Any])
-# Who was made or unmade an instructor, whose address an operator confirmed, by whom, when: one WARNING line
-# each (the server's log: its stderr; a command's own stderr), so that it shows whatever the logging
-# configuration, every value in it escaped (academy/logline.py).
-audit = logging.getLogger("academy.audit")
+
 def needs_database(command: Command) -> Command:
     """The command's database at the schema this code needs, else a plain error naming `init-db`."""
     @functools.wraps(command)

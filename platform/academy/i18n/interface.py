@@ -13,9 +13,9 @@ from flask_babel import Babel, lazy_gettext
 from academy.data.db import get_session
 from academy.i18n.languages import LANGUAGES, RTL
 from academy.i18n.messages import editor_phrases, js_text
+from academy.redirects import safe_next
 from academy.rendering import marked
 from academy.settings import settings
-from academy.web.inputs import safe_next
 
 # The sentence a page shows where parts of the lesson are still English (the seeds' own, in the catalogs).
 NOT_TRANSLATED = lazy_gettext("Parts of this lesson are not yet translated and are shown in English.")

@@ -6,6 +6,6 @@ guard.py keeps the solution and unopened hints out of it; admission.py holds the
 conversations; views.py is the blueprint."""
 from __future__ import annotations
 
-from academy.tutor.views import bp, tutor_offered
+from academy.tutor.views import bp
 
-__all__ = ["bp", "tutor_offered"]
+__all__ = ["bp"]

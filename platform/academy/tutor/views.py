@@ -25,8 +25,10 @@ from academy.tutor.context import build_context
 from academy.tutor.guard import Guard
 from academy.tutor.language import written_in
 from academy.tutor.prompt import messages
+from academy.web.inputs import code_field
+from academy.web.lessons import step_page
 from academy.web.security import instructor_required, learner_required, login_required
-from grader.core.course import ExerciseStep, Lesson, Quiz, Step
+from grader.core.course import ExerciseStep, Lesson, Step
 
 bp = Blueprint("tutor", __name__)
 MAX_QUESTION_CHARS = 1000
@@ -66,11 +68,6 @@ def _tutor_language() -> dict[str, Any]:
     return {"tutor_answers_in_english": _answers_in_english}  # called only where the panel is drawn
 
 
-def tutor_offered(step: Step) -> bool:
-    """Whether a step's page draws the tutor panel: on cards and exercises while the tutor is on."""
-    return settings().tutor_enabled and not isinstance(step, Quiz)
-
-
 def _json_error(status: int, message: str, retry_header: int | None = None, **extra: Any) -> Response:
     response = jsonify(error=message, **extra)
     response.status_code = status
@@ -89,7 +86,7 @@ def _step(lesson_id: str, step_id: str) -> tuple[Lesson, Step]:
         step = lesson.step(step_id)
     except KeyError:
         abort(404, description=gettext("There is no such step."))
-    if isinstance(step, Quiz):
+    if not step_page(step).tutor:  # the step kinds whose pages offer the tutor (a quiz does not)
         abort(404, description=gettext("The tutor answers on cards and exercises, not in the quiz."))
     return lesson, step
 
@@ -137,9 +134,7 @@ def ask(lesson_id: str, step_id: str) -> ResponseReturnValue:
         abort(413, description=gettext("Ask in at most %(count)s characters.", count=MAX_QUESTION_CHARS))
     code = data.get("code")
     if code is not None:
-        from academy.web.api import _code_field
-
-        code = _code_field(data)
+        code = code_field(data)
     refusal = over_budget(g.user.id, own.tutor_questions_per_minute, own.tutor_questions_per_day)
     if refusal is not None:
         return _refused(refusal)

@@ -20,6 +20,7 @@ from academy.data.db import get_session
 from academy.data.models import GRADED, PENDING, Draft, HintReveal, JobStatus, Submission, SubmissionKind
 from academy.rendering import highlight_code, render_markdown
 from academy.settings import settings
+from academy.web.inputs import code_field
 from academy.web.limits import account_key, client_address, limit, limiter, too_many
 from academy.web.security import learner_required, login_required
 from academy.web.shown import (
@@ -29,7 +30,6 @@ from academy.web.shown import (
     submission_json,
 )
 from grader.core.course import Exercise
-from grader.core.protocol import MAX_CODE_BYTES, CodeTooLarge, check_code_size
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
@@ -49,19 +49,6 @@ def _json_body() -> dict[str, Any]:
     if not isinstance(data, dict):
         abort(400, description=gettext('Send a JSON object, e.g. {"exercise": "...", "code": "..."}.'))
     return data
-
-
-def _code_field(data: dict[str, Any]) -> str:
-    code = data.get("code")
-    if not isinstance(code, str):
-        abort(400, description=gettext('"code" must be a string of Python source.'))
-    try:
-        check_code_size(code)  # the protocol's one limit, as the grader's other edges apply it
-    except CodeTooLarge:
-        abort(413, description=gettext("The code is larger than %(size)s KB.", size=MAX_CODE_BYTES // 1024))
-    if "\x00" in code:
-        abort(400, description=gettext("The code contains a NUL character; send Python source text."))
-    return code
 
 
 def _exercise_or_404(exercise_id: Any) -> Exercise:
@@ -131,7 +118,7 @@ def _queue(kind: SubmissionKind, exercise: Exercise, code: str, endpoint: str) -
 def create_submission() -> ResponseReturnValue:
     data = _json_body()
     exercise = _exercise_or_404(data.get("exercise"))
-    return _queue(SubmissionKind.GRADE, exercise, _code_field(data), "api.get_submission")
+    return _queue(SubmissionKind.GRADE, exercise, code_field(data), "api.get_submission")
 
 
 @bp.post("/runs")
@@ -145,7 +132,7 @@ def create_run() -> ResponseReturnValue:
     not an attempt. It is one job like a submission: one pending job per learner, whichever kind."""
     data = _json_body()
     exercise = _exercise_or_404(data.get("exercise"))
-    return _queue(SubmissionKind.RUN, exercise, _code_field(data), "api.get_run")
+    return _queue(SubmissionKind.RUN, exercise, code_field(data), "api.get_run")
 
 
 def _wait_seconds() -> float:
@@ -267,7 +254,7 @@ def list_submissions() -> ResponseReturnValue:
                error_message=lambda: gettext("Too many draft saves from your network right now."))
 def save_draft(exercise_id: str) -> ResponseReturnValue:
     exercise = _exercise_or_404(exercise_id)
-    code = _code_field(_json_body())
+    code = code_field(_json_body())
     size, address = len(code.encode("utf-8")), client_address()
     _check_draft_room(exercise.id, size, address)
     db = get_session()

@@ -1,4 +1,6 @@
-"""What the app accepts at its edges: redirect targets (`next`) and JSON bodies.
+"""What the app accepts at its edges: the code a request sends (`code_field`) and JSON bodies.
+
+Redirect targets are academy/redirects.py's (the language switch needs them too).
 
 Each refusal is a learner-facing message: a 400, never a stack trace.
 """
@@ -6,14 +8,13 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
-from flask import Flask, Request
+from flask import Flask, Request, abort
 from flask.json.provider import DefaultJSONProvider
 from flask_babel import gettext
 from werkzeug.exceptions import BadRequest
 
-from grader.core.protocol import MAX_CODE_BYTES
+from grader.core.protocol import MAX_CODE_BYTES, CodeTooLarge, check_code_size
 
 MAX_JSON_DEPTH = 32  # the API's bodies are two levels deep; anything near Python's recursion limit is hostile
 # The largest request body (Flask's MAX_CONTENT_LENGTH): the largest submission plus a quarter for its JSON
@@ -22,29 +23,18 @@ MAX_JSON_DEPTH = 32  # the API's bodies are two levels deep; anything near Pytho
 MAX_BODY_BYTES = MAX_CODE_BYTES + MAX_CODE_BYTES // 4
 
 
-def safe_next(target: str | None, default: str) -> str:
-    """`target` when it is a path on this site, else `default`.
-
-    Checked as the browser will read it, not as sent: browsers drop tabs and newlines from URLs and read
-    a backslash as a slash, so "/\\t/evil.example" and "/\\\\evil.example" both mean //evil.example.
-    Anything with a control character or a backslash is refused outright rather than cleaned up, and so is a
-    target that reads as another site once percent-decoded ("/%2F%2Fevil.example", "%2F%2Fevil.example",
-    "/%5Cevil.example"), however often encoded: no page of this site has such a path, and a proxy or a later
-    redirect that decodes it would leave the site.
-    """
-    if not target:
-        return default
-    seen = target
-    while True:
-        if any(ord(ch) < 0x20 or ord(ch) == 0x7F or ch == "\\" for ch in seen):
-            return default
-        parts = urlsplit(seen)
-        if parts.scheme or parts.netloc or not seen.startswith("/") or seen.startswith("//"):
-            return default
-        decoded = unquote(seen)
-        if decoded == seen:
-            return target
-        seen = decoded
+def code_field(data: dict[str, Any]) -> str:
+    """The request's "code": Python source within the protocol's size, else a 400 or 413 saying why."""
+    code = data.get("code")
+    if not isinstance(code, str):
+        abort(400, description=gettext('"code" must be a string of Python source.'))
+    try:
+        check_code_size(code)  # the protocol's one limit, as the grader's other edges apply it
+    except CodeTooLarge:
+        abort(413, description=gettext("The code is larger than %(size)s KB.", size=MAX_CODE_BYTES // 1024))
+    if "\x00" in code:
+        abort(400, description=gettext("The code contains a NUL character; send Python source text."))
+    return code
 
 
 class JSONBodyError(ValueError):

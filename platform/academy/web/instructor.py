@@ -11,12 +11,12 @@ from flask_babel import gettext, ngettext
 from sqlalchemy import func, select
 
 from academy import i18n, jobs
-from academy.cli import ROLES, change_role, describe
 from academy.content import get_content, reload_content
 from academy.data import gradebook
 from academy.data.accounts import AccountError, clean_name, clean_sis_id
 from academy.data.db import get_session
 from academy.data.models import GRADED, PENDING, JobStatus, RegradeRun, Submission, User, ValidationRun, stored_result
+from academy.data.roles import ROLES, change_role, describe
 from academy.settings import settings
 from academy.web.lessons import step_page
 from academy.web.security import end_other_sessions, instructor_required

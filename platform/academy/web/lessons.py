@@ -16,7 +16,7 @@ from academy.data.db import get_session
 from academy.data.models import GRADED, Draft, QuizAnswer, Submission
 from academy.localized import localize, localize_course
 from academy.rendering import Untranslated, code_spans
-from academy.tutor import tutor_offered
+from academy.settings import settings
 from academy.web.limits import account_key, limit, limiter
 from academy.web.security import from_this_site, learner_required, public_lessons, public_page
 from grader.core.course import Card, ExerciseStep, Lesson, Quiz, QuizQuestion, Step
@@ -85,8 +85,9 @@ def step(lesson_id: str, step_id: str) -> ResponseReturnValue:
     t = localize(lesson)
     context = {"lesson": lesson, "number": number, "step": current, "t": t,
                "html": t.step_html(current, content.step_html(current)),
-               "status": progress.lesson_status(g.user, lesson), "tutor": tutor_offered(current)}
+               "status": progress.lesson_status(g.user, lesson), }
     page = step_page(current)
+    context["tutor"] = page.tutor and settings().tutor_enabled
     if page.extras is not None:
         context.update(page.extras(lesson, current))
     return render_template("lessons/step.html", page=page, **context)
@@ -153,6 +154,7 @@ class StepPage:
     label: LazyString  # the kind of step, as the instructor's content table names it
     extras: Callable[[Lesson, Any], dict[str, Any]] | None = None  # what its page needs beyond the step's HTML
     editor: bool = False  # its page loads the code editor and the verdict's pictures
+    tutor: bool = True  # its page offers the tutor's panel (while the tutor is on): a quiz is the learner's own
 
 
 # Every kind of step, by its class: a kind the grader adds and this registry lacks fails its test
@@ -160,7 +162,7 @@ class StepPage:
 STEP_PAGES: dict[type, StepPage] = {
     Card: StepPage("lessons/_card.html", lazy_gettext("card")),
     ExerciseStep: StepPage("lessons/_exercise.html", lazy_gettext("exercise"), _exercise_extras, editor=True),
-    Quiz: StepPage("lessons/_quiz.html", lazy_gettext("quiz"), _quiz_state),
+    Quiz: StepPage("lessons/_quiz.html", lazy_gettext("quiz"), _quiz_state, tutor=False),
 }
 
 

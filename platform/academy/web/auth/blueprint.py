@@ -15,9 +15,9 @@ from flask_babel import gettext
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from academy.data.models import User
+from academy.redirects import safe_next
 from academy.settings import settings
 from academy.web import mail
-from academy.web.inputs import safe_next
 
 bp = Blueprint("auth", __name__, url_prefix="/auth")
 
