@@ -271,12 +271,12 @@ class _Mirror:
 
 # --- the grader's rank ------------------------------------------------------------------------------------
 
-def start_grader_rank(size: int, extra: dict[str, Any]) -> dict[str, Any]:
+def start_grader_rank(size: int) -> dict[str, Any]:
     """From prepare(): fork the grader's rank. It asks the referee for its data and its loop (the source of
     the exercise's checks/grader_rank.py, whose `count(report, group, told, counting)` builds its DDP and runs
     `counting(ddp, loop)`), joins the group, follows the learner's own collectives, and sends the report (the
-    counts, plus `extra`'s fields as the loop filled them); a group that failed because of what the learner's
-    rank did is said in `report["error"]`."""
+    counts, plus the fields of the loop's `REPORT` as the loop filled them); a group that failed because of
+    what the learner's rank did is said in `report["error"]`."""
     store = os.path.join(tempfile.mkdtemp(), "store")
     reader, writer = os.pipe()
 
@@ -284,10 +284,11 @@ def start_grader_rank(size: int, extra: dict[str, Any]) -> dict[str, Any]:
         os.close(writer)
         told = channel.ask({"op": "data"})  # the run's seed for the model, this rank's data and its loop
         report = {"allreduces": 0, "finished": False, "done": False, "error": None, "collectives": 0,
-                  "collective_error": None, **extra}
+                  "collective_error": None}
         try:
             loop: dict[str, Any] = {"__name__": "grader_rank"}
             exec(compile(told.pop("code"), "grader_rank.py", "exec"), loop)  # noqa: S102 - the referee's own source
+            report.update(json.loads(json.dumps(loop.get("REPORT", {}))))  # a fresh copy of the loop's fields
             group = join_group(store, GRADER_RANK)
             threading.Thread(target=_Mirror(reader, report).run, daemon=True).start()
             loop["count"](report, group, told,
@@ -356,21 +357,59 @@ def draw_seed(source: Any) -> int:
     return source.randbelow(2**31 - 2) + 1
 
 
-def grader_rank_referee(code: Path, draw: Callable[[], dict[str, int]],
-                        fields: dict[str, Callable[[Any], Any]] | None = None) -> type:
-    """The exercise's referee (checks/referee.py: `Referee = grader_rank_referee(...)`). `draw()`, the
-    referee module's own function, draws from `secrets` the grader's rank's data seed (`grader_rank_seed`,
-    `draw_seed`) and any further secret; they are told to that rank with the source of `code` (its loop),
-    never to the learner's process, and held as the referee's attributes. It receives the rank's report,
-    each of `fields` read through its checker. The checks get `outside["grader_rank"]` (the report) and the
-    drawn secrets."""
+MAX_ITEMS = 16  # of a reported list: the grader's rank reports per window, and no loop of these has more
+
+
+def weights_field(value: Any) -> dict[str, torch.Tensor] | None:
+    """A report's weights, as a referee keeps them: tensors by name, or None."""
+    return {n: t for n, t in value.items() if isinstance(n, str) and isinstance(t, torch.Tensor)} \
+        if isinstance(value, dict) else None
+
+
+def _item(value: Any) -> dict[str, torch.Tensor] | float | None:
+    if isinstance(value, dict):
+        return weights_field(value)
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+def _checker(initial: Any) -> Callable[[Any], Any]:
+    """How a referee reads a field of the report, by the field's value in the loop's REPORT: a list (per
+    window: weights or numbers, bounded), else weights."""
+    if isinstance(initial, list):
+        return lambda value: [_item(v) for v in value[:MAX_ITEMS]] if isinstance(value, list) else []
+    return weights_field
+
+
+def grader_rank_referee(checks: Path, source: Callable[[], Any]) -> type:
+    """The referee of every exercise whose probe forks the grader's rank (checks/referee.py:
+    `Referee = grader_rank_referee(Path(__file__).parent, lambda: secrets)`, the same line in each).
+
+    It draws from `source()` (the referee module's `secrets`, looked up when drawn) the grader's rank's data
+    seed (`grader_rank_seed`) and whatever the exercise's checks/grader_rank.py's `draw(source)` adds (a
+    further secret: ddp-clip's spike). They are told to that rank with the source of grader_rank.py (its
+    loop), never to the learner's process, and held as the referee's attributes. It receives the rank's
+    report, each field of grader_rank.py's `REPORT` read by its kind (`_checker`). The checks get
+    `outside["grader_rank"]` (the report) and the drawn secrets."""
+    import importlib.util
+
     from grader.checks import outside  # the grading process only: the learner's process never needs it
 
+    path = checks / "grader_rank.py"
+    spec = importlib.util.spec_from_file_location("exercise_grader_rank", path)
+    loop = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loop)  # the grading process's own copy: for REPORT and draw, never run here
     checkers = {"allreduces": lambda v: v if type(v) is int and v >= 0 else 0,
                 "collectives": lambda v: v if type(v) is int and v >= 0 else 0,
                 "finished": bool, "done": bool,
                 "error": lambda v: str(v)[:300] if v else None,
-                "collective_error": lambda v: str(v)[:300] if v else None, **(fields or {})}
+                "collective_error": lambda v: str(v)[:300] if v else None,
+                **{name: _checker(initial) for name, initial in getattr(loop, "REPORT", {}).items()}}
+
+    def draw() -> dict[str, int]:
+        drawn = {"grader_rank_seed": draw_seed(source())}
+        if hasattr(loop, "draw"):
+            drawn.update(loop.draw(source()))
+        return drawn
 
     class Referee(outside.Referee):
         helper_channel = True
@@ -390,7 +429,7 @@ def grader_rank_referee(code: Path, draw: Callable[[], dict[str, int]],
             if request.get("op") == "data" and not self.told:
                 self.told = True
                 told = {k: v for k, v in self._secrets().items() if k != "grader_rank_seed"}
-                return {"seed": self.grader_rank_seed, "model_seed": self.seed, "code": code.read_text(), **told}
+                return {"seed": self.grader_rank_seed, "model_seed": self.seed, "code": path.read_text(), **told}
             if request.get("op") == "report" and self.report is None and isinstance(request.get("report"), dict):
                 self.report = {key: check(request["report"].get(key)) for key, check in checkers.items()}
                 return {}
@@ -400,12 +439,6 @@ def grader_rank_referee(code: Path, draw: Callable[[], dict[str, int]],
             return {**super().outside(), "grader_rank": self.report, **self._secrets()}
 
     return Referee
-
-
-def weights_field(value: Any) -> dict[str, torch.Tensor] | None:
-    """A report's weights, as a referee keeps them: tensors by name, or None."""
-    return {n: t for n, t in value.items() if isinstance(n, str) and isinstance(t, torch.Tensor)} \
-        if isinstance(value, dict) else None
 
 
 # --- the learner's rank -----------------------------------------------------------------------------------

@@ -35,7 +35,38 @@ the learner's process only when its code needs it.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 from grader.checks.timing import TimedRounds, tensors_by_name
 from grader.harness.channel import ChannelError, Learner, Referee, Stopwatch
 
-__all__ = ["Referee", "Learner", "ChannelError", "Stopwatch", "TimedRounds", "tensors_by_name"]
+__all__ = ["Referee", "Learner", "ChannelError", "Stopwatch", "TimedRounds", "tensors_by_name", "drawn_once"]
+
+
+def drawn_once(op: str, choices: Sequence[Any], source: Callable[[], Any]) -> type:
+    """A referee that draws one of `choices` from `source()` (the referee module's `secrets`, looked up when
+    drawn: never the run's seed, which the learner's process can read) and tells it once, as `batches`, to
+    the probe's `ask({"op": op})`; a second question (the learner's code asking for itself) is refused and
+    the run's verdict says so. The checks get it as `outside[op]`; it is the referee's attribute `op` too.
+    mixed-precision/skipped-steps and fused-skip: `Referee = drawn_once("outliers", OUTLIER_PAIRS, ...)`."""
+
+    class DrawnOnce(Referee):
+        def __init__(self, seed: int, device: str) -> None:
+            super().__init__(seed, device)
+            setattr(self, op, list(choices[source().randbelow(len(choices))]))
+            self.told = False
+
+        def answer(self, request: dict[str, Any], learner: Learner) -> dict[str, Any]:
+            if request != {"op": op}:
+                raise ChannelError(f"this exercise answers only '{op}' (asked {str(request)[:80]})")
+            if self.told:
+                raise ChannelError(f"the {op} were asked for twice: only the grader's probe asks")
+            self.told = True
+            return {"batches": getattr(self, op)}
+
+        def outside(self) -> dict[str, Any]:
+            return {**super().outside(), op: list(getattr(self, op))}
+
+    DrawnOnce.__name__ = DrawnOnce.__qualname__ = "Referee"  # what tests/integrity/test_secrets.py looks for
+    return DrawnOnce

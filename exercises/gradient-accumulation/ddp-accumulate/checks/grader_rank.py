@@ -7,6 +7,8 @@ from torch.nn.parallel import DistributedDataParallel
 
 import scenario
 
+REPORT = {"params_after": None}  # what this rank reports besides the counts: its weights once its loop is done
+
 
 def count(report, group, told, counting):
     model, optimizer, loss_fn = scenario.build_model(told["model_seed"])

@@ -18,7 +18,7 @@ GRADER_RANK = {}
 
 
 def prepare():
-    GRADER_RANK.update(two_ranks.start_grader_rank(scenario.size(), {"params_after": None}))
+    GRADER_RANK.update(two_ranks.start_grader_rank(scenario.size()))
 
 
 def probe(api):

@@ -6,12 +6,12 @@ import scenario
 def reference_params(seed: int, other_seed: int) -> dict:
     """One process, each window's mean gradient over both ranks' micro-batches, SGD with momentum."""
     model, optimizer, loss_fn = scenario.build_model(seed)
-    shares = [scenario.micro_batches(other_seed), scenario.micro_batches(seed)]
+    shares = {scenario.GRADER_RANK: scenario.micro_batches(other_seed), scenario.LEARNER_RANK: scenario.micro_batches(seed)}
     optimizer.zero_grad()
     for window in scenario.windows():
         for i in window:
-            for share in shares:
-                x, y = share[i]
+            for rank in range(scenario.WORLD):
+                x, y = shares[rank][i]
                 (loss_fn(model(x), y) / len(window) / scenario.WORLD).backward()
         optimizer.step()
         optimizer.zero_grad()

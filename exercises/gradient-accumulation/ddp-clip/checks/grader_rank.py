@@ -14,6 +14,15 @@ from torch.nn.parallel import DistributedDataParallel
 
 import scenario
 
+REPORT = {"weights": [], "synced_norms": [], "scales": []}  # per window, besides the counts
+
+
+def draw(source):
+    """The referee's secret besides this rank's seed (grader/checks/ddp.py: grader_rank_referee): which micro-batch
+    of this rank spikes, in a full window (the window after it shows the halved scale)."""
+    full = [i for window in scenario.windows()[:-1] for i in window]
+    return {"spike": full[source.randbelow(len(full))]}
+
 
 def count(report, group, told, counting):
     model, optimizer, loss_fn = scenario.build_model(told["model_seed"])

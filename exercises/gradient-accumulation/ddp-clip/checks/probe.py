@@ -23,7 +23,7 @@ GRADER_RANK = {}
 
 
 def prepare():
-    GRADER_RANK.update(two_ranks.start_grader_rank(scenario.size(), {"weights": [], "synced_norms": [], "scales": []}))
+    GRADER_RANK.update(two_ranks.start_grader_rank(scenario.size()))
     probing.install_amp_spies()  # after the fork: rank 0 runs without them
 
 

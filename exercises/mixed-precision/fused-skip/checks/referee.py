@@ -18,8 +18,6 @@ that draw it or a pair one batch after it."""
 from __future__ import annotations
 
 import secrets
-from typing import Any
-
 from grader.checks import outside
 
 OLD_NEIGHBOURHOOD = {(8, 12), (8, 13), (9, 12), (9, 13)}  # the first version's pair, and one batch later
@@ -27,19 +25,4 @@ OUTLIER_PAIRS = tuple((first, second) for first in range(7, 10) for second in ra
                       if (first, second) not in OLD_NEIGHBOURHOOD)
 
 
-class Referee(outside.Referee):
-    def __init__(self, seed: int, device: str) -> None:
-        super().__init__(seed, device)
-        self.outliers = list(OUTLIER_PAIRS[secrets.randbelow(len(OUTLIER_PAIRS))])
-        self.told = False
-
-    def answer(self, request: dict[str, Any], learner: outside.Learner) -> dict[str, Any]:
-        if request != {"op": "outliers"}:
-            raise outside.ChannelError(f"this exercise answers only 'outliers' (asked {str(request)[:80]})")
-        if self.told:
-            raise outside.ChannelError("the outlier batches were asked for twice: only the grader's probe asks")
-        self.told = True
-        return {"batches": self.outliers}
-
-    def outside(self) -> dict[str, Any]:
-        return {**super().outside(), "outliers": list(self.outliers)}
+Referee = outside.drawn_once("outliers", OUTLIER_PAIRS, lambda: secrets)
