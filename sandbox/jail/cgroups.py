@@ -160,7 +160,9 @@ def find_root(parent: str | None = None, *, mount_root: str | Path = "/sys/fs/cg
 
 
 def _find_v1(mount: Path, own: dict[str, tuple[str, str]], parent: str | None) -> CgroupRoot:
-    problems, notes, parents = [], [], {}
+    problems: list[str] = []
+    notes: list[str] = []
+    parents: dict[str, Path] = {}
     for c in V1_REQUIRED + V1_OPTIONAL:
         report = problems if c in V1_REQUIRED else notes
         if c not in own:
@@ -237,6 +239,7 @@ class SubmissionCgroup:
 
     def _limit(self, memory_bytes: int, pids: int, cpus: float | None) -> None:
         mem, quota = self.paths["memory"], int(cpus * CFS_PERIOD_US) if cpus else None
+        cpu_files: list[tuple[str, object]]
         if self.root.version == 1:
             _write(mem / "memory.limit_in_bytes", memory_bytes)  # before memsw: memsw >= limit
             swap_file, swap_value = mem / "memory.memsw.limit_in_bytes", memory_bytes

@@ -11,7 +11,8 @@ from sandbox.settings import LEARNER_UID_BASE
 def confined_uid(middle_pid: int) -> int:
     """The middle process's pid above the base (sandbox/settings.py): unique while it runs. Containers run
     side by side share the host's per-uid process count (RLIMIT_NPROC): each gets its own base."""
-    return LEARNER_UID_BASE.get() + middle_pid
+    base: int = LEARNER_UID_BASE.get()
+    return base + middle_pid
 
 
 def drop_root(uid: int) -> None:

@@ -25,7 +25,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 from sandbox.jail import identity, meter
 from sandbox.jail.confinement import STRATEGIES, Confinement, Limits
@@ -36,6 +36,8 @@ from sandbox.settings import CGROUP_PARENT
 if TYPE_CHECKING:
     from sandbox.jail.cgroups import CgroupRoot, SubmissionCgroup
     from sandbox.jail.view import View
+
+T = TypeVar("T")  # what _wait_for polls for
 
 OUTPUT_CAP = 64 * 1024  # what is kept of the confined process's stdout and stderr together
 RESULT_CAP = 64 * 1024 * 1024  # of its result pipe
@@ -217,7 +219,7 @@ def _process_group(pid: int) -> int | None:
         return None
 
 
-def _wait_for(left: Callable[[], list], timeout: float) -> list:
+def _wait_for(left: Callable[[], list[T]], timeout: float) -> list[T]:
     """Poll `left()` until it returns nothing or `timeout` passes; what it returned last."""
     deadline = time.monotonic() + timeout
     while True:
@@ -377,7 +379,7 @@ def _drain(fd: int, cap: int, sink: list[bytes], truncated: list[bool]) -> None:
     os.close(fd)
 
 
-def _read_info(fd: int, deadline: float) -> dict:
+def _read_info(fd: int, deadline: float) -> dict[str, Any]:
     """The middle process reports the confined process's pid, the confined process whether it is confined
     (or why not), one JSON line each; merged here."""
     buf = b""
@@ -390,7 +392,7 @@ def _read_info(fd: int, deadline: float) -> dict:
             break
         buf += chunk
     os.close(fd)
-    info: dict = {}
+    info: dict[str, Any] = {}
     for line in buf.splitlines():
         try:
             message = json.loads(line)

@@ -23,7 +23,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Protocol
 
 from sandbox.jail import identity
-from sandbox.jail.confinement import STRATEGIES, Child, Confinement, Limits, Middle, join_cgroup, new_namespaces
+from sandbox.jail.confinement import (
+    STRATEGIES,
+    Child,
+    Confinement,
+    Limits,
+    Middle,
+    MiddleStep,
+    join_cgroup,
+    new_namespaces,
+)
 from sandbox.jail.libc import Libc
 
 if TYPE_CHECKING:
@@ -36,7 +45,7 @@ EXIT_FAILED, EXIT_OUT_OF_MEMORY, EXIT_CONFINEMENT = 70, 71, 72
 STACK_SIGNAL = signal.SIGUSR2
 CONFINED_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1"}
 # How a middle step's failure reads (the child's steps say their exception).
-MIDDLE_STEP_WHAT = {join_cgroup: "no cgroup", new_namespaces: "no namespaces"}
+MIDDLE_STEP_WHAT: dict[MiddleStep, str] = {join_cgroup: "no cgroup", new_namespaces: "no namespaces"}
 
 
 class Job(Protocol):
@@ -64,7 +73,7 @@ class Spawn:
     scratch: str | None = None  # the folder the jail made for it (Strategy.host_scratch)
 
 
-def say(fd: int, message: dict) -> None:
+def say(fd: int, message: dict[str, object]) -> None:
     os.write(fd, (json.dumps(message) + "\n").encode())
 
 

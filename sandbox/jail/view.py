@@ -64,7 +64,8 @@ def _check(rc: int, what: str) -> int:
 
 
 def _syscall(number: int, *args: object) -> int:
-    return _libc.syscall(ctypes.c_long(number), *args)
+    rc: int = _libc.syscall(ctypes.c_long(number), *args)
+    return rc
 
 
 def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
@@ -164,8 +165,8 @@ def enter(view: View, scratch_mb: int, owner: int | None) -> None:
             _move(fd, new + path)
         os.makedirs(new + "/dev/shm")
         mount("tmpfs", new + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=16m,mode=1777")
-        for path in view.masked:  # after the binds: an empty tmpfs over the folder, read-only
-            mount("tmpfs", new + str(path), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555")
+        for mask in view.masked:  # after the binds: an empty tmpfs over the folder, read-only
+            mount("tmpfs", new + str(mask), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555")
         os.makedirs(new + "/proc")
         mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         os.makedirs(new + "/.oldroot")

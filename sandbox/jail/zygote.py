@@ -23,7 +23,7 @@ import struct
 import sys
 import threading
 import traceback
-from typing import Any
+from typing import Any, Sequence
 
 from sandbox.jail import identity
 from sandbox.jail.libc import Libc
@@ -37,7 +37,7 @@ class ZygoteGone(OSError):
     """The zygote does not answer: no confined process can be started."""
 
 
-def _send(sock: socket.socket, message: Any, fds: list[int] = ()) -> None:
+def _send(sock: socket.socket, message: Any, fds: Sequence[int] = ()) -> None:
     payload = pickle.dumps(message)
     header = _LENGTH.pack(len(payload))
     if fds:
@@ -105,7 +105,8 @@ class Zygote:
             raise ZygoteGone(f"the jail's zygote is gone: {exc}") from None
         if reply is None or "pid" not in reply[0]:
             raise ZygoteGone(f"the jail's zygote did not start the job: {reply[0] if reply else 'it exited'}")
-        return reply[0]["pid"]
+        pid: int = reply[0]["pid"]
+        return pid
 
     def ended(self, timeout: float | None) -> tuple[int, int] | None:
         """(wait status, peak resident kilobytes) once the job's middle process has ended; None if it has not
@@ -160,14 +161,15 @@ def _serve(control: socket.socket, signals: socket.socket, parent: int) -> None:
         pidfd = os.pidfd_open(pid)
         try:
             while True:
-                ready = select.select([pidfd, signals, control], [], [])[0]
-                if signals in ready and not _answer_signal(signals):
+                watched: list[int | socket.socket] = [pidfd, signals, control]
+                woke = select.select(watched, [], [])[0]
+                if signals in woke and not _answer_signal(signals):
                     return
-                if control in ready and not control.recv(1, socket.MSG_PEEK):
+                if control in woke and not control.recv(1, socket.MSG_PEEK):
                     os.kill(pid, signal.SIGKILL)  # the job's owner is gone: so is the job
                     os.waitpid(pid, 0)
                     return
-                if pidfd in ready:
+                if pidfd in woke:
                     _, status, usage = os.wait4(pid, 0)
                     break
         finally:
