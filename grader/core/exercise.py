@@ -7,19 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from grader.core import coursefiles
+from grader.core.coursefiles import CourseError, parse_yaml
 from grader.core.settings import EXERCISE_MEMORY_MB, EXERCISE_TIME_S
 
-CHECK_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-EVIDENCE = ("outside", "learner")
+__all__ = ["CheckSpec", "CourseError", "Exercise", "Mistake", "load_exercise", "parse_yaml"]
 EXPECT_LINE = re.compile(r"^#\s*expect-fail:\s*(.*)$", re.MULTILINE)
 EXPECT_SKIP_LINE = re.compile(r"^#\s*expect-skip:\s*(.*)$", re.MULTILINE)
 MAY_PASS_LINE = re.compile(r"^#\s*may-pass:\s*(.*)$", re.MULTILINE)
-
-
-class CourseError(Exception):
-    """The course files are malformed; the message names the file and the problem."""
 
 
 @dataclass(frozen=True)
@@ -141,74 +136,28 @@ def _ids(match: re.Match[str] | None) -> frozenset[str]:
     return frozenset(part.strip() for part in match.group(1).split("(", 1)[0].split(",") if part.strip())
 
 
-# libyaml's safe loader where PyYAML has it (its wheels do): the same documents at a fifth of the CPU (the
-# whole course, read per grading on the host: 0.12 CPU-s with the pure-Python loader, 0.02 with libyaml).
-_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def parse_yaml(text: str) -> Any:
-    """`yaml.safe_load(text)`, by libyaml where it is there; raises yaml.YAMLError. A document libyaml refuses
-    is read again by the pure-Python loader, whose error quotes the offending line under a caret."""
-    try:
-        return yaml.load(text, Loader=_FAST_LOADER)
-    except yaml.YAMLError:
-        if _FAST_LOADER is yaml.SafeLoader:
-            raise
-        return yaml.load(text, Loader=yaml.SafeLoader)
-
-
-def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        data = parse_yaml(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CourseError(f"{path}: file is missing") from None
-    except yaml.YAMLError as exc:
-        raise CourseError(f"{path}: not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise CourseError(f"{path}: expected a mapping at the top level")
-    return data
-
-
-def _require(data: dict[str, Any], key: str, path: Path, kind: type = str) -> Any:
-    if key not in data:
-        raise CourseError(f"{path}: missing required key '{key}'")
-    value = data[key]
-    if not isinstance(value, kind):
-        raise CourseError(f"{path}: '{key}' must be a {kind.__name__}")
-    return value
-
-
 def load_exercise(path: Path, exercise_id: str, *, authoring_files: bool = True) -> Exercise:
-    """One exercise folder. `authoring_files=False` skips starter/solution, which the sandbox image lacks."""
+    """One exercise folder. `authoring_files=False` skips starter/solution, which the sandbox image lacks.
+    exercise.yaml's keys, their types and defaults: schemas/exercise.json; here, what a schema cannot say."""
     meta_path = path / "exercise.yaml"
-    meta = _read_yaml(meta_path)
-    checks = []
-    for raw in _require(meta, "checks", meta_path, list):
-        if not isinstance(raw, dict):
-            raise CourseError(f"{meta_path}: each check needs id, title and hint")
-        check_id = _require(raw, "id", meta_path)
-        if not CHECK_ID.match(check_id):
-            raise CourseError(f"{meta_path}: check id '{check_id}' must be lower-case-with-dashes")
-        evidence = _require(raw, "evidence", meta_path)
-        if evidence not in EVIDENCE:
-            raise CourseError(f"{meta_path}: check '{check_id}': evidence must be one of {', '.join(EVIDENCE)}")
-        why = str(raw.get("evidence_why", "")).strip()
+    meta = coursefiles.read(meta_path, "exercise")
+    assert meta is not None
+    checks: list[CheckSpec] = []
+    for raw in meta["checks"]:
+        check_id, evidence, why = raw["id"], raw["evidence"], raw["evidence_why"].strip()
         if evidence == "learner" and not why:
             raise CourseError(f"{meta_path}: check '{check_id}' rests on evidence from the learner's process: "
                               f"say why that is acceptable in 'evidence_why'")
-        after = raw.get("after", []) or []
-        if not isinstance(after, list) or any(a not in {c.id for c in checks} for a in after):
+        if any(a not in {c.id for c in checks} for a in raw["after"]):
             raise CourseError(f"{meta_path}: check '{check_id}': 'after' must list ids of checks declared "
-                              f"before it (got {after!r})")
-        outcome = raw.get("outcome", False)
-        if not isinstance(outcome, bool) or (outcome and evidence != "outside"):
+                              f"before it (got {raw['after']!r})")
+        if raw["outcome"] and evidence != "outside":
             raise CourseError(f"{meta_path}: check '{check_id}': 'outcome' must be true or false, and true only "
                               "with evidence: outside (an outcome is what the grading side recomputes)")
-        checks.append(CheckSpec(check_id, _require(raw, "title", meta_path), _hints(raw, check_id, meta_path),
-                                evidence, why, tuple(after), outcome))
+        checks.append(CheckSpec(check_id, raw["title"], _hints(raw, check_id, meta_path), evidence, why,
+                                tuple(raw["after"]), raw["outcome"]))
     if len({c.id for c in checks}) != len(checks):
         raise CourseError(f"{meta_path}: check ids must be unique")
-    limits = meta.get("limits", {}) or {}
     for required in ("starter.py", "solution.py") if authoring_files else ():
         if not (path / required).is_file():
             raise CourseError(f"{path / required}: file is missing")
@@ -217,16 +166,16 @@ def load_exercise(path: Path, exercise_id: str, *, authoring_files: bool = True)
     return Exercise(
         id=exercise_id,
         path=path,
-        title=_require(meta, "title", meta_path),
-        entry=_require(meta, "entry", meta_path),
-        params=tuple(str(p) for p in meta.get("params", []) or []),
-        prompt=str(meta.get("prompt", "")),
-        time_limit_s=float(limits.get("time_s", EXERCISE_TIME_S)),
-        memory_mb=int(limits.get("memory_mb", EXERCISE_MEMORY_MB)),
+        title=meta["title"],
+        entry=meta["entry"],
+        params=tuple(meta["params"]),
+        prompt=meta["prompt"],
+        time_limit_s=float(meta["limits"].get("time_s", EXERCISE_TIME_S)),
+        memory_mb=int(meta["limits"].get("memory_mb", EXERCISE_MEMORY_MB)),
         checks=tuple(checks),
-        uses_gpu=bool(meta.get("gpu", True)),
-        cpu_note=str(meta.get("cpu_note", "") or "").strip(),
-        solution_after=_solution_after(meta, meta_path),
+        uses_gpu=meta["gpu"],
+        cpu_note=meta["cpu_note"].strip(),
+        solution_after=meta["solution_after"],
     )
 
 
@@ -235,15 +184,6 @@ def _hints(raw: dict[str, Any], check_id: str, meta_path: Path) -> tuple[str, ..
     if ("hint" in raw) == ("hints" in raw):
         raise CourseError(f"{meta_path}: check '{check_id}' needs 'hints: [...]' or one 'hint:' (not both)")
     hints = raw["hints"] if "hints" in raw else [raw["hint"]]
-    if not isinstance(hints, list) or not hints or not all(isinstance(h, str) and h.strip() for h in hints):
+    if not all(h.strip() for h in hints):
         raise CourseError(f"{meta_path}: check '{check_id}': 'hints' must be a list of one or more texts")
     return tuple(h.strip() for h in hints)
-
-
-def _solution_after(meta: dict[str, Any], meta_path: Path) -> int | None:
-    value = meta.get("solution_after")
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise CourseError(f"{meta_path}: 'solution_after' must be a number of submissions (1 or more)")
-    return value

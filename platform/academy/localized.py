@@ -7,7 +7,7 @@ from markupsafe import Markup
 from academy.content import get_content
 from academy.i18n import Heading, LessonText, QuestionText, current_language
 from academy.rendering import Untranslated
-from grader.core.course import Card, Course, ExerciseStep, Lesson, QuizOption, QuizQuestion, Step
+from grader.core.course import Course, ExerciseStep, Lesson, QuizOption, QuizQuestion, Step
 
 
 class LocalizedHeading:
@@ -45,11 +45,8 @@ class Localized(LocalizedHeading):
         self.lesson = lesson
 
     def _step_title(self, step: Step) -> str | None:
-        if isinstance(step, Card):
-            return self.text.cards.get(step.id, (None, None))[0]
-        if isinstance(step, ExerciseStep):
-            return self.text.exercises.get(step.id, {}).get("title")
-        return self.text.quiz.title if self.text.quiz else None
+        found = self.text.step(step.id)  # whatever its kind: each step's file gives its title
+        return found.title if found else None
 
     def step_title(self, step: Step, *, count: bool = True) -> str:
         """The step's title; `count=False` for a mention (the step list, a link) that does not make this page
@@ -93,7 +90,8 @@ class Localized(LocalizedHeading):
                           option.explanation)
 
     def check_title(self, step: ExerciseStep, check_id: str, english: str) -> str:
-        checks = self.text.exercises.get(step.id, {}).get("checks", {}) if self.text else {}
+        found = self.text.step(step.id) if self.text else None
+        checks = found.checks if found else {}
         return self._pick((checks.get(check_id) or {}).get("title"), english)
 
 

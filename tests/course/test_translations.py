@@ -72,13 +72,13 @@ def test_new_exercises_are_translated_whole_with_their_code(course, translations
     step = next(step for step in lesson.steps if isinstance(step, ExerciseStep) and step.id == exercise_id)
     data = translations[(lesson_id, language)].exercises[exercise_id]
     english = step.exercise
-    assert data["title"] and data["title"] != english.title
-    prompt = str(data["prompt"])
+    assert data.title and data.title != english.title
+    prompt = str(data.prompt)
     assert _prompt_code(prompt) == _prompt_code(english.prompt), (language, exercise_id)
     prose = [SPAN.sub("", FENCED.sub("", text)) for text in (prompt, english.prompt)]
     # Every number the English states is stated (a translation may write "one" as 1, as Japanese does).
     assert set(NUMBER.findall(prose[1])) <= set(NUMBER.findall(prose[0])), (language, exercise_id)
-    checks = data.get("checks") or {}
+    checks = data.checks
     assert set(checks) == {check.id for check in english.checks}, (language, exercise_id)
     for check in english.checks:
         title = checks[check.id]["title"]

@@ -16,7 +16,7 @@ One concern a module, each importing only those before it:
 
     languages.py    the languages (LANGUAGES, TRANSLATED, RTL) and N_
     messages.py     the phrases the pages' scripts and the editor need (js_text, editor_phrases), the status words
-    course.py       the course's translation files, read and validated (load_translations), their coverage
+    course.py       the course's translation files (read by grader.core.translations) rendered, their coverage
     interface.py    each request's language: the prefix, the redirect, alternates, the switcher, init_app
 
 Other modules import this package (`from academy import i18n`), never one of its modules.
@@ -26,8 +26,6 @@ from __future__ import annotations
 from flask_babel import gettext
 
 from academy.i18n.course import (
-    HEADING_KEYS,
-    STEP_COVERAGE,
     Heading,
     LessonText,
     QuestionText,
@@ -53,8 +51,8 @@ from academy.i18n.interface import (
 from academy.i18n.languages import LANGUAGES, N_, RTL, TRANSLATED
 from academy.i18n.messages import EDITOR_PHRASES, JS_MESSAGES, STATUSES, editor_phrases, js_text, msgid
 
-__all__ = ["EDITOR_PHRASES", "HEADING_KEYS", "JS_MESSAGES", "LANGUAGES", "NOT_TRANSLATED", "RTL", "STATUSES",
-           "STEP_COVERAGE", "TRANSLATED", "Heading", "LanguagePrefix", "LessonText", "N_", "QuestionText", "QuizText",
+__all__ = ["EDITOR_PHRASES", "JS_MESSAGES", "LANGUAGES", "NOT_TRANSLATED", "RTL", "STATUSES", "TRANSLATED", "Heading",
+           "LanguagePrefix", "LessonText", "N_", "QuestionText", "QuizText",
            "accepted_language", "alternates", "api_request", "bp", "choose", "coverage", "current_language",
            "editor_phrases", "gettext", "init_app", "js_text", "load_course_translations", "load_translations", "msgid",
            "preferred_language", "site_root", "url_language"]
