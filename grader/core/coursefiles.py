@@ -183,6 +183,6 @@ def in_words(error: ValidationError, root: dict[str, Any], data: Any) -> str:
     if not name:
         name, where = (items[-1], ", ".join(items[:-1]) + ": " if len(items) > 1 else "") if items \
             else ("the file", "")
-    if error.validator == "pattern" or (error.validator == "type" and isinstance(error.instance, str)):
+    if error.validator == "pattern":
         return f"{where}{name} {_shown(error.instance)} must be {_expected(error)}"
     return f"{where}{name} must be {_expected(error)} (found {_shown(error.instance)})"
