@@ -35,7 +35,9 @@ sys.path.insert(0, str(REPO))  # the live-server helpers of the HTTP tests
 
 from api_latency import RedisProcess, percentile, print_table  # noqa: E402
 
-from tests.abuse.conftest import SLEEPER, SOLUTION, Client, LiveServer  # noqa: E402
+from tests.support.clients import Client  # noqa: E402
+from tests.support.paths import SOLUTION  # noqa: E402
+from tests.support.servers import SLEEPER, LiveServer  # noqa: E402
 
 SERVER_ENV = {"DLA_WARM_POOL": "2", "DLA_GRADING_WORKERS": "2"}
 

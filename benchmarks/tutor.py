@@ -32,7 +32,9 @@ sys.path.insert(0, str(REPO / "platform"))
 
 from api_latency import percentile, print_table  # noqa: E402
 
-from tests.helpers import EXERCISES, TutorModelServer, WebSession, ready_app, wait_for  # noqa: E402
+from tests.support.apps import WebSession, ready_app, wait_for  # noqa: E402
+from tests.support.paths import EXERCISES  # noqa: E402
+from tests.support.tutor import TutorModelServer  # noqa: E402
 
 LESSON, STEP = "mixed-precision", "amp-step"
 RAW_BACKWARD = (EXERCISES / LESSON / STEP / "mistakes" / "raw_backward.py").read_text()

@@ -24,7 +24,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from tutor import failing_learner  # noqa: E402
 
-from tests.helpers import TutorModelServer, WebSession, ready_app  # noqa: E402
+from tests.support.apps import WebSession, ready_app  # noqa: E402
+from tests.support.tutor import TutorModelServer  # noqa: E402
 
 CARD = ("mixed-precision", "what-mixed-precision-means")
 EXERCISE = ("mixed-precision", "amp-step")

@@ -1,15 +1,29 @@
-"""Fixtures shared by every test folder."""
+"""Fixtures shared by more than one test folder (a fixture here is visible to every test below tests/), and the
+hooks that split the suite over two workers (defined in tests/support/workers.py; importing them here registers
+them). Plain helpers live in tests/support."""
 from __future__ import annotations
 
-import fcntl
+import itertools
 import os
-import tempfile
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pytest
 
-from tests.helpers import REPO, SHARED_POOLS
+from tests.support.paths import REPO
+from tests.support.sandboxes import SHARED_POOLS
+from tests.support.workers import (  # noqa: F401 - pytest's hooks, registered by their names here
+    pytest_collection_modifyitems,
+    pytest_runtest_protocol,
+    pytest_sessionfinish,
+    pytest_xdist_make_scheduler,
+)
+
+if TYPE_CHECKING:
+    from flask import Flask
+
+    from tests.support.databases import PostgresServer
+    from tests.support.mail import Inbox
 
 # Password hashes at 1/32 of the production cost (academy's DLA_PASSWORD_HASH; its default is werkzeug's
 # scrypt:32768:8:1): the suite hashes some 500 passwords, ~0.13 CPU-s each at that cost, over a minute of CPU.
@@ -54,11 +68,11 @@ def warm_sandbox() -> Iterator[Callable[[str], object]]:
 
 @pytest.fixture(scope="session")
 def tutor_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """The tutor's embedded model server (tests.helpers.TutorModelServer), the real engine and model, started
+    """The tutor's embedded model server (tests.support.tutor.TutorModelServer), the real engine and model, started
     once per test process and shared by every test that asks it something (tests/tutor, tests/browser).
     DLA_TEST_TUTOR_PORT=N uses an embedded model server already running on that port instead (re-running a few
     tests while changing them, without loading the model each time)."""
-    from tests.helpers import TutorModelServer
+    from tests.support.tutor import TutorModelServer
 
     if os.environ.get("DLA_TEST_TUTOR_PORT"):
         yield TutorModelServer.running(int(os.environ["DLA_TEST_TUTOR_PORT"])).wait_ready(timeout=5)
@@ -70,102 +84,85 @@ def tutor_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
         server.stop()
 
 
-# --- two workers (scripts/test runs pytest-xdist's `-n 2`): which tests share one
+# --- apps in this process (tests/web, tests/abuse)
 
-# Every test that makes grading containers, or counts them (`tests.helpers.grading_containers` sees the whole
-# engine, not one worker's), runs on one worker, one at a time, as in a single-process run.
-ONE_ENGINE = ("tests/integrity/", "tests/sandbox/", "tests/deploy/test_compose.py")
-ENGINE_UNIT = "docker engine"  # the name of that one unit
-# Every test that asks the tutor's embedded model (the session fixture `tutor_model`) runs on one worker, so the
-# model server loads once per run (most of a minute of CPU), not once per worker.
-ONE_TUTOR_MODEL = ("tests/tutor/", "tests/browser/test_tutor.py")
-TUTOR_UNIT = "tutor model"
+@pytest.fixture
+def make_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Flask]]:
+    """make_app(**config): a fresh app in this process, its own instance folder and SQLite database (made ready
+    as `init-db` does), the local sandbox; every one made is shut down after the test."""
+    from academy import jobs
+    from tests.support.apps import ready_app
 
+    # The embedded defaults, whatever the calling shell has set.
+    for name in ("DATABASE_URL", "REDIS_URL", "DLA_INSTANCE", "DLA_SANDBOX", "DLA_EXERCISES", "SECRET_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    apps: list[Flask] = []
 
-def work_unit(nodeid: str) -> str:
-    """What one worker runs as a whole: a test module (so a module's fixtures, such as the corpus's and the
-    validation's one grading of every selected file, run once), every test of the Docker Engine, or every test
-    of the tutor's model."""
-    module = nodeid.split("::", 1)[0]
-    if module.startswith(ONE_TUTOR_MODEL):
-        return TUTOR_UNIT
-    return ENGINE_UNIT if module.startswith(ONE_ENGINE) else module
-
-
-# Units whose tests mostly wait (on a server, a browser, a queue, a sleep) rather than compute. Two of them side by
-# side leave the cores idle: in a fresh clone's run they all came last, after the largest units, and both cores were
-# 16-41% idle for those 3 minutes (~100 idle core-seconds, sampled each second), against under 2% before them.
-WAITING = ("tests/web/", "tests/browser/", "tests/abuse/", "tests/queue/", "tests/lti/", "tests/deploy/")
+    def _make(**config: Any) -> Flask:
+        app = ready_app({"INSTANCE_PATH": str(tmp_path / "instance"), "SANDBOX": "local",
+                         "SECRET_KEY": "test", "TESTING": True, **config})
+        apps.append(app)
+        return app
+    yield _make
+    for app in apps:
+        jobs.shutdown(app)
 
 
-def waits(unit: str) -> bool:
-    return unit.startswith(WAITING)  # the Docker Engine's unit (ENGINE_UNIT, test_compose.py in it) computes
+@pytest.fixture
+def app(make_app: Callable[..., Flask]) -> Flask:
+    return make_app()
 
 
-def next_unit(queue: list[str], beside: list[str]) -> str:
-    """Which unit of `queue` (largest first) a worker takes next, the other workers running `beside`: one that
-    waits beside one that computes, one that computes otherwise, the first of the queue where none is of that kind."""
-    want_waiting = any(not waits(unit) for unit in beside)
-    return next((unit for unit in queue if waits(unit) == want_waiting), queue[0])
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL cluster for the module's tests (tests/deploy has its own, one per test)."""
+    from tests.support.databases import PostgresServer, postgres_bin
+
+    if postgres_bin() is None:
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+    cluster = PostgresServer().start()
+    yield cluster
+    cluster.stop()
 
 
-def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    from xdist.scheduler import LoadScopeScheduling
-
-    class ByWorkUnit(LoadScopeScheduling):
-        # xdist's queue holds the largest units first (by test count), so no long one starts last.
-        def _split_scope(self, nodeid: str) -> str:
-            return work_unit(nodeid)
-
-        def _assign_work_unit(self, node: object) -> None:
-            # xdist's own method, not a public hook: tests/test_workers.py runs two workers and fails if a newer
-            # xdist stops calling it. What each other worker runs now: its first unit with a test not yet done.
-            beside = [unit for other, units in self.assigned_work.items() if other is not node
-                      if (unit := next((scope for scope, done in units.items() if not all(done.values())), None))]
-            self.workqueue.move_to_end(next_unit(list(self.workqueue), beside), last=False)
-            super()._assign_work_unit(node)
-
-    return ByWorkUnit(config, log)
+_race_databases = itertools.count(1)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A Docker test outside ONE_ENGINE would run beside another worker's containers: refuse it by name."""
-    strays = [item.nodeid for item in items
-              if item.get_closest_marker("docker") and work_unit(item.nodeid) != ENGINE_UNIT]
-    if strays:
-        raise pytest.UsageError("tests marked docker must live under one of " + ", ".join(ONE_ENGINE) +
-                                " (tests/conftest.py: ONE_ENGINE), so one worker runs them all: " + ", ".join(strays))
+@pytest.fixture(params=["sqlite", "postgresql"])
+def race_app(request: pytest.FixtureRequest, make_app: Callable[..., Flask]) -> Iterator[Flask]:
+    """make_app()'s app, on SQLite and on a fresh database of the module's PostgreSQL cluster (`postgres`)."""
+    from sqlalchemy import create_engine, text
+
+    if request.param == "sqlite":
+        yield make_app()
+        return
+    cluster: PostgresServer = request.getfixturevalue("postgres")
+    name = f"races_{next(_race_databases)}"
+    admin = create_engine(cluster.url("postgres"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    app = make_app(DATABASE_URL=cluster.url(name))
+    yield app
+    app.extensions["academy.engine"].dispose()  # the cluster stops once no connection is left
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
-    """A test marked `alone` runs while the other worker runs nothing: it holds this run's lock exclusively,
-    every other test holds it shared. Such a test grades against a wall-clock limit that a busy second core
-    can push it past (20,000 model calls in a 1-CPU container took 5 s alone and hit amp-step's 10-s limit
-    beside another worker)."""
-    path = run_lock()
-    if path is None:  # one process: nothing runs beside it
-        return (yield)
-    with open(path, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX if item.get_closest_marker("alone") else fcntl.LOCK_SH)
-        try:
-            return (yield)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+@pytest.fixture
+def inbox() -> Iterator[tuple[Inbox, int]]:
+    """A real SMTP server on a free loopback port (aiosmtpd): (what it received, its port)."""
+    from tests.support.mail import smtp_inbox
+
+    with smtp_inbox() as found:
+        yield found
 
 
-def run_lock() -> Path | None:
-    """This run's lock file, shared by its workers; None outside xdist."""
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    return None if run is None else Path(tempfile.gettempdir()) / f"dla-tests-{run}.lock"
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """A worker that has finished runs no more tests, so the lock no longer matters to it: the first to finish
-    removes the file. The other, still running, opens a new one at its next test and has it to itself."""
-    path = run_lock()
-    if path is not None:
-        path.unlink(missing_ok=True)
+@pytest.fixture
+def mailing(make_app: Callable[..., Flask], inbox: tuple[Inbox, int]) -> tuple[Flask, Inbox]:
+    """An app that mails through `inbox`'s server, and that inbox."""
+    box, port = inbox
+    app = make_app(SMTP_HOST="127.0.0.1", SMTP_PORT=port, SMTP_SECURITY="none",
+                   MAIL_FROM="Academy <academy@example.org>")
+    return app, box
 
 
 @pytest.fixture(autouse=True)

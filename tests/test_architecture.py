@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO
+from tests.support.paths import REPO
 
 ROOTS = {"grader": REPO / "grader", "sandbox": REPO / "sandbox", "academy": REPO / "platform" / "academy",
          "exercises": REPO / "exercises"}
@@ -286,3 +286,76 @@ def test_a_row_that_imports_a_floor_below_is_caught():
     assert rows_importing_below(rules) == ["academy.data may import academy.settings"]
     del rules["academy.data"]
     assert rows_importing_below(rules) == []
+
+
+# --- the tests' own modules: none imports a test module or a conftest (issue 52). Shared fixtures live in a
+# conftest.py above the tests that use them (pytest finds them there); shared code lives in tests/support.
+
+def suite_sources() -> dict[str, str]:
+    """Every module of tests/ by path: test modules, conftests, tests/support, a folder's helpers; not the corpus's
+    submissions (tests/corpus/<lesson>/...), which are learners' files."""
+    corpus = REPO / "tests" / "corpus"
+    return {path.relative_to(REPO).as_posix(): path.read_text() for path in sorted((REPO / "tests").rglob("*.py"))
+            if "__pycache__" not in path.parts and (path.parent == corpus or not path.is_relative_to(corpus))}
+
+
+def test_module_of(name: str) -> str | None:
+    """The test module or conftest that importing `name` imports (tests.web.test_races for
+    tests.web.test_races.race_app), or None."""
+    parts = name.split(".")
+    if parts[0] != "tests":
+        return None
+    ends = [i for i, part in enumerate(parts) if i and (part == "conftest" or part.startswith("test_"))]
+    return ".".join(parts[:ends[0] + 1]) if ends else None
+
+
+test_module_of.__test__ = False  # pytest: a helper, whatever its name
+
+
+def imported_test_modules(path: str, source: str) -> list[str]:
+    """"PATH imports MODULE" for each test module (tests.*.test_*) or conftest (tests.conftest, tests.*.conftest)
+    that `source` imports, function-level imports too; relative ones are resolved from PATH's package."""
+    package = path.removesuffix(".py").replace("/", ".").split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join([*package[:len(package) - node.level + 1], *filter(None, [node.module])]) \
+                if node.level else node.module
+            # `from tests.web import test_races` imports the module test_races itself.
+            names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        found |= {f"{path} imports {module}" for name in names if (module := test_module_of(name))}
+    return sorted(found)
+
+
+def test_no_test_module_imports_a_test_module_or_a_conftest():
+    found = [line for path, source in suite_sources().items() for line in imported_test_modules(path, source)]
+    assert not found, ("a fixture that several folders share belongs in the conftest.py above them, shared code "
+                       "in tests/support:\n" + "\n".join(found))
+
+
+def test_an_import_of_a_test_module_or_a_conftest_is_caught():
+    planted = {
+        "tests/abuse/test_planted.py": "from tests.web.test_races import race_app\n"
+                                       "import tests.browser.conftest\n"
+                                       "from tests.web import test_instructor, conftest\n"
+                                       "from tests.support.apps import new_session\n"
+                                       "def test_x():\n    from tests.conftest import work_unit\n",
+        "tests/web/test_planted.py": "from .test_waiting import CODE\nfrom . import conftest\n"
+                                     "from ..support import paths\nfrom .. import test_workers\n",
+        "tests/support/planted.py": "from tests.browser.test_phone import PHONE\n",
+    }
+    found = sorted(line for path, source in planted.items() for line in imported_test_modules(path, source))
+    assert found == ["tests/abuse/test_planted.py imports tests.browser.conftest",
+                     "tests/abuse/test_planted.py imports tests.conftest",
+                     "tests/abuse/test_planted.py imports tests.web.conftest",
+                     "tests/abuse/test_planted.py imports tests.web.test_instructor",
+                     "tests/abuse/test_planted.py imports tests.web.test_races",
+                     "tests/support/planted.py imports tests.browser.test_phone",
+                     "tests/web/test_planted.py imports tests.test_workers",
+                     "tests/web/test_planted.py imports tests.web.conftest",
+                     "tests/web/test_planted.py imports tests.web.test_waiting"]
+    assert len(suite_sources()) > 150 and "tests/support/paths.py" in suite_sources()

@@ -1,9 +1,9 @@
-"""The suite's split over two workers (tests/conftest.py): what one worker runs as a whole."""
+"""The suite's split over two workers (tests/support/workers.py): what one worker runs as a whole."""
 from types import SimpleNamespace
 
 import pytest
 
-from tests.conftest import ENGINE_UNIT, pytest_collection_modifyitems, work_unit
+from tests.support.workers import ENGINE_UNIT, pytest_collection_modifyitems, work_unit
 
 
 def test_a_module_is_one_unit_and_every_docker_engine_test_is_one():
@@ -45,10 +45,10 @@ def test_an_alone_test_runs_while_the_other_worker_runs_nothing(tmp_path):
     import subprocess
     import sys
 
-    from tests.helpers import REPO
+    from tests.support.paths import REPO
 
-    (tmp_path / "conftest.py").write_text("from tests.conftest import (pytest_runtest_protocol,  # noqa: F401\n"
-                                          "                            pytest_sessionfinish)\n"
+    (tmp_path / "conftest.py").write_text("from tests.support.workers import (pytest_runtest_protocol,  # noqa: F401\n"
+                                          "                                    pytest_sessionfinish)\n"
                                           "def pytest_configure(config):\n"
                                           "    config.addinivalue_line('markers', 'alone: x')\n")
     busy = "\n".join(f"def test_busy_{i}():\n    t = time.monotonic(); time.sleep(0.3); _note('busy', t)\n"
@@ -72,7 +72,7 @@ def test_an_alone_test_runs_while_the_other_worker_runs_nothing(tmp_path):
 
 
 def test_a_unit_that_waits_goes_beside_one_that_computes_and_never_beside_another_that_waits():
-    from tests.conftest import next_unit
+    from tests.support.workers import next_unit
 
     queue = [ENGINE_UNIT, "tests/corpus/test_corpus.py", "tests/browser/test_a.py", "tests/grader/test_cli.py",
              "tests/queue/test_queue.py"]
@@ -85,16 +85,17 @@ def test_a_unit_that_waits_goes_beside_one_that_computes_and_never_beside_anothe
 
 
 def test_two_units_that_wait_never_run_side_by_side_while_one_that_computes_is_left(tmp_path):
-    """The real scheduler (tests/conftest.py's ByWorkUnit) on two workers: xdist's own order, largest first, would
-    run the two units that wait together at the end."""
+    """The real scheduler (tests/support/workers.py's ByWorkUnit) on two workers: xdist's own order, largest first,
+    would run the two units that wait together at the end."""
     import json
     import os
     import subprocess
     import sys
 
-    from tests.helpers import REPO
+    from tests.support.paths import REPO
 
-    (tmp_path / "conftest.py").write_text("from tests.conftest import pytest_xdist_make_scheduler  # noqa: F401\n")
+    (tmp_path / "conftest.py").write_text("from tests.support.workers import (  # noqa: F401\n"
+                                          "    pytest_xdist_make_scheduler)\n")
     for folder, name, count in (("grader", "test_c1", 6), ("grader", "test_c2", 6), ("web", "test_w1", 3),
                                 ("web", "test_w2", 3)):
         tests = "".join(f"def test_{i}():\n    t = time.monotonic(); time.sleep(0.3); _note(__name__, t)\n"

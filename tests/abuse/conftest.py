@@ -14,7 +14,8 @@ from typing import Iterator
 import pytest
 
 from tests.abuse.databases import Database
-from tests.helpers import LiveServer, PostgresServer, postgres_bin
+from tests.support.databases import PostgresServer, postgres_bin
+from tests.support.servers import LiveServer
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,8 @@ from typing import Iterator
 from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session
 
-from tests.helpers import LiveServer, PostgresServer
+from tests.support.databases import PostgresServer
+from tests.support.servers import LiveServer
 
 _names = itertools.count(1)
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import re
 
-from tests.helpers import EXERCISE, Client, LiveServer, UserRows
+from tests.support.clients import Client
+from tests.support.databases import UserRows
+from tests.support.paths import EXERCISE
+from tests.support.servers import LiveServer
 
 STEP = "/lessons/mixed-precision/amp-step"  # the exercise's page: the learner's draft is in its editor
 DRAFT = f"/api/drafts/{EXERCISE}"

@@ -8,7 +8,9 @@ import threading
 import urllib.parse
 from typing import Callable
 
-from tests.helpers import LESSON, Client, LiveServer, Response
+from tests.support.clients import Client, Response
+from tests.support.paths import LESSON
+from tests.support.servers import LiveServer
 
 ROUNDS = 4  # each a fresh address or guest; the race is lost or won in every one
 STEPS = ["what-mixed-precision-means", "why-half-precision-is-faster", "the-catch-with-16-bit", "meet-autocast",

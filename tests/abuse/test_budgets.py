@@ -10,7 +10,9 @@ from sqlalchemy import func, select
 
 from academy.data.models import QuizAnswer
 from tests.abuse.databases import Database, admin
-from tests.helpers import EXERCISE, LESSON, Client, LiveServer
+from tests.support.clients import Client
+from tests.support.paths import EXERCISE, LESSON
+from tests.support.servers import LiveServer
 
 QUESTION = f"/lessons/{LESSON}/quiz/vanishing-gradients"
 OTHER_EXERCISE = "mixed-precision/fix-underflow"

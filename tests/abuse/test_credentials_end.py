@@ -15,10 +15,10 @@ from sqlalchemy import func, select
 
 from academy.data.db import get_session
 from academy.data.models import ApiToken
-from tests.helpers import EXERCISE, Client, LiveServer, new_session
-from tests.web.conftest import make_app as make_app  # noqa: F401,PLC0414 - the fixtures of tests/web
-from tests.web.test_races import postgres as postgres  # noqa: F401,PLC0414
-from tests.web.test_races import race_app as race_app  # noqa: F401,PLC0414
+from tests.support.apps import new_session
+from tests.support.clients import Client
+from tests.support.paths import EXERCISE
+from tests.support.servers import LiveServer
 
 TOKEN = re.compile(r'id="new-token">[^<]*<code>(dla_[A-Za-z0-9_-]+)</code>')
 

@@ -7,7 +7,9 @@ import urllib.parse
 
 import pytest
 
-from tests.helpers import EXERCISE, Client, LiveServer
+from tests.support.clients import Client
+from tests.support.paths import EXERCISE
+from tests.support.servers import LiveServer
 
 # What browsers read as another site: they drop tabs and newlines from URLs, and read "\" as "/".
 EVIL_NEXT = ["/\t/evil.example/phish", "/\n/evil.example/", "/\\evil.example/", "\\\\evil.example/",

@@ -10,7 +10,9 @@ from datetime import datetime
 
 import pytest
 
-from tests.helpers import EXERCISE, SLEEPER, SOLUTION, Client, LiveServer
+from tests.support.clients import Client
+from tests.support.paths import EXERCISE, SOLUTION
+from tests.support.servers import SLEEPER, LiveServer
 
 pytestmark = pytest.mark.slow
 NOT_THE_DATABASES = pytest.mark.parametrize("database", ["sqlite"], indirect=True)

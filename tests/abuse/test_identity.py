@@ -8,7 +8,8 @@ import pytest
 
 from tests.abuse import identity
 from tests.abuse.databases import url
-from tests.helpers import LiveServer, UserRows
+from tests.support.databases import UserRows
+from tests.support.servers import LiveServer
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,9 @@ from sqlalchemy import update
 
 from academy.data.models import User
 from tests.abuse.databases import Database, admin
-from tests.helpers import EXERCISE, EXERCISES, SOLUTION, Client, LiveServer
+from tests.support.clients import Client
+from tests.support.paths import EXERCISE, EXERCISES, SOLUTION
+from tests.support.servers import LiveServer
 
 pytestmark = pytest.mark.slow  # one real grading
 

@@ -19,12 +19,9 @@ from sqlalchemy import func, select
 from academy.data.db import get_session
 from academy.data.models import ApiToken
 from academy.web import security
-from tests.helpers import LESSON, WebSession, new_session
-from tests.web.conftest import app as app  # noqa: F401,PLC0414 - the fixtures of tests/web
-from tests.web.conftest import make_app as make_app  # noqa: F401,PLC0414
-from tests.web.test_email_confirmation import Inbox, _confirm, _path
-from tests.web.test_email_confirmation import inbox as inbox  # noqa: F401,PLC0414 - the fixture
-from tests.web.test_email_confirmation import mailing as mailing  # noqa: F401,PLC0414 - the fixture
+from tests.support.apps import WebSession, new_session
+from tests.support.mail import Inbox, confirm_link, link_path
+from tests.support.paths import LESSON
 
 DAY = 86400.0
 TOKEN = re.compile(r"(dla_[A-Za-z0-9_-]{20,})")
@@ -104,7 +101,7 @@ def _squat(app: Flask, box: Inbox, address: str) -> WebSession:
     return squatter
 
 
-def test_a_squatter_cannot_kill_the_owners_pending_sign_up_by_signing_up_after_it(mailing) -> None:  # noqa: F811
+def test_a_squatter_cannot_kill_the_owners_pending_sign_up_by_signing_up_after_it(mailing) -> None:
     """The squatter holds the victim's address unconfirmed. The victim signs up: a pending sign-up, its link
     mailed. The squatter, who cannot read that mail, signs up three more times with the same address (from one
     client, far inside the 60-per-hour sign-up limit): the victim's link is dead before the victim opens it, so
@@ -117,11 +114,11 @@ def test_a_squatter_cannot_kill_the_owners_pending_sign_up_by_signing_up_after_i
     for _ in range(3):
         assert new_session(app).signup("victim@example.org", "squatter-pw").status_code == 202
     box.wait(2)  # the three mailed nothing: one sign-up link per address per confirmation.RESEND_EVERY
-    assert victim.client.get(_path(owner_link)).status_code == 200, "the owner's link died"
-    assert _confirm(victim, owner_link, "victim-password").status_code == 303
+    assert victim.client.get(link_path(owner_link)).status_code == 200, "the owner's link died"
+    assert confirm_link(victim, owner_link, "victim-password").status_code == 303
 
 
-def test_pending_sign_ups_cannot_flood_one_mailbox(mailing) -> None:  # noqa: F811
+def test_pending_sign_ups_cannot_flood_one_mailbox(mailing) -> None:
     """One client, ten sign-ups with the held address in a minute: ten mails to someone who asked for none (a
     botnet multiplies it by its addresses). An account's own link is limited to one per 5 minutes
     (confirmation.RESEND_EVERY); the pending sign-up's mail has no such limit."""
@@ -190,10 +187,10 @@ def test_one_address_cannot_hold_every_connection(tmp_path) -> None:  # noqa: AN
     comes), and the attacker reconnects as they go. Another learner's page must still answer within 5 s."""
     import http.client
 
-    from tests.deploy.test_slow_clients import Server
+    from tests.support.servers import ScriptedServer
 
     (tmp_path / "s").mkdir()
-    server = Server(tmp_path / "s", "waitress", {"DLA_WEB_CONNECTIONS": "16", "DLA_WEB_IDLE_TIMEOUT": "30",
+    server = ScriptedServer(tmp_path / "s", "waitress", {"DLA_WEB_CONNECTIONS": "16", "DLA_WEB_IDLE_TIMEOUT": "30",
                                                  "DLA_WEB_REQUEST_TIMEOUT": "10"}).start()
     held: list[socket.socket] = []
     try:
@@ -270,7 +267,7 @@ def test_loopback_in_every_spelling_is_refused_even_with_broad_private_networks(
 
 # -- confirmation links: a second password form ------------------------------------------------------------
 
-def test_the_confirmation_page_is_no_way_around_the_sign_in_back_off(mailing) -> None:  # noqa: F811
+def test_the_confirmation_page_is_no_way_around_the_sign_in_back_off(mailing) -> None:
     """Whoever holds an unconfirmed account's link (the mailbox's reader: a shared or forwarded inbox, a mail
     scanner's log) can guess the account's password on the link's page for the link's 48 hours: each right guess
     signs that browser in. The sign-in form makes the 6th wrong password for an account wait, then twice as long
@@ -280,13 +277,13 @@ def test_the_confirmation_page_is_no_way_around_the_sign_in_back_off(mailing) ->
     assert owner.signup("owner@example.org", "the-right-password").status_code == 302
     link = box.link(1, "owner@example.org")
     guesser = new_session(app)
-    answers = [_confirm(guesser, link, f"wrong-guess-{attempt}").status_code for attempt in range(8)]
+    answers = [confirm_link(guesser, link, f"wrong-guess-{attempt}").status_code for attempt in range(8)]
     assert answers[:5] == [401] * 5 and set(answers[5:]) <= {401, 429}  # five free, as at the sign-in form
-    right = _confirm(guesser, link, "the-right-password")
+    right = confirm_link(guesser, link, "the-right-password")
     assert right.status_code == 429, "a right guess after 8 wrong ones went through at once"
 
 
-def test_a_poisoned_host_never_reaches_the_mailed_link(mailing) -> None:  # noqa: F811
+def test_a_poisoned_host_never_reaches_the_mailed_link(mailing) -> None:
     """Held. The attack it stops: the attacker's own pending sign-up for the victim's address, its mail sent
     with a Host of the attacker's; a mail scanner fetches the link (with its token) from the attacker's server,
     and the attacker, who knows the sign-up's password, gets a confirmed account with the victim's address.
@@ -313,7 +310,7 @@ def test_a_poisoned_host_never_reaches_the_mailed_link(mailing) -> None:  # noqa
 
 # -- every per-address limit: an IPv6 client has a /64 ---------------------------------------------------------
 
-def test_one_ipv6_network_shares_one_budget(make_app) -> None:  # noqa: ANN001, F811
+def test_one_ipv6_network_shares_one_budget(make_app) -> None:  # noqa: ANN001
     app = make_app(LIMIT_SIGNUPS_PER_ADDRESS="2 per hour")
     answers = []
     for number in range(4):  # one machine, four of its addresses

@@ -9,7 +9,8 @@ from sqlalchemy import func, select, update
 
 from academy.data.models import Draft, User, utcnow
 from tests.abuse.databases import admin
-from tests.helpers import Client, LiveServer
+from tests.support.clients import Client
+from tests.support.servers import LiveServer
 
 
 def _copy(client: Client, address: str) -> Client:

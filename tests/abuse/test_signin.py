@@ -17,7 +17,8 @@ from sqlalchemy import select
 from academy.data.models import SigninFailure
 from academy.settings import Settings
 from tests.abuse.databases import Database, admin
-from tests.helpers import Client, LiveServer
+from tests.support.clients import Client
+from tests.support.servers import LiveServer
 
 FIRST_DELAY_S = 60
 RIGHT = "the-right-password"
@@ -41,7 +42,7 @@ def _later(server: LiveServer, seconds: int) -> None:
             failure.last_failure_at -= timedelta(seconds=seconds)
 
 
-def _wait_s(response) -> int:  # noqa: ANN001 - tests.helpers.Response
+def _wait_s(response) -> int:  # noqa: ANN001 - tests.support.clients.Response
     assert response.status == 429, (response.status, response.text[-300:])
     return int(response.headers["Retry-After"])
 

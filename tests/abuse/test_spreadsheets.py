@@ -14,7 +14,8 @@ from sqlalchemy.orm import Session
 
 from academy.data.models import LessonProgress, User
 from tests.abuse.databases import admin
-from tests.helpers import Client, LiveServer
+from tests.support.clients import Client
+from tests.support.servers import LiveServer
 
 REFUSED = ["x;=2+5;@evil.io", "a,=1@evil.io", 'q"=1@evil.io', "tab\t=1@evil.io", "s p@evil.io", "l\n=1@evil.io",
            "bell\x07@evil.io", "pipe|=1@evil.io", "tick`=1@evil.io", "nbsp\u00a0=1@evil.io"]

@@ -6,28 +6,16 @@ to leave it."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from tests.helpers import INSTRUCTOR
+from tests.support.browser import INSTRUCTOR, serious_violations
 
 pytestmark = [pytest.mark.browser]
 
-AXE = (Path(__file__).parent / "vendor" / "axe.min.js").read_text()
 LESSON = "mixed-precision"
 MODES = (("light", ""), ("dark", ""), ("light", "/ar"))
-
-
-def serious_violations(page: Page) -> list[str]:
-    page.evaluate(AXE + "\n;0")  # evaluated by the test, not loaded by the page: the CSP stays as strict
-    found = page.evaluate("""async () => {
-        const r = await axe.run(document, {resultTypes: ['violations']});
-        return r.violations.filter(v => ['serious', 'critical'].includes(v.impact))
-            .map(v => v.id + ': ' + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '));
-    }""")
-    return found
 
 
 def check(page: Page, url: str, label: str) -> None:

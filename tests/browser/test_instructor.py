@@ -6,7 +6,8 @@ import re
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.helpers import INSTRUCTOR, REPO
+from tests.support.browser import INSTRUCTOR
+from tests.support.paths import REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

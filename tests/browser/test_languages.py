@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.helpers import REPO
-from tests.web.test_languages import EXPECTED, translated_cards
+from tests.support.languages import EXPECTED, translated_cards
+from tests.support.paths import REPO
 
 pytestmark = [pytest.mark.browser]
 

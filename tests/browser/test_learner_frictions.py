@@ -10,33 +10,16 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from grader.core.course import load_course
-from tests.browser.test_accessibility import serious_violations
-from tests.browser.test_phone import PHONE
+from tests.support.browser import GRADING, PHONE, SLOW, STEP, guest_on, serious_violations, set_code
 
 pytestmark = [pytest.mark.browser]
 
 COURSE = load_course()
 LESSON = "mixed-precision"
 EXERCISE = COURSE.exercises[f"{LESSON}/amp-step"]
-STEP = f"/lessons/{LESSON}/amp-step"
-GRADING = 90_000  # ms: a grading on a loaded 2-core machine
-# Runs for about 3 s, then returns: long enough to see the Run while it runs.
-SLOW = ("def train_step(*args):\n    import time\n    end = time.monotonic() + 3\n"
-        "    while time.monotonic() < end:\n        time.sleep(0.05)\n    return 1\n")
 # SLOW and ENDLESS wait asleep: the page shows the same as for busy loops (the sandbox tests stop busy ones), and
 # the suite's 2 cores are not spent for their 3 s, or the 10 s of the time limit.
 ENDLESS = "def train_step(*args):\n    import time\n    while True:\n        time.sleep(0.05)\n"
-
-
-def _guest_on(page: Page, live_server: str, prefix: str = "") -> None:
-    page.goto(f"{live_server}{prefix}/")
-    page.locator("form[action$='/auth/guest'] button").click()  # by its form: its name is the page's language
-    page.goto(f"{live_server}{prefix}{STEP}")
-    expect(page.locator(".cm-editor")).to_be_visible()
-
-
-def _set_code(page: Page, code: str) -> None:
-    page.evaluate("code => window.academyEditor.setCode(code)", code)
 
 
 def _top(page: Page, selector: str) -> float:
@@ -46,7 +29,7 @@ def _top(page: Page, selector: str) -> float:
 def test_the_newest_result_is_shown_and_the_older_one_folded_below_it(page: Page, live_server: str) -> None:
     """Run, then Submit: the Run's panel (its own "line N") folds under "Earlier Run" below the verdict; Submit, then
     Run: the verdict folds under "Earlier verdict" below the Run. The folded one still opens."""
-    _guest_on(page, live_server)
+    guest_on(page, live_server)
     page.locator("#run-code").click()
     expect(page.locator("#run-output h2")).to_have_text(re.compile("^Run (finished|stopped)$"), timeout=GRADING)
 
@@ -83,8 +66,8 @@ def test_quiz_code_and_the_worked_solution_are_highlighted(page: Page, live_serv
     assert serious_violations(dark_page) == []
     dark.close()
 
-    _guest_on(page, live_server)
-    _set_code(page, EXERCISE.solution_code())
+    guest_on(page, live_server)
+    set_code(page, EXERCISE.solution_code())
     page.locator("#submit-code").click()
     expect(page.locator("#result-summary")).to_have_text("All checks passed. Well done!", timeout=GRADING)
     page.locator("#solution summary").click()
@@ -95,7 +78,7 @@ def test_quiz_code_and_the_worked_solution_are_highlighted(page: Page, live_serv
 
 def test_esc_then_tab_leaves_the_editor_for_run(page: Page, live_server: str) -> None:
     """Tab indents in the editor; Esc then Tab moves on to Run, even with a verdict's line links below."""
-    _guest_on(page, live_server)
+    guest_on(page, live_server)
     page.locator("#submit-code").click()
     expect(page.locator("#result-summary")).to_be_focused(timeout=GRADING)
     page.locator(".cm-content").click()
@@ -113,7 +96,7 @@ def test_an_italian_page_writes_numbers_dates_and_the_device_in_italian(browser:
     Italian ("2 dic 2026, 19:03"), not in the browser's locale."""
     context = browser.new_context(locale="en-US", viewport={"width": 1200, "height": 900})
     page = context.new_page()
-    _guest_on(page, live_server, "/it")
+    guest_on(page, live_server, "/it")
     page.locator("#submit-code").click()
     expect(page.locator("#result-summary")).to_be_visible(timeout=GRADING)
     graded = page.locator("#result p.muted").last
@@ -153,13 +136,13 @@ def test_running_code_shows_its_time_limit(page: Page, live_server: str) -> None
     """While a Run or a submission runs, the page names the exercise's time limit (limits.time_s), and an endless
     loop still ends in the timeout verdict."""
     limit = f"stops after {EXERCISE.time_limit_s:g} s"
-    _guest_on(page, live_server)
-    _set_code(page, SLOW)
+    guest_on(page, live_server)
+    set_code(page, SLOW)
     page.locator("#run-code").click()
     expect(page.locator("#run-output .time-limit")).to_have_text(f"· {limit}")
     expect(page.locator("#run-output h2")).to_have_text("Run finished", timeout=GRADING)
 
-    _set_code(page, ENDLESS)
+    set_code(page, ENDLESS)
     page.locator("#submit-code").click()
     expect(page.locator("#result .time-limit")).to_have_text(f"· {limit}")
     expect(page.locator("#result .progress-line")).to_contain_text("Running your code", timeout=GRADING)

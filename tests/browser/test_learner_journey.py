@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.helpers import REPO
+from tests.support.paths import REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -82,7 +82,7 @@ def test_the_course_page_names_the_site_once(page: Page, live_server: str) -> No
 
 
 def _wrong_amp_step_verdict(page: Page, live_server: str, prefix: str = "") -> None:
-    from tests.browser.test_verdict_pictures import VERDICT_TIMEOUT, source
+    from tests.support.browser import VERDICT_TIMEOUT, source
 
     page.goto(f"{live_server}{prefix}/")
     page.locator("form[action$='/auth/guest'] button").click()

@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from grader.core.course import load_course
-from tests.helpers import REPO
+from tests.support.paths import REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

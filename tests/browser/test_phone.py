@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from tests.support.browser import PHONE
+
 pytestmark = [pytest.mark.browser]
 
 LESSON = "mixed-precision"
-PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
-         "device_scale_factor": 2}
 
 
 def no_horizontal_overflow(page: Page) -> None:

@@ -7,8 +7,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.test_accessibility import serious_violations
-from tests.browser.test_learner_frictions import SLOW, STEP
+from tests.support.browser import SLOW, STEP, serious_violations
 
 pytestmark = [pytest.mark.browser]
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.helpers import EXERCISE, schema_1_result
+from tests.support.paths import EXERCISE
+from tests.support.results import schema_1_result
 
 pytestmark = [pytest.mark.browser]
 

@@ -9,9 +9,8 @@ from typing import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import running_server
-from tests.browser.test_phone import PHONE
-from tests.helpers import EXERCISES
+from tests.support.browser import PHONE, running_server
+from tests.support.paths import EXERCISES
 
 pytestmark = pytest.mark.browser
 LESSON, STEP = "mixed-precision", "amp-step"

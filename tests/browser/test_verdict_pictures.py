@@ -7,9 +7,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from tests.helpers import EXERCISES
-
-VERDICT_TIMEOUT = 120_000
+from tests.support.browser import VERDICT_TIMEOUT, source
 
 
 def submit(page: Page, code: str) -> None:
@@ -21,10 +19,6 @@ def submit(page: Page, code: str) -> None:
     page.evaluate("() => document.getElementById('result-summary')?.remove()")  # wait for this verdict, not the last
     page.get_by_role("button", name=re.compile("^Submit")).click()
     expect(page.locator("#result-summary")).to_be_visible(timeout=VERDICT_TIMEOUT)
-
-
-def source(exercise: str, name: str) -> str:
-    return (EXERCISES / exercise / name).read_text()
 
 
 def test_timeline_and_curves_after_wrong_and_right_submissions(page: Page, live_server: str, shoot) -> None:

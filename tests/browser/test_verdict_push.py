@@ -10,7 +10,7 @@ import time
 import pytest
 from playwright.sync_api import Page, Route, expect
 
-from tests.browser.test_learner_frictions import GRADING, SLOW, _guest_on, _set_code
+from tests.support.browser import GRADING, SLOW, guest_on, set_code
 
 pytestmark = [pytest.mark.browser]
 
@@ -25,8 +25,8 @@ def _gets(page: Page, pattern: str) -> list[tuple[float, str]]:
 
 
 def test_the_verdict_and_the_run_come_by_long_poll(page: Page, live_server: str) -> None:
-    _guest_on(page, live_server)
-    _set_code(page, BROKEN)
+    guest_on(page, live_server)
+    set_code(page, BROKEN)
     submissions, runs = _gets(page, r"/api/submissions/\d+"), _gets(page, r"/api/runs/\d+")
     started = time.monotonic()
     page.locator("#submit-code").click()
@@ -45,8 +45,8 @@ def test_the_verdict_and_the_run_come_by_long_poll(page: Page, live_server: str)
 def test_a_server_that_does_not_wait_is_polled_with_pauses(page: Page, live_server: str) -> None:
     """A Run of about 3 s against answers that never wait: the page asks again and again, 0.6 s apart unless
     something changed, and shows the Run when it is done."""
-    _guest_on(page, live_server)
-    _set_code(page, SLOW)
+    guest_on(page, live_server)
+    set_code(page, SLOW)
 
     def without_wait(route: Route) -> None:  # what a server without a free seat (or without ?wait=) answers
         route.continue_(url=route.request.url.split("?")[0])

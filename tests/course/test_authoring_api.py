@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
-from tests.helpers import EXERCISES
+from tests.support.paths import EXERCISES
 
 
 def test_no_exercise_imports_the_harness() -> None:

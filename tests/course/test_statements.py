@@ -14,7 +14,7 @@ from torch import nn
 
 from grader.core.course import load_course
 from grader.learner.memory import SavedTensorMeter
-from tests.helpers import EXERCISES
+from tests.support.paths import EXERCISES
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.helpers import PostgresServer, postgres_bin
+from tests.support.databases import PostgresServer, postgres_bin
 
 
 @pytest.fixture

@@ -14,7 +14,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.helpers import EXERCISE, REPO, SOLUTION, free_port
+from tests.support.paths import EXERCISE, REPO, SOLUTION
+from tests.support.processes import free_port
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

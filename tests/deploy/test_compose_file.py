@@ -10,7 +10,7 @@ import subprocess
 import pytest
 import yaml
 
-from tests.helpers import REPO
+from tests.support.paths import REPO
 
 
 def _config(**env: str) -> subprocess.CompletedProcess:

@@ -9,7 +9,8 @@ from typing import Iterator
 import pytest
 
 from tests.abuse import identity
-from tests.helpers import LiveServer, PostgresServer, UserRows, postgres_bin
+from tests.support.databases import PostgresServer, UserRows, postgres_bin
+from tests.support.servers import LiveServer
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,8 @@ from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.exc import IntegrityError
 
 from academy.data.db import alembic_config
-from tests.helpers import PostgresServer, ready_app
+from tests.support.apps import ready_app
+from tests.support.databases import PostgresServer
 
 PENDING_ROW = ("INSERT INTO submissions (user_id, exercise_id, code, status, passed, created_at) "
                "VALUES (1, 'mixed-precision/amp-step', 'x = 1', :status, false, CURRENT_TIMESTAMP)")

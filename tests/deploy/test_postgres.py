@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, inspect, text
 
-from tests.helpers import EXERCISE, SOLUTION, PostgresServer, ready_app
+from tests.support.apps import ready_app
+from tests.support.databases import PostgresServer
+from tests.support.paths import EXERCISE, SOLUTION
 
 
 def _api(app, token: str):  # noqa: ANN001, ANN202

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, free_port, stop_group
+from tests.support.paths import REPO
+from tests.support.processes import free_port, stop_group
 
 pytestmark = pytest.mark.slow
 

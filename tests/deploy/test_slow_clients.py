@@ -28,80 +28,24 @@ from typing import Iterator
 import psutil
 import pytest
 
-from tests.helpers import REPO, Client, free_port, stop_group
+from tests.support.clients import Client
+from tests.support.paths import REPO
+from tests.support.processes import free_port, stop_group
+from tests.support.servers import IDLE_TIMEOUT_S, REQUEST_TIMEOUT_S, THREADS, ScriptedServer
 
 pytestmark = pytest.mark.slow
 
-THREADS = 2
-REQUEST_TIMEOUT_S = 2
-IDLE_TIMEOUT_S = 4
 ATTACKERS = 4 * THREADS  # of each kind: twice as many slow connections as threads, and more
 PAGE_BOUND_S = 8.0  # another learner's page answers within this (it takes a fraction of a second unattacked)
 OLD_SHAPE = os.environ.get("DLA_TEST_OLD_SHAPE") == "1"
 
 
-def served_command() -> str:
-    """scripts/run's own command line for the server (from `.venv/bin/python -m academy.serve` to its `&`)."""
-    script = (REPO / "scripts" / "run").read_text()
-    found = re.search(r"^(\.venv/bin/python -m academy\.serve .*?) &$", script, re.M | re.S)
-    assert found, "scripts/run no longer starts academy.serve"
-    return found.group(1)
-
-
-class Server:
-    """The academy on a fresh instance, served as scripts/run serves it (or as it was served: gunicorn)."""
-
-    def __init__(self, folder: Path, shape: str, env: dict[str, str] | None = None):
-        self.folder, self.shape, self.port = folder, shape, free_port()
-        self.env = {**os.environ, "DLA_INSTANCE": str(folder / "instance"), "DLA_SANDBOX": "local",
-                    "DLA_WARM_POOL": "0", "DLA_TUTOR": "0", "PYTHONUNBUFFERED": "1", "HOST": "127.0.0.1",
-                    "PORT": str(self.port), "DLA_WEB_THREADS": str(THREADS),
-                    "DLA_WEB_REQUEST_TIMEOUT": str(REQUEST_TIMEOUT_S), "DLA_WEB_IDLE_TIMEOUT": str(IDLE_TIMEOUT_S),
-                    "DLA_WEB_GRACEFUL_TIMEOUT": "60", **(env or {})}
-        for name in ("DATABASE_URL", "REDIS_URL", "DLA_EXERCISES", "SECRET_KEY"):
-            self.env.pop(name, None)
-        self.log_path = folder / f"{shape}.log"
-        self.start_command: list[str] | None = None  # scripts/run's, unless a test says otherwise
-
-    def start(self) -> Server:
-        from academy import init_db
-        from academy.settings import from_environment
-
-        init_db({"INSTANCE_PATH": self.env["DLA_INSTANCE"], "REQUEUE_ON_START": False,
-                 **from_environment(self.env)})
-        if self.start_command:
-            command = self.start_command
-        elif self.shape == "waitress":
-            command = ["bash", "-c", f"exec {served_command()}"]
-        else:  # the shape before: scripts/run's gunicorn line, with as many threads
-            command = [str(Path(sys.executable).with_name("gunicorn")), "--workers", "1", "--threads", str(THREADS),
-                       "--bind", f"127.0.0.1:{self.port}", "--access-logfile", "-", "--graceful-timeout", "1",
-                       "-c", "python:academy.gunicorn_hooks", "academy:create_app()"]
-        self.process = subprocess.Popen(command, cwd=REPO, env=self.env, stdout=open(self.log_path, "wb"),
-                                        stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if Client(self).get("/api/exercises").status == 200:
-                    return self
-            except OSError:
-                pass
-            assert self.process.poll() is None and time.monotonic() < deadline, self.logs()
-            time.sleep(0.1)
-
-    def logs(self) -> str:
-        return self.log_path.read_text(errors="replace")[-6000:]
-
-    def stop(self) -> None:
-        stop_group(self.process, timeout=15)
-
-
 @pytest.fixture
 def serve(tmp_path: Path) -> Iterator:
-    started: list[Server] = []
+    started: list[ScriptedServer] = []
 
-    def start(shape: str = "waitress", **env: str) -> Server:
-        server = Server(tmp_path / f"server-{len(started)}", shape, env)
+    def start(shape: str = "waitress", **env: str) -> ScriptedServer:
+        server = ScriptedServer(tmp_path / f"server-{len(started)}", shape, env)
         server.folder.mkdir()
         started.append(server)
         return server.start()
@@ -184,7 +128,7 @@ class Attack:
             sock.close()
 
 
-def page_answers_within(server: Server, bound: float) -> float | None:
+def page_answers_within(server: ScriptedServer, bound: float) -> float | None:
     """Seconds another learner's page (the home page) took, or None when it had not answered within `bound`."""
     started = time.monotonic()
     connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=bound)
@@ -255,15 +199,15 @@ def model() -> Iterator[ModelServer]:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, model: ModelServer) -> Iterator[Server]:
+def server(tmp_path_factory: pytest.TempPathFactory, model: ModelServer) -> Iterator[ScriptedServer]:
     """One server for the attacks, the stream and the log (each test leaves it as it found it)."""
-    served = Server(tmp_path_factory.mktemp("served"), "waitress",
+    served = ScriptedServer(tmp_path_factory.mktemp("served"), "waitress",
                     {"DLA_TUTOR": "1", "DLA_TUTOR_URL": model.url, "DLA_TRUSTED_PROXIES": "1"}).start()
     yield served
     served.stop()
 
 
-def attack_and_time_a_page(server: Server) -> tuple[Attack, float | None]:
+def attack_and_time_a_page(server: ScriptedServer) -> tuple[Attack, float | None]:
     attack = Attack(server.port)
     attack.slow_headers(ATTACKERS)
     attack.slow_bodies(ATTACKERS)
@@ -276,7 +220,7 @@ def attack_and_time_a_page(server: Server) -> tuple[Attack, float | None]:
     return attack, page_answers_within(server, PAGE_BOUND_S)
 
 
-def test_slow_clients_hold_no_thread_and_are_dropped(server: Server) -> None:
+def test_slow_clients_hold_no_thread_and_are_dropped(server: ScriptedServer) -> None:
     attack, took = attack_and_time_a_page(server)
     try:
         assert took is not None, \
@@ -300,7 +244,7 @@ def test_slow_clients_hold_no_thread_and_are_dropped(server: Server) -> None:
 
 @pytest.mark.skipif(not OLD_SHAPE, reason="the shape before, shown to fail: DLA_TEST_OLD_SHAPE=1")
 def test_the_same_attack_took_the_old_shape_offline(tmp_path: Path) -> None:
-    old = Server(tmp_path, "gunicorn").start()
+    old = ScriptedServer(tmp_path, "gunicorn").start()
     try:
         attack, took = attack_and_time_a_page(old)
         attack.stop()
@@ -323,7 +267,7 @@ def _events(answer: http.client.HTTPResponse) -> Iterator[tuple[str, dict]]:
             name, data = "", ""
 
 
-def ask_the_tutor(server: Server) -> tuple[Client, http.client.HTTPConnection, http.client.HTTPResponse]:
+def ask_the_tutor(server: ScriptedServer) -> tuple[Client, http.client.HTTPConnection, http.client.HTTPResponse]:
     learner = Client(server).guest()
     headers = {"Content-Type": "application/json", "X-CSRF-Token": learner.csrf(),
                "Cookie": "; ".join(f"{k}={v}" for k, v in learner.cookies.items())}
@@ -336,7 +280,7 @@ def ask_the_tutor(server: Server) -> tuple[Client, http.client.HTTPConnection, h
     return learner, connection, answer
 
 
-def test_the_tutor_answer_reaches_the_browser_token_by_token(server: Server, model: ModelServer) -> None:
+def test_the_tutor_answer_reaches_the_browser_token_by_token(server: ScriptedServer, model: ModelServer) -> None:
     model.release.clear()
     for seen in model.seen:
         seen.clear()
@@ -357,7 +301,7 @@ def test_the_tutor_answer_reaches_the_browser_token_by_token(server: Server, mod
         connection.close()
 
 
-def test_access_log_in_gunicorns_format_with_the_trusted_proxys_client(server: Server) -> None:
+def test_access_log_in_gunicorns_format_with_the_trusted_proxys_client(server: ScriptedServer) -> None:
     connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
     connection.request("GET", "/api/exercises?x=1", headers={
         "X-Forwarded-For": "203.0.113.9", "User-Agent": 'probe "quoted" \xe9', "Referer": "http://example.org/"})
@@ -372,7 +316,8 @@ def test_access_log_in_gunicorns_format_with_the_trusted_proxys_client(server: S
         time.sleep(0.1)
 
 
-def test_sigterm_lets_the_answer_in_progress_finish_and_takes_no_new_one(server: Server, model: ModelServer) -> None:
+def test_sigterm_lets_the_answer_in_progress_finish_and_takes_no_new_one(server: ScriptedServer,
+                                                                         model: ModelServer) -> None:
     """Last in this module: it stops the module's server. A grading in progress finishes before it exits."""
     model.release.clear()
     for seen in model.seen:
@@ -416,7 +361,7 @@ def test_the_compose_shape_several_processes_share_the_port(tmp_path: Path) -> N
     SIGTERM stops them all."""
     entrypoint = (REPO / "deploy/app/entrypoint").read_text()
     assert "python -m academy.serve --bind 0.0.0.0:8000 --processes \"${DLA_WEB_WORKERS:-4}\"" in entrypoint
-    served = Server(tmp_path, "waitress")
+    served = ScriptedServer(tmp_path, "waitress")
     served.start_command = [sys.executable, "-m", "academy.serve", "--bind", f"127.0.0.1:{served.port}",
                             "--processes", "2", "--threads", "2", "--graceful-timeout", "10"]
     served.start()
@@ -512,7 +457,7 @@ def closed_by_the_server(sock: socket.socket) -> bool:
         return True
 
 
-def held_from(server: Server, address: str) -> int:
+def held_from(server: ScriptedServer, address: str) -> int:
     """The server's connections from `address` (accepted: the kernel's queue is not the server's)."""
     return sum(1 for c in psutil.Process(server.process.pid).net_connections("tcp")
                if c.raddr and c.raddr.ip == address and c.status == psutil.CONN_ESTABLISHED)

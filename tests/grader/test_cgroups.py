@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from sandbox.jail.cgroups import CgroupRoot, CgroupUnavailable, SubmissionCgroup, find_root
-from tests.helpers import REPO
+from tests.support.paths import REPO
 
 PY = "/usr/bin/python3"  # a system interpreter an unprivileged uid can execute
 NOBODY = 65534

@@ -10,7 +10,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.helpers import EXERCISES, check_json, run_grader, run_grader_here
+from tests.support.grading import check_json, run_grader, run_grader_here
+from tests.support.paths import EXERCISES
 
 AMP = EXERCISES / "mixed-precision" / "amp-step"
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "grader" / "core" / "schemas" / "result.json").read_text())
@@ -19,7 +20,7 @@ SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "grader" / "core" / "
 @pytest.fixture(scope="module")
 def here(warm_sandbox):
     """The session's warm local sandbox: the tests that grade the repository's amp-step run the command in this
-    process through it (tests.helpers.run_grader_here); the console script itself is run cold by the others."""
+    process through it (tests.support.grading.run_grader_here); the console script itself is run cold by the others."""
     return warm_sandbox("local")
 
 

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from grader.host.grading import run_submission
-from tests.helpers import EXERCISES, REPO, gated
+from tests.support.grading import gated
+from tests.support.paths import EXERCISES, REPO
 
 AMP = EXERCISES / "mixed-precision" / "amp-step"
 NOBODY = 65534

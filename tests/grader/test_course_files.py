@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from grader.core.course import Card, CourseError, ExerciseStep, Quiz, load_course
-from tests.helpers import EXERCISES
+from tests.support.paths import EXERCISES
 
 SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seeds"
 SEED_CARD_TITLES = [

@@ -9,7 +9,7 @@ import pytest
 
 from grader.core.display import DISPLAY_CAP, as_text, bar_figure, capped, focus, line_figure, table_figure, timeline
 from grader.core.jsonschemas import schema as result_schemas
-from tests.helpers import EXERCISES
+from tests.support.paths import EXERCISES
 
 
 def ev(index: int, kind: str, line: int | None = None, **fields) -> dict:

@@ -6,7 +6,7 @@ import pytest
 
 from grader.core.course import load_course
 from grader.host.grading import run_example
-from tests.helpers import EXERCISES
+from tests.support.paths import EXERCISES
 
 pytestmark = pytest.mark.slow
 

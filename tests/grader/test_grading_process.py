@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 
-from tests.helpers import REPO
+from tests.support.paths import REPO
 
 BOUNDED = """
     import os, resource

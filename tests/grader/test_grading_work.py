@@ -16,7 +16,7 @@ import subprocess
 import sys
 import textwrap
 
-from tests.helpers import REPO
+from tests.support.paths import REPO
 
 # The reference solution, plus, in its first call only (the replayed epoch the checks examine; the timed
 # rounds are untouched, so the verdict still passes), four inputs of 240,000 float16 rows given to the model:

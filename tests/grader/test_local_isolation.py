@@ -10,7 +10,8 @@ import pytest
 
 from grader.core.course import load_course
 from grader.host.grading import run_submission
-from tests.helpers import EXERCISES, bait_server
+from tests.support.grading import bait_server
+from tests.support.paths import EXERCISES
 
 AMP = EXERCISES / "mixed-precision" / "amp-step"
 SOLUTION = (AMP / "solution.py").read_text()

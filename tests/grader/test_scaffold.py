@@ -4,7 +4,8 @@ import shutil
 import pytest
 
 from grader.core.course import load_exercise
-from tests.helpers import EXERCISES, run_grader
+from tests.support.grading import run_grader
+from tests.support.paths import EXERCISES
 
 
 @pytest.fixture

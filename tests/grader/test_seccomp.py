@@ -30,7 +30,7 @@ from typing import Any, Callable
 import pytest
 
 from sandbox.jail import seccomp
-from tests.helpers import REPO
+from tests.support.paths import REPO
 
 LIBC = ctypes.CDLL(None, use_errno=True)
 LIBC.syscall.restype = ctypes.c_long

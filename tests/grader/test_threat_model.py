@@ -5,7 +5,7 @@ it, and every test the document names exists."""
 import re
 
 from grader.core.course import load_course
-from tests.helpers import REPO
+from tests.support.paths import REPO
 
 DOC = REPO / "docs" / "threat-model.md"
 TEST_REFERENCE = re.compile(r"`(tests/[\w/]+\.py)::(test_\w+)`")

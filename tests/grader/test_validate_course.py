@@ -6,7 +6,7 @@ start and a pool's torch start-ups each time); each test reads its own exercise'
 import pytest
 
 from grader.core.course import load_course
-from tests.helpers import run_grader
+from tests.support.grading import run_grader
 
 EXERCISES = sorted(load_course().exercises)
 

@@ -21,7 +21,7 @@ import pytest
 
 from grader.checks.ddp import MAX_HEADER, MAX_VALUES, _Mirror
 from grader.host.grading import run_submission
-from tests.helpers import caught_by
+from tests.support.grading import caught_by
 
 # The learner's function (either exercise's signature): it looks through its own process for the grader's
 # loop and the references, by import, in sys.modules, by reading the files beside the scenario, in gc and

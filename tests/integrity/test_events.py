@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from grader.host.grading import run_submission
-from tests.helpers import EXERCISES, caught_by
+from tests.support.grading import caught_by
+from tests.support.paths import EXERCISES
 
 EXERCISE = "mixed-precision/amp-step"
 RAW_STEP = '''

@@ -13,7 +13,8 @@ import time
 import pytest
 
 from grader.host.grading import run_submission
-from tests.helpers import EXERCISES, caught_by
+from tests.support.grading import caught_by
+from tests.support.paths import EXERCISES
 
 AMP_SOLUTION = (EXERCISES / "mixed-precision" / "amp-step" / "solution.py").read_text()
 

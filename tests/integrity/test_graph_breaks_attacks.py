@@ -19,7 +19,8 @@ import sys
 import pytest
 
 from grader.host.grading import run_submission
-from tests.helpers import EXERCISES, caught_by
+from tests.support.grading import caught_by
+from tests.support.paths import EXERCISES
 
 EXERCISE = "profiling/graph-breaks"
 FOLDER = EXERCISES / EXERCISE

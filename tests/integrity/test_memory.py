@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from grader.host.grading import run_submission
-from tests.helpers import caught_by
+from tests.support.grading import caught_by
 
 EXERCISE = "gpu-memory/fit-the-budget"
 FOLDER = Path(__file__).resolve().parents[2] / "exercises" / "gpu-memory" / "fit-the-budget"

@@ -5,7 +5,7 @@ Both sandboxes, through their warm pools."""
 from __future__ import annotations
 
 from grader.host.grading import run_submission
-from tests.helpers import caught_by
+from tests.support.grading import caught_by
 
 EXERCISE = "gradient-accumulation/accumulate-amp"
 LOOP = '''

@@ -23,7 +23,7 @@ import pytest
 from grader.host.grading import run_submission
 from sandbox.jail import Confinement, Jail, Limits
 from sandbox.jail.jail import PAUSE_WAIT_S, PauseNotHeld
-from tests.helpers import EXERCISES
+from tests.support.paths import EXERCISES
 
 EXERCISE = "profiling/fix-the-bottleneck"
 NOT_FIXED = (EXERCISES / EXERCISE / "mistakes" / "not-fixed.py").read_text()

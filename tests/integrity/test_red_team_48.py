@@ -16,7 +16,7 @@ import json
 import pytest
 
 from grader.host.grading import run_submission
-from tests.helpers import caught_by
+from tests.support.grading import caught_by
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +161,7 @@ for _module in [o for o in gc.get_objects() if isinstance(o, types.ModuleType)]:
 
 
 def test_a_probe_replaced_by_the_learners_module_is_never_called(local):
-    from tests.helpers import EXERCISES
+    from tests.support.paths import EXERCISES
 
     mistake = (EXERCISES / "mixed-precision" / "amp-step" / "mistakes" / "raw_backward.py").read_text()
     result = run_submission("mixed-precision/amp-step", mistake + REPLACES_THE_PROBE, sandbox=local)

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from grader.host.grading import run_example, run_submission
-from tests.helpers import EXERCISES
+from tests.support.paths import EXERCISES
 
 # exercise -> names of the grading side's callables that computed its right answer where a learner's
 # process could reach them (on the code before issue 48); the scan also looks for anything defined in a

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from grader.host.grading import run_submission
-from tests.helpers import caught_by
+from tests.support.grading import caught_by
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from grader.host.grading import run_submission
-from tests.helpers import caught_by
+from tests.support.grading import caught_by
 
 # Loaded as the learner's module: it looks through its whole process for the referee, or any module of
 # the exercise's grading side, and says what it found as the error it raises.

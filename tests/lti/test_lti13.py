@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 import threading
 import time
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -33,49 +31,13 @@ from werkzeug.serving import make_server
 from academy import jobs
 from academy.data.db import get_session
 from academy.data.models import LtiGradeLink, LtiIdentity, LtiPlatform, LtiValue, Submission, User
-from tests.helpers import EXERCISE, EXERCISES, SOLUTION, free_port, new_session, ready_app
 from tests.lti.platform import Lms, serve
+from tests.support.apps import new_session, ready_app
+from tests.support.lti import Forms, csrf_of, follow_link, launch
+from tests.support.paths import EXERCISE, EXERCISES, SOLUTION
+from tests.support.processes import free_port
 
 MISTAKE = (EXERCISES / EXERCISE / "mistakes" / "raw_backward.py").read_text()
-
-
-class Forms(HTMLParser):
-    """The forms of a page: id -> (action, fields), and the page's CSRF token."""
-
-    def __init__(self, page: str):
-        super().__init__()
-        self.forms: dict[str, tuple[str, dict[str, str]]] = {}
-        self._current: str | None = None
-        self.feed(page)
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        values = dict(attrs)
-        if tag == "form":
-            self._current = values.get("id") or f"form-{len(self.forms)}"
-            self.forms[self._current] = (values.get("action") or "", {})
-        elif tag == "input" and self._current and values.get("type") == "hidden":
-            self.forms[self._current][1][values["name"]] = values.get("value") or ""
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "form":
-            self._current = None
-
-
-def csrf_of(page: str) -> str:
-    return re.search(r'name="csrf-token" content="([^"]+)"', page).group(1)
-
-
-def follow_link(browser: requests.Session, lms: Lms, link: str, user: str) -> tuple[str, dict[str, str]]:
-    """The browser opens an LMS link: the LMS's login initiation, the tool's login, the LMS's authorization,
-    which answers with the launch form (action, fields) the browser is to post to the tool."""
-    page = browser.get(lms.start(link, user), timeout=30)
-    assert page.status_code == 200, page.text[-500:]
-    return Forms(page.text).forms["launch"]
-
-
-def launch(browser: requests.Session, form: tuple[str, dict[str, str]]) -> requests.Response:
-    action, fields = form
-    return browser.post(action, data=fields, allow_redirects=False, timeout=30)
 
 
 @pytest.fixture(scope="module")

@@ -32,9 +32,12 @@ from academy import jobs
 from academy.data.db import get_session
 from academy.data.models import JobStatus, LtiGradeLink, LtiIdentity, LtiPlatform, Submission, User
 from academy.lti import outbound
-from tests.helpers import EXERCISE, free_port, new_session, postgres_bin, ready_app
 from tests.lti.platform import Lms, serve
-from tests.lti.test_lti13 import Forms, launch
+from tests.support.apps import new_session, ready_app
+from tests.support.databases import postgres_bin
+from tests.support.lti import Forms, follow_link, launch
+from tests.support.paths import EXERCISE
+from tests.support.processes import free_port
 
 SECRET = "SecretAccessKey=wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"
 DEPLOYMENT = "https://purl.imsglobal.org/spec/lti/claim/deployment_id"
@@ -330,7 +333,6 @@ def test_key_sets_are_kept_and_fetched_again_for_an_unknown_kid(tool: dict[str, 
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Two launches fetch LMS B's key set once; after B rotates its key, a launch signed with the new one fetches it
     again (a kid the kept set lacks), at most once per KEY_SET_REFRESH_S."""
-    from tests.lti.test_lti13 import follow_link
 
     lms: Lms = tool["b"]
     lms.links["b-link"] = type(next(iter(lms.links.values()), None) or _link())("b-link", "B", {}, None)
@@ -414,7 +416,6 @@ def _resigned(lms: Lms, token: str, change: Any) -> str:
 def test_launch_claims_are_held_to_the_spec(tool: dict[str, Any]) -> None:
     """Launches signed by the registered LMS's own key: without `exp` or `iat`, with a list `aud` of several
     values and no `azp`, or an `azp` that is not this tool: refused; `aud` a list with the right `azp`: signed in."""
-    from tests.lti.test_lti13 import follow_link
 
     lms: Lms = tool["b"]
     lms.links.setdefault("b-link", _link().__class__("b-link", "B", {}, None))
@@ -438,8 +439,6 @@ def test_launch_claims_are_held_to_the_spec(tool: dict[str, Any]) -> None:
 # -- 5. deep linking ------------------------------------------------------------------------------------------------
 
 def test_deep_linking_is_offered_to_context_roles_only(tool: dict[str, Any]) -> None:
-    from tests.lti.test_lti13 import follow_link
-
     for user in ("faculty-1", "staff-1"):
         browser = requests.Session()
         refused = launch(browser, follow_link(browser, tool["a"], "deep", user))
@@ -449,8 +448,6 @@ def test_deep_linking_is_offered_to_context_roles_only(tool: dict[str, Any]) -> 
 
 
 def test_six_simultaneous_answers_get_one_signed_response(tool: dict[str, Any]) -> None:
-    from tests.lti.test_lti13 import follow_link
-
     browser = requests.Session()
     picker = launch(browser, follow_link(browser, tool["a"], "deep", "teacher-3"))
     assert picker.status_code == 200
@@ -481,7 +478,6 @@ def test_six_simultaneous_answers_get_one_signed_response(tool: dict[str, Any]) 
 def test_only_the_sessions_lms_may_frame_its_pages(tool: dict[str, Any]) -> None:
     """The login and the launch's pages of a browser that came from LMS B may be framed by B only, not by A (another
     registration); a page with no LTI session by none."""
-    from tests.lti.test_lti13 import follow_link
 
     lms_a, lms_b = tool["a"], tool["b"]
     lms_b.links.setdefault("b-link", _link().__class__("b-link", "B", {}, None))
@@ -502,7 +498,6 @@ def test_only_the_sessions_lms_may_frame_its_pages(tool: dict[str, Any]) -> None
 
 def test_a_registration_is_edited_removed_on_confirmation_and_registered_again_with_its_learners(
         tool: dict[str, Any]) -> None:
-    from tests.lti.test_lti13 import follow_link
 
     app, teacher, lms = tool["app"], tool["teacher"], tool["b"]
     lms.links.setdefault("b-link", _link().__class__("b-link", "B", {}, None))
@@ -573,8 +568,7 @@ def test_over_long_values_answer_4xx_on_postgresql(tmp_path: Path) -> None:
     """An over-long `lti1p3-session-id` cookie (at the login, which keeps nonces under it, and at the launch) and an
     over-long `sub` from a registered LMS: never a 500 from a column too short."""
     from academy.lti import PlatformForm, register_platform
-    from tests.helpers import PostgresServer
-    from tests.lti.test_lti13 import follow_link
+    from tests.support.databases import PostgresServer
 
     postgres = PostgresServer().start()
     port = free_port()

@@ -6,7 +6,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.helpers import QueueStack, RedisServer
+from tests.support.queues import QueueStack, RedisServer
 
 
 @pytest.fixture

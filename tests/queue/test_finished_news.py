@@ -7,7 +7,7 @@ import time
 
 from academy import jobs
 from academy.jobs import waiting
-from tests.helpers import ready_app
+from tests.support.apps import ready_app
 
 
 def test_a_workers_news_wakes_a_web_processs_waiter(tmp_path, redis_server, monkeypatch) -> None:  # noqa: ANN001

@@ -6,7 +6,7 @@ import time
 import pytest
 from rq.registry import FailedJobRegistry
 
-from tests.helpers import ONE_WORKER_MANY_JOBS, QueueStack
+from tests.support.queues import ONE_WORKER_MANY_JOBS, QueueStack
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 

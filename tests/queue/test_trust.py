@@ -14,7 +14,7 @@ from redis import Redis
 from rq import Callback, Queue
 from rq.serializers import JSONSerializer
 
-from tests.helpers import ONE_WORKER_MANY_JOBS, QueueStack
+from tests.support.queues import ONE_WORKER_MANY_JOBS, QueueStack
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 

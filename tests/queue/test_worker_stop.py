@@ -11,7 +11,7 @@ from rq import Queue
 from rq.exceptions import StopRequested
 
 from academy.runners.worker import GradingWorker
-from tests.helpers import RedisServer
+from tests.support.queues import RedisServer
 
 pytestmark = pytest.mark.redis
 

@@ -10,7 +10,8 @@ import subprocess
 
 import pytest
 
-from tests.helpers import REPO, wait_no_grading_containers
+from tests.support.paths import REPO
+from tests.support.sandboxes import wait_no_grading_containers
 
 
 def _engine_problem() -> str | None:

@@ -10,7 +10,9 @@ import pytest
 from grader.core.course import load_course
 from grader.host.sandboxes import docker_sandbox
 from sandbox.docker import Container, ContainerSpec
-from tests.helpers import EXERCISES, grading_containers, run_grader, wait_no_grading_containers
+from tests.support.grading import run_grader
+from tests.support.paths import EXERCISES
+from tests.support.sandboxes import grading_containers, wait_no_grading_containers
 
 pytestmark = pytest.mark.docker
 AMP = EXERCISES / "mixed-precision" / "amp-step"

@@ -40,7 +40,7 @@ def test_the_same_check_passes_where_the_sandbox_can_confine(docker_image):
     import os
     import sys
 
-    from tests.helpers import REPO
+    from tests.support.paths import REPO
 
     if os.geteuid() != 0:
         pytest.skip("this host confines as root (CI runs as root)")

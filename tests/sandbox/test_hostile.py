@@ -13,7 +13,9 @@ import pytest
 
 from grader.core.course import load_course
 from grader.host.grading import run_submission
-from tests.helpers import AMP_SOLUTION, EXERCISES, GATED, bait_server, grading_containers
+from tests.support.grading import AMP_SOLUTION, GATED, bait_server
+from tests.support.paths import EXERCISES
+from tests.support.sandboxes import grading_containers
 
 pytestmark = pytest.mark.docker
 

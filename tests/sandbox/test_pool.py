@@ -16,7 +16,8 @@ from sandbox.docker import ContainerSpec
 from sandbox.docker import warm_pool as docker_pool
 from sandbox.local import LocalSandbox
 from sandbox.pool import WarmPool
-from tests.helpers import EXERCISES, answer_verdict
+from tests.support.grading import answer_verdict
+from tests.support.paths import EXERCISES
 
 SOLUTION = (EXERCISES / "mixed-precision" / "amp-step" / "solution.py").read_text()
 

@@ -24,7 +24,8 @@ from grader.core.protocol import (
 from grader.harness.serve import exercise_under, read_request
 from sandbox import Entry
 from sandbox.process import PopenProcess
-from tests.helpers import EXERCISES, REPO, answer_verdict
+from tests.support.grading import answer_verdict
+from tests.support.paths import EXERCISES, REPO
 
 SOLUTION = (EXERCISES / "mixed-precision" / "amp-step" / "solution.py").read_text()
 

@@ -2,7 +2,6 @@
 run), and one real failing amp-step grading that the tests which need a verdict share."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -10,15 +9,8 @@ import pytest
 from flask import Flask
 
 from academy import jobs
-from tests.helpers import EXERCISES, WebSession, ready_app, wait_for
-
-LESSON = "mixed-precision"
-STEP = "amp-step"
-ASK = f"/api/tutor/{LESSON}/{STEP}"
-# A typical mistake (the course's own): backward on the raw loss; the check scaled-backward fails on line 11.
-RAW_BACKWARD = (EXERCISES / LESSON / STEP / "mistakes" / "raw_backward.py").read_text()
-# Short answers: each test needs the answer to exist and stream, not to be long (one CPU thread, ~10 tokens/s).
-TEST_MAX_TOKENS = 24
+from tests.support.apps import WebSession, ready_app, wait_for
+from tests.support.tutor import LESSON, RAW_BACKWARD, STEP, TEST_MAX_TOKENS
 
 
 @pytest.fixture
@@ -62,26 +54,3 @@ def graded(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequ
     app.extensions["academy.engine"].dispose()
     (folder.parent / "cookie").write_text(cookie.value)
     yield folder
-
-
-def copy_graded(graded: Path, target: Path) -> tuple[Path, str]:
-    """A copy of the graded instance, and the guest's session cookie in it."""
-    shutil.copytree(graded, target)
-    return target, (graded.parent / "cookie").read_text()
-
-
-def events(response: Any) -> list[tuple[str, Any]]:
-    """The server-sent events of a streamed answer (a response, or its text), in order, as (name, data)."""
-    import json
-
-    text = response if isinstance(response, str) else response.get_data(as_text=True)
-    found = []
-    for block in text.split("\n\n"):
-        lines = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
-        if "event" in lines:
-            found.append((lines["event"], json.loads(lines["data"])))
-    return found
-
-
-def answer_text(found: list[tuple[str, Any]]) -> str:
-    return "".join(data["text"] for name, data in found if name == "token")

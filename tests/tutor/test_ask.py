@@ -9,8 +9,9 @@ from pathlib import Path
 import psutil
 
 from academy.data.models import TutorMessage
-from tests.helpers import WebSession, free_port, silent_server
-from tests.tutor.conftest import ASK, LESSON, RAW_BACKWARD, STEP, answer_text, copy_graded, events
+from tests.support.apps import WebSession
+from tests.support.processes import free_port
+from tests.support.tutor import ASK, LESSON, RAW_BACKWARD, STEP, answer_text, copy_graded, events, silent_server
 
 CARD = "what-mixed-precision-means"
 ASK_CARD = f"/api/tutor/{LESSON}/{CARD}"

@@ -8,8 +8,9 @@ from pathlib import Path
 from academy.content import get_content
 from academy.data.models import User
 from academy.tutor.context import build_context
-from tests.helpers import ready_app
-from tests.tutor.conftest import EXERCISES, LESSON, RAW_BACKWARD, STEP, copy_graded
+from tests.support.apps import ready_app
+from tests.support.paths import EXERCISES
+from tests.support.tutor import LESSON, RAW_BACKWARD, STEP, copy_graded
 
 SOLUTION = (EXERCISES / LESSON / STEP / "solution.py").read_text()
 

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from academy.tutor.guard import Guard
-from tests.tutor.conftest import EXERCISES, LESSON, STEP
+from tests.support.paths import EXERCISES
+from tests.support.tutor import LESSON, STEP
 
 SOLUTION = (EXERCISES / LESSON / STEP / "solution.py").read_text()
 HINT = "Put `out = model(x)` and `loss = loss_fn(out, y)` inside `with torch.autocast(device_type='cuda'):`."

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from academy.tutor.guard import Guard, _shingles
-from tests.helpers import WebSession
-from tests.tutor.conftest import ASK, EXERCISES, LESSON, RAW_BACKWARD, STEP, answer_text, copy_graded, events
+from tests.support.apps import WebSession
+from tests.support.paths import EXERCISES
+from tests.support.tutor import ASK, LESSON, RAW_BACKWARD, STEP, answer_text, copy_graded, events
 
 SOLUTION = (EXERCISES / LESSON / STEP / "solution.py").read_text()
 IN_CODE = [
@@ -37,7 +38,7 @@ def test_there_are_ten_attempts_in_code_and_in_questions() -> None:
 @pytest.fixture(scope="module")
 def answers(graded: Path, tmp_path_factory: pytest.TempPathFactory, tutor_model) -> list[str]:  # noqa: ANN001
     from academy import jobs
-    from tests.helpers import ready_app
+    from tests.support.apps import ready_app
 
     folder, cookie = copy_graded(graded, tmp_path_factory.mktemp("injection") / "instance")
     app = ready_app({"INSTANCE_PATH": str(folder), "SANDBOX": "local", "SECRET_KEY": "test", "TESTING": True,

@@ -4,8 +4,8 @@ from __future__ import annotations
 from academy.data.accounts import create_account
 from academy.data.db import get_session
 from academy.tutor import store
-from tests.helpers import WebSession
-from tests.tutor.conftest import LESSON, STEP
+from tests.support.apps import WebSession
+from tests.support.tutor import LESSON, STEP
 
 EXERCISE = f"{LESSON}/{STEP}"
 

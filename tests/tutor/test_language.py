@@ -43,8 +43,8 @@ def test_the_prompt_asks_for_the_page_s_language_in_english_and_after_the_questi
 
 def test_the_embedded_model_is_asked_for_english_and_the_panel_says_so(make_tutor_app) -> None:  # noqa: ANN001
     from academy.tutor.views import answers_in
-    from tests.helpers import WebSession
-    from tests.tutor.conftest import LESSON, STEP
+    from tests.support.apps import WebSession
+    from tests.support.tutor import LESSON, STEP
 
     for model, told in (("", True), ("qwen2.5:7b-instruct", False)):
         app = make_tutor_app(TUTOR_MODEL=model)

@@ -1,38 +1,17 @@
-"""A fresh app per test: its own instance folder and SQLite database (made ready as `init-db` does), the local
-sandbox."""
+"""The web tests' fixtures beside tests/conftest.py's `app` and `make_app` (a fresh app per test: its own instance
+folder and SQLite database, made ready as `init-db` does, the local sandbox): a private copy of the course, a
+test client that keeps the CSRF token, and jobs held until the test lets them go."""
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any, Iterator
 
 import pytest
 from flask import Flask
 
-from academy import jobs
-from tests.helpers import REPO, WebSession, ready_app
-
-
-@pytest.fixture
-def make_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator:
-    # The embedded defaults, whatever the calling shell has set.
-    for name in ("DATABASE_URL", "REDIS_URL", "DLA_INSTANCE", "DLA_SANDBOX", "DLA_EXERCISES", "SECRET_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    apps: list[Flask] = []
-
-    def _make(**config: Any) -> Flask:
-        app = ready_app({"INSTANCE_PATH": str(tmp_path / "instance"), "SANDBOX": "local",
-                         "SECRET_KEY": "test", "TESTING": True, **config})
-        apps.append(app)
-        return app
-    yield _make
-    for app in apps:
-        jobs.shutdown(app)
-
-
-@pytest.fixture
-def app(make_app) -> Flask:  # noqa: ANN001
-    return make_app()
+from tests.support.apps import WebSession
+from tests.support.held_jobs import HeldJobs
+from tests.support.paths import REPO
 
 
 @pytest.fixture
@@ -48,5 +27,14 @@ def web(app: Flask) -> WebSession:
     return WebSession(app.test_client())
 
 
+@pytest.fixture
+def hold():  # noqa: ANN201
+    """HeldJobs for an app; every held job is let go at the end, so the app's shutdown never waits for one."""
+    made: list[HeldJobs] = []
 
-
+    def _hold(app, finish: str = "announce") -> HeldJobs:  # noqa: ANN001
+        made.append(HeldJobs(app, finish))
+        return made[-1]
+    yield _hold
+    for held in made:
+        held.release.set()

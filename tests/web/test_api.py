@@ -8,7 +8,8 @@ from sqlalchemy import select
 
 from academy.data.db import get_session
 from academy.data.models import Submission, User
-from tests.helpers import EXERCISE, new_session
+from tests.support.apps import new_session
+from tests.support.paths import EXERCISE
 
 
 class RecordingRunner:
@@ -153,7 +154,7 @@ def test_exercise_list_is_public(app) -> None:  # noqa: ANN001
 def test_openapi_file_documents_every_api_route(app) -> None:  # noqa: ANN001
     import yaml
 
-    from tests.helpers import REPO
+    from tests.support.paths import REPO
     spec = yaml.safe_load((REPO / "docs" / "openapi.yaml").read_text())
     documented = {(path, method) for path, ops in spec["paths"].items() for method in ops}
     for rule in app.url_map.iter_rules():

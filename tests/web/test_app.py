@@ -21,7 +21,7 @@ from academy import create_app, jobs
 from academy.data.db import get_session
 from academy.data.models import User
 from academy.settings import InstanceNotReady
-from tests.helpers import REPO
+from tests.support.paths import REPO
 
 
 def test_database_is_sqlite_in_the_instance_folder_and_migrated(app) -> None:  # noqa: ANN001
@@ -269,7 +269,7 @@ def test_the_error_page_is_drawn_after_a_failed_flush(app) -> None:  # noqa: ANN
     and the server answers a bare 500 of its own)."""
     from academy.data.db import get_session
     from academy.data.models import User
-    from tests.helpers import new_session
+    from tests.support.apps import new_session
 
     def collide() -> str:
         db = get_session()

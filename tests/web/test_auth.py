@@ -7,7 +7,8 @@ from sqlalchemy import select
 
 from academy.data.db import get_session
 from academy.data.models import LessonProgress, QuizAnswer, User
-from tests.helpers import LESSON, new_session
+from tests.support.apps import new_session
+from tests.support.paths import LESSON
 
 
 def test_signup_signin_signout(web, app) -> None:  # noqa: ANN001

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.helpers import REPO
+from tests.support.paths import REPO
 
 CSS = (REPO / "platform" / "academy" / "static" / "academy.css").read_text()
 THEMES = {"light": r":root \{(.*?)\}", "dark": r":root\[data-theme=dark\] \{(.*?)\}"}

@@ -4,82 +4,19 @@ owner out. The attack: a classmate signs up first with the victim's address."""
 from __future__ import annotations
 
 import csv
-import email
 import io
 import logging
-import re
-import threading
 import time
-from email.message import Message
-from typing import Any, Iterator
 
 import pytest
-from aiosmtpd.controller import Controller
 from sqlalchemy import select
 
 from academy.data.db import get_session
 from academy.data.models import LtiIdentity, LtiPlatform, QuizAnswer, User
-from tests.helpers import LESSON, WebSession, free_port, new_session
-
-LINK = re.compile(r"https?://\S+/auth/confirm/[A-Za-z0-9._-]+")
-
-
-class Inbox:
-    """What a real SMTP server on 127.0.0.1 received (aiosmtpd), one parsed message per mail."""
-
-    def __init__(self) -> None:
-        self.messages: list[tuple[list[str], Message]] = []
-        self.arrived = threading.Condition()
-
-    async def handle_DATA(self, _server: Any, _session: Any, envelope: Any) -> str:  # noqa: N802 - aiosmtpd's name
-        with self.arrived:
-            self.messages.append((list(envelope.rcpt_tos), email.message_from_bytes(envelope.content)))
-            self.arrived.notify_all()
-        return "250 OK"
-
-    def wait(self, count: int, timeout: float = 10) -> list[tuple[list[str], Message]]:
-        """The first `count` mails, waiting for them at most `timeout` seconds."""
-        with self.arrived:
-            if not self.arrived.wait_for(lambda: len(self.messages) >= count, timeout):
-                raise AssertionError(f"{len(self.messages)} mails arrived, not {count}")
-            return self.messages[:count]
-
-    def link(self, number: int, to: str) -> str:
-        """The confirmation link in mail `number` (1-based), which must be addressed to `to`."""
-        recipients, message = self.wait(number)[number - 1]
-        assert recipients == [to] and message["To"] == to
-        found = LINK.findall(message.get_payload(decode=True).decode())
-        assert len(found) == 1, message.as_string()
-        return found[0]
-
-
-@pytest.fixture
-def inbox() -> Iterator[tuple[Inbox, int]]:
-    box, port = Inbox(), free_port()
-    controller = Controller(box, hostname="127.0.0.1", port=port)
-    controller.start()
-    try:
-        yield box, port
-    finally:
-        controller.stop()
-
-
-@pytest.fixture
-def mailing(make_app, inbox):  # noqa: ANN001, ANN201
-    box, port = inbox
-    app = make_app(SMTP_HOST="127.0.0.1", SMTP_PORT=port, SMTP_SECURITY="none",
-                   MAIL_FROM="Academy <academy@example.org>")
-    return app, box
-
-
-def _path(link: str) -> str:
-    return "/" + link.split("://", 1)[1].split("/", 1)[1]
-
-
-def _confirm(web: WebSession, link: str, password: str | None = "password123") -> Any:
-    page = web.client.get(_path(link))
-    assert page.status_code == 200, page.get_data(as_text=True)[-400:]
-    return web.post(_path(link), data={} if password is None else {"password": password})
+from tests.support.apps import WebSession, new_session
+from tests.support.mail import LINK, confirm_link, link_path
+from tests.support.paths import LESSON
+from tests.support.processes import free_port
 
 
 def _signed_in_as(web: WebSession, email_address: str) -> bool:
@@ -121,14 +58,14 @@ def test_sign_up_mails_a_link_that_confirms_the_address(mailing) -> None:  # noq
     account = web.client.get("/auth/account").get_data(as_text=True)
     assert "not confirmed" in account and 'id="send-confirmation"' in account
     # Opening the link (what a mail scanner does too) confirms nothing; the form does.
-    assert web.client.get(_path(link)).status_code == 200
+    assert web.client.get(link_path(link)).status_code == 200
     assert _user(app, "ada@example.org").email_confirmed_at is None
-    confirmed = _confirm(web, link, password=None)  # signed in to that account: no password asked
+    confirmed = confirm_link(web, link, password=None)  # signed in to that account: no password asked
     assert confirmed.status_code == 303
     assert _user(app, "ada@example.org").email_confirmed_at is not None
     account = web.client.get("/auth/account").get_data(as_text=True)
     assert "(confirmed)" in account and 'id="send-confirmation"' not in account
-    assert web.client.get(_path(link)).status_code == 410  # single use: the address is confirmed now
+    assert web.client.get(link_path(link)).status_code == 410  # single use: the address is confirmed now
     assert web.client.get("/auth/confirm/" + link.rsplit("/", 1)[1][:-2] + "xx").status_code == 410  # tampered
 
 
@@ -145,7 +82,7 @@ def test_a_classmate_cannot_hold_a_victims_address(mailing) -> None:  # noqa: AN
     assert plain["victim@example.org"][5] == "no"  # the plain file says it is unconfirmed
     # ... and the victim, who got the classmate's mail, cannot confirm it for the classmate without their password.
     victim = new_session(app)
-    assert _confirm(victim, squatter_link, "password123").status_code == 401
+    assert confirm_link(victim, squatter_link, "password123").status_code == 401
     assert _user(app, "victim@example.org").email_confirmed_at is None
 
     # Sign-ups for the address mail it a sign-up link, at most one per confirmation.RESEND_EVERY whoever signs
@@ -166,10 +103,10 @@ def test_a_classmate_cannot_hold_a_victims_address(mailing) -> None:  # noqa: AN
     assert not _signed_in_as(victim, "victim@example.org")
     # The link in the mailbox (the classmate's sign-up asked for it) is the owner's: its opener chooses the password.
     phone = new_session(app)  # the victim opens the mail on another device
-    form = phone.client.get(_path(first_link)).get_data(as_text=True)
+    form = phone.client.get(link_path(first_link)).get_data(as_text=True)
     assert "Choose a password" in form and "never confirmed this address holds it" in form  # a forgotten account?
-    assert phone.post(_path(first_link), data={"password": "short"}).status_code == 400  # too short: nothing made
-    finished = phone.post(_path(first_link), data={"password": "victim-password", "name": "Victim"})
+    assert phone.post(link_path(first_link), data={"password": "short"}).status_code == 400  # too short: nothing made
+    finished = phone.post(link_path(first_link), data={"password": "victim-password", "name": "Victim"})
     assert finished.status_code == 303
     assert "victim@example.org is confirmed" in phone.client.get("/auth/account").get_data(as_text=True)
     owner = _user(app, "victim@example.org")
@@ -180,8 +117,8 @@ def test_a_classmate_cannot_hold_a_victims_address(mailing) -> None:  # noqa: AN
         assert squatter.email is None and squatter.email_confirmed_at is None  # lost, never confirmed for them
         assert db.scalar(select(QuizAnswer.id).where(QuizAnswer.user_id == squatter.id)) is not None  # work kept
         assert db.scalar(select(QuizAnswer.id).where(QuizAnswer.user_id == owner.id)) is None  # nobody else's work
-    assert victim.client.get(_path(squatter_link)).status_code == 410  # the address left that account
-    assert phone.post(_path(first_link), data={"password": "another-password"}).status_code == 410  # used
+    assert victim.client.get(link_path(squatter_link)).status_code == 410  # the address left that account
+    assert phone.post(link_path(first_link), data={"password": "another-password"}).status_code == 410  # used
     # The guest's work is the victim's browser's: signing in there offers to merge it.
     merge = victim.signin("victim@example.org", "victim-password")
     assert "/auth/merge" in merge.headers["Location"]
@@ -225,7 +162,7 @@ def test_links_expire_are_single_purpose_and_rate_limited(mailing, monkeypatch: 
     with app.test_request_context():
         old = confirmation.link({"u": user_id, "e": "grace@example.org"})
     monkeypatch.undo()
-    expired = web.client.get(_path(old))
+    expired = web.client.get(link_path(old))
     assert expired.status_code == 410 and "expired" in expired.get_data(as_text=True)
     # Single purpose: the same payload signed with the site's key under another salt is no link.
     with app.app_context():
@@ -237,7 +174,7 @@ def test_links_expire_are_single_purpose_and_rate_limited(mailing, monkeypatch: 
         db = get_session()
         db.get(User, user_id).email = "grace@new.example.org"
         db.commit()
-    assert web.client.get(_path(fresh)).status_code == 410
+    assert web.client.get(link_path(fresh)).status_code == 410
 
 
 def test_without_an_smtp_host_the_link_is_in_the_log_and_a_failed_mail_is_said(make_app, caplog) -> None:  # noqa: ANN001
@@ -251,7 +188,7 @@ def test_without_an_smtp_host_the_link_is_in_the_log_and_a_failed_mail_is_said(m
     # Opened in another browser that is a guest with work: the password confirms, signs in, offers the merge.
     elsewhere = new_session(app).guest()
     _answer_quiz(elsewhere)
-    confirmed = _confirm(elsewhere, link)
+    confirmed = confirm_link(elsewhere, link)
     assert confirmed.status_code == 303 and "/auth/merge" in confirmed.location
     assert _user(app, "ops@example.org").email_confirmed_at is not None
     assert elsewhere.post("/auth/merge", data={"action": "merge"}).status_code == 302
@@ -340,10 +277,10 @@ def test_mails_to_one_address_are_bounded_whoever_asks(mailing) -> None:  # noqa
     assert len(box.wait(mailed + 2)) == mailed + 2  # a day later, one more
     # Each of them works for whoever reads the mailbox (none was replaced); the first one makes the account.
     links = [box.link(number, "target@example.org") for number in range(2, mailed + 3)]
-    assert all(new_session(app).client.get(_path(each)).status_code == 200 for each in links)
+    assert all(new_session(app).client.get(link_path(each)).status_code == 200 for each in links)
     owner = new_session(app)
-    assert owner.post(_path(links[0]), data={"password": "owner-password"}).status_code == 303
-    assert all(new_session(app).client.get(_path(each)).status_code == 410 for each in links)
+    assert owner.post(link_path(links[0]), data={"password": "owner-password"}).status_code == 303
+    assert all(new_session(app).client.get(link_path(each)).status_code == 410 for each in links)
 
     # The account's own link ("send a new link"): at most ACCOUNT_LINKS_PER_DAY a day, the sign-up's included.
     before = len(box.messages)
@@ -375,7 +312,7 @@ def test_a_sign_up_link_keeps_only_its_openers_guest_work(mailing) -> None:  # n
     with app.app_context():
         guests = get_session().scalars(select(User.id).where(User.is_guest.is_(True)).order_by(User.id)).all()
     assert len(guests) == 2
-    done = owner.post(_path(link), data={"password": "owner-password"})
+    done = owner.post(link_path(link), data={"password": "owner-password"})
     assert done.status_code == 303 and "/auth/merge" not in done.location  # the guest itself became the account
     account = _user(app, "owner@example.org")
     assert account.id == guests[1] and account.name is None and account.email_confirmed_at is not None

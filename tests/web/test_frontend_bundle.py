@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from tests.helpers import REPO
+from tests.support.paths import REPO
 
 FRONTEND = REPO / "platform" / "frontend"
 BUNDLE = REPO / "platform" / "academy" / "static" / "editor.bundle.js"

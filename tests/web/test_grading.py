@@ -11,7 +11,8 @@ from academy.data.db import get_session
 from academy.data.models import Submission, User
 from academy.web.shown import GRADER_FAILED
 from grader.core.result import validate_result
-from tests.helpers import EXERCISE, REPO, new_session, wait_for
+from tests.support.apps import new_session, wait_for
+from tests.support.paths import EXERCISE, REPO
 
 STARTER = (REPO / "exercises" / "mixed-precision" / "amp-step" / "starter.py").read_text()
 

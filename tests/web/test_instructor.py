@@ -10,17 +10,8 @@ from sqlalchemy import select
 from academy import jobs
 from academy.data.db import get_session
 from academy.data.models import Submission, User, ValidationRun
-from tests.helpers import EXERCISE, LESSON, new_session
-
-
-def make_instructor(app, email: str = "teacher@example.org"):  # noqa: ANN001, ANN201
-    from academy.web.auth import create_account
-    with app.app_context():
-        create_account(email, "password123", role="instructor")
-        get_session().commit()
-    teacher = new_session(app)
-    teacher.signin(email)
-    return teacher
+from tests.support.apps import make_instructor, new_session
+from tests.support.paths import EXERCISE, LESSON
 
 
 def verdict(passed_ids: set[str], failed_ids: list[str]) -> str:

@@ -16,7 +16,8 @@ from sqlalchemy import event, select
 from academy.data.accounts import create_account, new_api_token
 from academy.data.db import get_session
 from academy.data.models import User
-from tests.helpers import PostgresServer, WebSession, new_session, postgres_bin
+from tests.support.apps import WebSession, new_session
+from tests.support.databases import PostgresServer, postgres_bin
 
 
 def account(app: Flask, email: str, role: str = "learner", confirmed: bool = True) -> int:

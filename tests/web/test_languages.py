@@ -11,22 +11,13 @@ import pytest
 import yaml
 from markupsafe import escape
 
-from tests.helpers import LESSON, REPO, WebSession
+from tests.support.apps import WebSession
+from tests.support.languages import EXPECTED, translated_cards
+from tests.support.paths import LESSON, REPO
 
 FIRST = f"/lessons/{LESSON}/what-mixed-precision-means"
 SEEDS = {code: (REPO.parent / "shared" / "seeds" / name) for code, name in
          (("it", "000_2e6f0a76564a9421.txt"), ("ja", "001_fcaf20938fcc3fe6.txt"), ("ar", "002_5780e82a3381e173.txt"))}
-# The seeds' title, summary and notice (lines 1, 2 and 4), kept here so the test runs without shared/.
-EXPECTED = {
-    "it": ("Precisione mista con autocast e GradScaler",
-           "Calcoli a precisione dimezzata per grandi aumenti di velocità",
-           "Parti di questa lezione non sono ancora state tradotte e vengono mostrate in inglese."),
-    "ja": ("autocastとGradScalerによる混合精度", "半精度計算で大幅に高速化します",
-           "このレッスンの一部はまだ翻訳されておらず、英語で表示されています。"),
-    "ar": ("الدقة المختلطة باستخدام autocast وGradScaler", "حسابات بنصف الدقة لتسريع كبير",
-           "بعض أجزاء هذا الدرس لم تُترجم بعد وتظهر باللغة الإنجليزية."),
-}
-
 # The course's four lessons as each seed lists them ("- title", its last four lines).
 SEED_TITLES = {
     "it": ["Precisione mista con autocast e GradScaler", "Accumulo dei gradienti per batch grandi",
@@ -116,16 +107,6 @@ def test_the_course_page_in_each_language(web: WebSession) -> None:
         course_summary = re.search(r'<p class="summary">(.*?)</p>', page).group(1)
         assert course_summary and course_summary not in english
         assert 'lang="en"' not in _main(page)
-
-
-def translated_cards(code: str) -> dict[str, tuple[str, str]]:
-    """Lesson 1's translated cards: English file name -> (title, markdown)."""
-    folder = REPO / "exercises" / LESSON / "cards" / code
-    cards = {}
-    for path in sorted(folder.glob("*.md")):
-        first, _, rest = path.read_text(encoding="utf-8").partition("\n")
-        cards[path.name] = (first.removeprefix("# "), rest)
-    return cards
 
 
 def test_lesson_one_cards_in_each_language(web: WebSession) -> None:

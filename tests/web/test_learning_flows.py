@@ -11,7 +11,8 @@ from academy.data.models import Draft, HintReveal, QuizAnswer, StepVisit, Submis
 from grader.core.course import load_course
 from grader.core.protocol import RawVerdict, Status
 from grader.core.result import build_result
-from tests.helpers import EXERCISE, LESSON, SOLUTION, WebSession, new_session, wait_for
+from tests.support.apps import WebSession, new_session, wait_for
+from tests.support.paths import EXERCISE, LESSON, SOLUTION
 
 
 def _store(app: Flask, email_or_guest: WebSession, code: str, failed: dict[str, str] | None = None,

@@ -7,8 +7,9 @@ import time
 from typing import Any
 
 from academy.jobs import waiting
-from tests.helpers import EXERCISE, WebSession, new_session
-from tests.web.test_waiting import CODE, _get, hold  # noqa: F401 - hold: the fixture that holds the jobs
+from tests.support.apps import WebSession, new_session
+from tests.support.held_jobs import CODE, get_in_thread
+from tests.support.paths import EXERCISE
 
 
 def _waiting_now(app, count: int) -> int:  # noqa: ANN001
@@ -19,7 +20,7 @@ def _waiting_now(app, count: int) -> int:  # noqa: ANN001
     return waiting.finishes(app).waiting_now
 
 
-def test_four_guests_of_one_address_leave_seats_to_everyone_else(make_app, hold, monkeypatch) -> None:  # noqa: ANN001, F811
+def test_four_guests_of_one_address_leave_seats_to_everyone_else(make_app, hold, monkeypatch) -> None:  # noqa: ANN001
     monkeypatch.setattr(waiting, "RECHECK_S", 60.0)
     app = make_app(LONG_POLL_WAITERS=4, GRADING_WORKERS=2)
     held = hold(app)
@@ -31,13 +32,13 @@ def test_four_guests_of_one_address_leave_seats_to_everyone_else(make_app, hold,
            for who in (*guests, other)]
     assert held.started.wait(30)
     answers: list[Any] = []
-    threads = [_get(guest, f"/api/submissions/{row}?wait=20", answers) for guest, row in zip(guests[:2], ids)]
+    threads = [get_in_thread(guest, f"/api/submissions/{row}?wait=20", answers) for guest, row in zip(guests[:2], ids)]
     assert _waiting_now(app, 2) == 2
     for guest, row in zip(guests[2:], ids[2:4]):  # the address holds its two seats: these answer at once
         started = time.monotonic()
         assert guest.api("GET", f"/api/submissions/{row}?wait=20").json["status"] in ("queued", "running")
         assert time.monotonic() - started < 5
-    threads.append(_get(other, f"/api/submissions/{ids[4]}?wait=20", answers))
+    threads.append(get_in_thread(other, f"/api/submissions/{ids[4]}?wait=20", answers))
     assert _waiting_now(app, 3) == 3, "the other address's learner must find a seat"
     assert not answers
     held.release.set()

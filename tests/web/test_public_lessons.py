@@ -3,7 +3,8 @@ makes a browser session a guest; an API request without credentials still gets 4
 from __future__ import annotations
 
 from academy.content import get_content
-from tests.helpers import EXERCISE, LESSON, SOLUTION, WebSession, new_session
+from tests.support.apps import WebSession, new_session
+from tests.support.paths import EXERCISE, LESSON, SOLUTION
 
 
 def test_a_visitor_reads_every_step_of_every_lesson(app, web) -> None:  # noqa: ANN001

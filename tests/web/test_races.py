@@ -4,46 +4,19 @@ row from its own connection just before this request inserts the same row (a hoo
 the losing request of a real race finds it. Neither answers 500; neither loses what it stored."""
 from __future__ import annotations
 
-import itertools
 import re
 from datetime import timedelta
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
-import pytest
 from flask import Flask
-from sqlalchemy import create_engine, delete, event, insert, select, text
+from sqlalchemy import delete, event, insert, select
 
 from academy.data.db import get_session
 from academy.data.models import ApiToken, Draft, LessonProgress, StepVisit, User, utcnow
-from tests.helpers import EXERCISE, LESSON, PostgresServer, WebSession, new_session, postgres_bin
+from tests.support.apps import WebSession, new_session
+from tests.support.paths import EXERCISE, LESSON
 
-_names = itertools.count(1)
 OWN_PAGE = {"Sec-Fetch-Site": "same-origin"}
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[PostgresServer]:
-    if postgres_bin() is None:
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
-    cluster = PostgresServer().start()
-    yield cluster
-    cluster.stop()
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def race_app(request: pytest.FixtureRequest, make_app) -> Iterator[Flask]:  # noqa: ANN001
-    if request.param == "sqlite":
-        yield make_app()
-        return
-    cluster: PostgresServer = request.getfixturevalue("postgres")
-    name = f"races_{next(_names)}"
-    admin = create_engine(cluster.url("postgres"), isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    app = make_app(DATABASE_URL=cluster.url(name))
-    yield app
-    app.extensions["academy.engine"].dispose()  # the cluster stops once no connection is left
 
 
 def _just_before(app: Flask, table: str, other_request: Callable[[Any], None], verb: str = "INSERT") -> list[bool]:

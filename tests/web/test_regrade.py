@@ -11,8 +11,8 @@ from sqlalchemy.exc import IntegrityError
 
 from academy.data.db import get_session
 from academy.data.models import RegradeRun, Submission, User, utcnow
-from tests.helpers import EXERCISE, LESSON, REPO, new_session
-from tests.web.test_instructor import make_instructor
+from tests.support.apps import make_instructor, new_session
+from tests.support.paths import EXERCISE, LESSON, REPO
 
 SOLUTION = (REPO / "exercises" / LESSON / "amp-step" / "solution.py").read_text()
 OTHER = "mixed-precision/fix-underflow"

@@ -13,7 +13,8 @@ from academy.data.db import get_session
 from academy.data.models import JobStatus, Submission, SubmissionKind, User
 from academy.redirects import safe_next
 from grader.core.course import load_course
-from tests.helpers import EXERCISE, LESSON, WebSession, new_session
+from tests.support.apps import WebSession, new_session
+from tests.support.paths import EXERCISE, LESSON
 
 STEP = f"/lessons/{LESSON}/amp-step"
 # What a browser would follow to another site (or run as script), as sent in a `next`: each lands on the course.

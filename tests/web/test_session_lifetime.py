@@ -14,7 +14,8 @@ from sqlalchemy import select
 from academy.data.db import get_session
 from academy.data.models import User
 from academy.web import security
-from tests.helpers import LESSON, WebSession, new_session
+from tests.support.apps import WebSession, new_session
+from tests.support.paths import LESSON
 
 DAY = 86400.0
 IDLE = "Your session ended after 7 days without use; sign in again."

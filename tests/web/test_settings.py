@@ -18,7 +18,7 @@ from academy.data.models import Submission, User
 from academy.settings import Settings, settings
 from grader.core.settings import GRADER_SETTINGS
 from sandbox.settings import SettingError
-from tests.helpers import REPO
+from tests.support.paths import REPO
 
 EXERCISE = "mixed-precision/amp-step"
 
@@ -119,7 +119,7 @@ def test_a_cli_command_leaves_the_running_servers_jobs_alone(make_app, tmp_path:
 def test_passwords_are_hashed_with_werkzeugs_scrypt_unless_the_operator_says_otherwise(make_app, monkeypatch) -> None:  # noqa: ANN001
     from werkzeug.security import generate_password_hash
 
-    from tests.helpers import WebSession
+    from tests.support.apps import WebSession
 
     # The default is werkzeug's own (this suite runs with a cheaper one, tests/conftest.py).
     assert Settings().password_hash == "scrypt:32768:8:1"
@@ -137,7 +137,7 @@ def test_another_hash_method_applies_to_new_passwords_and_old_hashes_still_verif
     from werkzeug.security import generate_password_hash
 
     from academy.web.auth.blueprint import _dummy_hash
-    from tests.helpers import WebSession
+    from tests.support.apps import WebSession
 
     monkeypatch.setenv("DLA_PASSWORD_HASH", "pbkdf2:sha256:1000")
     app = make_app()

@@ -8,7 +8,9 @@ import re
 
 from academy.data.db import get_session
 from academy.data.models import Submission, User
-from tests.helpers import EXERCISE, new_session, schema_1_result
+from tests.support.apps import new_session
+from tests.support.paths import EXERCISE
+from tests.support.results import schema_1_result
 
 
 def test_a_schema_1_result_comes_out_of_every_api_path_in_todays_shape(app) -> None:  # noqa: ANN001

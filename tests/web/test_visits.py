@@ -9,7 +9,8 @@ from sqlalchemy import select
 
 from academy.data.db import get_session
 from academy.data.models import LessonProgress, StepVisit, User
-from tests.helpers import LESSON, WebSession, new_session
+from tests.support.apps import WebSession, new_session
+from tests.support.paths import LESSON
 
 BROWSER = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0"
 OWN_PAGE = {"User-Agent": BROWSER, "Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "navigate"}

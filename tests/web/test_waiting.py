@@ -4,73 +4,22 @@ number of requests wait at once. The jobs here are the test's own (the runner's 
 each test decides when a row finishes; RECHECK_S is set so that only the path under test can end a wait."""
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
 import pytest
 
-from academy import jobs
-from academy.data.db import get_session
-from academy.data.models import JobStatus, Submission, utcnow
-from academy.jobs import JobKind, waiting
-from tests.helpers import EXERCISE, new_session
-
-CODE = "def train_step(model, optimizer, scaler, loss_fn, x, y):\n    pass\n"
-
-
-class HeldJobs:
-    """The runner's grading job replaced by one that waits for `release`, then ends its row as `finish` says."""
-
-    def __init__(self, app, finish: str = "announce") -> None:  # noqa: ANN001
-        self.app, self.finish = app, finish
-        self.release = threading.Event()
-        self.started = threading.Event()
-        app.extensions["academy.jobs"].handlers[JobKind.GRADE_SUBMISSION] = self.run
-
-    def run(self, object_id: int) -> None:
-        db = get_session()
-        db.get(Submission, object_id).status = JobStatus.RUNNING
-        db.commit()
-        self.started.set()
-        self.release.wait(60)
-        if self.finish == "announce":  # the one way a job ends a row as the platform's failure: it announces
-            jobs.mark_failed(JobKind.GRADE_SUBMISSION, object_id, "ended by the test")
-        else:  # "quietly": as another process would, without news reaching this one
-            db = get_session()
-            row = db.get(Submission, object_id)
-            row.status, row.error_message, row.finished_at = JobStatus.ERROR, "ended by the test", utcnow()
-            db.commit()
-
-
-@pytest.fixture
-def hold():  # noqa: ANN201
-    """HeldJobs for an app; every held job is let go at the end, so the app's shutdown never waits for one."""
-    made: list[HeldJobs] = []
-
-    def _hold(app, finish: str = "announce") -> HeldJobs:  # noqa: ANN001
-        made.append(HeldJobs(app, finish))
-        return made[-1]
-    yield _hold
-    for held in made:
-        held.release.set()
-
-
-def _get(learner, path: str, answers: list[Any]) -> threading.Thread:  # noqa: ANN001
-    def get() -> None:
-        started = time.monotonic()
-        response = learner.api("GET", path)
-        answers.append((response.status_code, response.json, time.monotonic() - started))
-    thread = threading.Thread(target=get)
-    thread.start()
-    return thread
+from academy.jobs import waiting
+from tests.support.apps import new_session
+from tests.support.held_jobs import CODE, HeldJobs, get_in_thread
+from tests.support.paths import EXERCISE
 
 
 def _held_until_release(learner, path: str, held: HeldJobs, why: str) -> tuple[int, Any, float]:  # noqa: ANN001
     """GET `path` in a thread; it must still wait 0.3 s later (`why` it should); then let the held job end its
     row, and return the GET's (status code, body, seconds)."""
     answers: list[Any] = []
-    thread = _get(learner, path, answers)
+    thread = get_in_thread(learner, path, answers)
     time.sleep(0.3)
     assert not answers, why
     held.release.set()
@@ -99,7 +48,7 @@ def test_a_row_finished_elsewhere_is_seen_by_reading_it_again(app, hold, monkeyp
     created = learner.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": CODE}).json
     assert held.started.wait(30)
     answers: list[Any] = []
-    thread = _get(learner, f"/api/submissions/{created['id']}?wait=20", answers)
+    thread = get_in_thread(learner, f"/api/submissions/{created['id']}?wait=20", answers)
     held.release.set()
     thread.join(30)
     status, body, seconds = answers[0]
@@ -130,7 +79,7 @@ def test_waiting_requests_are_bounded_and_the_rest_answer_at_once(make_app, hold
            for who in (first, second)]
     assert held.started.wait(30)  # running before the GET: only the row's end can end its wait
     answers: list[Any] = []
-    thread = _get(first, f"/api/submissions/{ids[0]}?wait=20", answers)
+    thread = get_in_thread(first, f"/api/submissions/{ids[0]}?wait=20", answers)
     deadline = time.monotonic() + 10
     while not waiting.finishes(app).waiting_now and time.monotonic() < deadline:  # the first holds the seat
         time.sleep(0.01)
@@ -174,7 +123,7 @@ def test_one_learner_holds_one_waiting_seat_however_many_they_ask_for(app, hold,
     mine = learner.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": CODE}).json["id"]
     theirs = other.api("POST", "/api/submissions", {"exercise": EXERCISE, "code": CODE}).json["id"]
     answers: list[Any] = []
-    first = _get(learner, f"/api/submissions/{mine}?wait=20", answers)
+    first = get_in_thread(learner, f"/api/submissions/{mine}?wait=20", answers)
     deadline = time.monotonic() + 10
     while not waiting.finishes(app).waiting_now and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -183,7 +132,7 @@ def test_one_learner_holds_one_waiting_seat_however_many_they_ask_for(app, hold,
         assert learner.api("GET", f"/api/submissions/{mine}?wait=20").json["status"] in ("queued", "running")
         assert time.monotonic() - started < 5
     theirs_answers: list[Any] = []
-    second = _get(other, f"/api/submissions/{theirs}?wait=20", theirs_answers)
+    second = get_in_thread(other, f"/api/submissions/{theirs}?wait=20", theirs_answers)
     while waiting.finishes(app).waiting_now < 2 and time.monotonic() < deadline:
         time.sleep(0.01)
     assert waiting.finishes(app).waiting_now == 2 and not answers and not theirs_answers
@@ -206,7 +155,7 @@ def test_a_wait_on_a_queued_row_ends_when_it_starts_running(app, hold, monkeypat
     answers: list[Any] = []
     # As the page does, the GET says it saw "queued": the second job may start before the GET reads the row,
     # and a wait that took the status it read then would last until the verdict.
-    thread = _get(second, f"/api/submissions/{queued}?wait=20&seen=queued", answers)
+    thread = get_in_thread(second, f"/api/submissions/{queued}?wait=20&seen=queued", answers)
     held.release.set()
     thread.join(30)
     status, body, seconds = answers[0]
