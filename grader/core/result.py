@@ -4,7 +4,7 @@ builder, one schema (grader/core/schemas/result.json), one upgrade path for stor
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, cast
 
 from grader.core import jsonschemas
 from grader.core.course import Exercise
@@ -88,7 +88,7 @@ def upgrade_result(result: dict[str, Any]) -> Result:
     for check in result.get("checks", []):
         if "hints" not in check:
             check["hints"] = [check["hint"]] if check.get("hint") else []
-    return result
+    return cast(Result, result)  # upgraded above: today's shape
 
 
 def _explain(checks: list[CheckResult], causes: dict[str, list[str]]) -> None:
@@ -114,9 +114,9 @@ def _explain(checks: list[CheckResult], causes: dict[str, list[str]]) -> None:
     for check_id in list(failed):  # in declared order; a check already skipped explains nothing (cycles)
         cause = root(check_id)
         if cause is not None:
-            failed[check_id].update(status="skipped", passed=None, because=cause, hint="", hints=[], line=None,
-                                    message=f"Not judged: \"{failed[cause]['title']}\" failed, and that "
-                                            "explains this one.")
+            failed[check_id].update({"status": "skipped", "passed": None, "because": cause, "hint": "", "hints": [],
+                                     "line": None, "message": f"Not judged: \"{failed[cause]['title']}\" failed, "
+                                                              "and that explains this one."})
 
 
 def validate_result(result: Result) -> None:
@@ -136,18 +136,18 @@ def shown_checks(exercise: Exercise, raw: RawVerdict) -> list[CheckResult]:
     checks: list[CheckResult] = []
     causes: dict[str, list[str]] = {}  # failed check -> the checks whose failure may explain it
     for spec in exercise.checks:
-        check = {"id": spec.id, "title": spec.title, "status": "passed", "passed": True, "because": None,
-                 "message": "", "hint": "", "hints": [], "line": None}
+        check: CheckResult = {"id": spec.id, "title": spec.title, "status": "passed", "passed": True, "because": None,
+                                 "message": "", "hint": "", "hints": [], "line": None}
         got = raw.checks.get(spec.id)
         if error:
-            check.update(status="skipped", passed=None, because="load")
+            check.update({"status": "skipped", "passed": None, "because": "load"})
         elif got is None or not got["passed"]:
             got = got or {"message": "This check did not run.", "line": None}
             # The check may word the first hint for what it saw; the exercise's further hints follow it.
             first = got["hint"] if isinstance(got.get("hint"), str) else spec.hint
-            check.update(status="failed", passed=False, message=got.get("message") or "",
-                         line=submission_line(got.get("line")), hint=first, hints=[first, *spec.hints[1:]],
-                         event=event_index(got.get("event")))
+            check.update({"status": "failed", "passed": False, "message": got.get("message") or "",
+                          "line": submission_line(got.get("line")), "hint": first, "hints": [first, *spec.hints[1:]],
+                          "event": event_index(got.get("event"))})
             cause = as_check_id(got.get("explained_by"))
             causes[spec.id] = [cause] if cause else list(spec.after)
         checks.append(check)
@@ -157,12 +157,12 @@ def shown_checks(exercise: Exercise, raw: RawVerdict) -> list[CheckResult]:
 
 def build_result(exercise: Exercise, raw: RawVerdict, sandbox: str, duration_s: float) -> Result:
     """Merge the harness's raw verdict with the exercise's check titles and hints (`shown_checks`)."""
-    status = raw.status.value
+    status = cast(ResultStatus, raw.status.value)  # a grade request's verdict: never "ran"
     error = asdict(raw.error) if raw.error else None
     checks = shown_checks(exercise, raw)
     passed_count = sum(c["status"] == "passed" for c in checks)
     all_passed = status == "passed" and passed_count == len(checks)
-    on_cpu = bool(raw.device) and not raw.device.startswith("cuda")  # "cpu (cuda emulated)" on a CPU host
+    on_cpu = bool(raw.device and not raw.device.startswith("cuda"))  # "cpu (cuda emulated)" on a CPU host
     learner_notes = [exercise.cpu_note] if exercise.cpu_note and on_cpu else []
     result: Result = {
         "schema_version": SCHEMA_VERSION,
@@ -184,7 +184,7 @@ def build_result(exercise: Exercise, raw: RawVerdict, sandbox: str, duration_s: 
         "seed": raw.seed,
     }
     trace, figures, problems = _display(raw)
-    result.update(trace=trace, figures=figures)
+    result.update({"trace": trace, "figures": figures})
     problems = list(raw.problems) + problems
     if problems:
         result["problems"] = problems
