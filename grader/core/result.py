@@ -12,6 +12,7 @@ from grader.core.protocol import RawVerdict, as_check_id, event_index, submissio
 
 CheckStatus = Literal["passed", "failed", "skipped"]
 ResultStatus = Literal["passed", "failed", "error", "timeout", "killed", "infra-error"]
+RunStatus = Literal["ran", "error", "timeout", "killed", "infra-error"]
 
 
 class CheckResult(TypedDict, total=False):
@@ -54,7 +55,7 @@ class Result(TypedDict, total=False):
 class RunResult(TypedDict):
     """What a Run produced (`run_example`): no verdict, what the function did."""
     exercise: str
-    status: Literal["ran", "error", "timeout", "killed", "infra-error"]
+    status: RunStatus
     output: str
     output_truncated: bool
     returned: str | None

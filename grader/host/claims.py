@@ -17,6 +17,7 @@ import re
 from typing import Any, Iterable
 
 from grader.core.course import CheckSpec
+from grader.core.result import Result
 
 # Phrases that claim the training outcome was wrong: weights apart, off, unclipped, shrunk, not learning.
 OUTCOME_CLAIMS = re.compile(
@@ -26,7 +27,7 @@ FLOAT32_CLAIM = re.compile(r"ran without autocast, in float32")
 SIXTEEN_BIT = {"float16", "bfloat16"}
 
 
-def contradictions(result: dict[str, Any], checks: Iterable[CheckSpec]) -> list[str]:
+def contradictions(result: Result, checks: Iterable[CheckSpec]) -> list[str]:
     """Each failing message of `result` that its outside evidence disproves, as "check id: why"."""
     outcome = {spec.id for spec in checks if spec.outcome}
     status = {check["id"]: check["status"] for check in result.get("checks", [])}
@@ -48,6 +49,6 @@ def contradictions(result: dict[str, Any], checks: Iterable[CheckSpec]) -> list[
     return found
 
 
-def _trace_row(result: dict[str, Any], event: Any) -> dict[str, Any] | None:
+def _trace_row(result: Result, event: Any) -> dict[str, Any] | None:
     rows = (result.get("trace") or {}).get("rows") or []
     return next((row for row in rows if event is not None and row.get("event") == event), None)

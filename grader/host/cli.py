@@ -10,15 +10,20 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from grader.core.course import CourseError, Exercise, load_course
+from grader.core.course import Course, CourseError, Exercise, load_course
+
+if TYPE_CHECKING:  # the commands import their modules when run: `grader --help` stays fast
+    from grader.core.result import Result
+    from grader.host.validate import Case
 
 EXIT_PASSED, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 
 
-def _course():
+def _course() -> Course:
     try:
         return load_course()
     except CourseError as exc:  # the grader's own content is broken: an infrastructure failure
@@ -26,7 +31,7 @@ def _course():
         sys.exit(EXIT_INFRA)
 
 
-def _exercise(course, ref: str):  # noqa: ANN001 - private; a course.Course
+def _exercise(course: Course, ref: str) -> Exercise:
     try:
         return course.find_exercise(ref)
     except KeyError as exc:
@@ -35,7 +40,7 @@ def _exercise(course, ref: str):  # noqa: ANN001 - private; a course.Course
         raise click.UsageError(str(exc)) from None
 
 
-def _print_report(result: dict) -> None:
+def _print_report(result: Result) -> None:
     marks = {"passed": click.style("PASS", fg="green", bold=True), "failed": click.style("FAIL", fg="red", bold=True),
              "skipped": click.style("SKIP", fg="yellow", bold=True)}
     click.echo(f"{click.style(result['title'], bold=True)}  ({result['exercise']})")
@@ -228,10 +233,10 @@ def validate(exercises: tuple[str, ...], sandbox: str, seeds: int) -> None:
     click.echo(click.style(f"{len(targets)} exercise(s) valid", fg="green", bold=True))
 
 
-def _report_cases(exercise: Exercise, cases: list) -> int:  # list of validate.Case
+def _report_cases(exercise: Exercise, cases: list[Case]) -> int:
     """Print one line per file, or one per wrong grading with the seed that replays it; returns how many
     gradings are wrong."""
-    by_file: dict[Path, list] = {}
+    by_file: dict[Path, list[Case]] = {}
     for case in cases:
         by_file.setdefault(case.path, []).append(case)
     bad = 0

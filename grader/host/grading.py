@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol, cast
 
 from grader.core.course import Course, Exercise, load_course
 from grader.core.protocol import (
@@ -22,11 +22,18 @@ from grader.core.protocol import (
     learner_timeout,
     parse_output_line,
 )
-from grader.core.result import Result, RunResult, build_result, validate_result
+from grader.core.result import Result, RunResult, RunStatus, build_result, validate_result
 from sandbox import Ending, Reply
 
-if TYPE_CHECKING:
-    from grader.host.sandboxes import HarnessSandbox
+
+class GradesWork(Protocol):
+    """What `run_submission` grades through besides a name: a HarnessSandbox, or one that makes its
+    HarnessSandbox on first use (the web app's academy.jobs.sandbox.GradingSandbox)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def grade(self, exercise: Exercise, request: Request) -> Reply: ...
 
 
 class SubmissionError(ValueError):
@@ -56,7 +63,7 @@ def resolve_exercise(ref: str | Exercise, course: Course | None = None) -> Exerc
     return (course or load_course()).find_exercise(ref)
 
 
-def run_submission(exercise: str | Exercise, code: str, *, sandbox: str | HarnessSandbox = "auto",
+def run_submission(exercise: str | Exercise, code: str, *, sandbox: str | GradesWork = "auto",
                    seed: int | None = None, course: Course | None = None,
                    hide: list[Path] | None = None) -> Result:
     """Grade `code` against `exercise` and return the result object (see grader/core/schemas/result.json).
@@ -74,7 +81,7 @@ def run_submission(exercise: str | Exercise, code: str, *, sandbox: str | Harnes
     return result
 
 
-def run_example(exercise: str | Exercise, code: str, *, sandbox: str | HarnessSandbox = "auto",
+def run_example(exercise: str | Exercise, code: str, *, sandbox: str | GradesWork = "auto",
                 seed: int | None = None, course: Course | None = None,
                 hide: list[Path] | None = None) -> RunResult:
     """A Run: call the learner's function once on the exercise's `example.py`, in the same sandbox and through
@@ -88,8 +95,9 @@ def run_example(exercise: str | Exercise, code: str, *, sandbox: str | HarnessSa
     exercise = resolve_exercise(exercise, course)
     raw, name, duration = _through_sandbox(exercise, code, RequestKind.RUN, sandbox, seed, hide)
     ran = raw.run if raw.status is Status.RAN and raw.run else None
-    on_cpu = bool(raw.device) and not raw.device.startswith("cuda")
-    return {"exercise": exercise.id, "status": raw.status.value, "output": raw.output,
+    on_cpu = bool(raw.device and not raw.device.startswith("cuda"))
+    status = cast(RunStatus, raw.status.value)  # a run request's verdict: never passed or failed
+    return {"exercise": exercise.id, "status": status, "output": raw.output,
             "output_truncated": raw.output_truncated, "returned": ran["returned"] if ran else None,
             "returned_truncated": bool(ran and ran["returned_truncated"]),
             "error": asdict(raw.error) if raw.error else None, "device": raw.device,
@@ -97,7 +105,7 @@ def run_example(exercise: str | Exercise, code: str, *, sandbox: str | HarnessSa
             "sandbox": name, "duration_s": round(duration, 3)}
 
 
-def _through_sandbox(exercise: Exercise, code: str, kind: RequestKind, sandbox: str | HarnessSandbox,
+def _through_sandbox(exercise: Exercise, code: str, kind: RequestKind, sandbox: str | GradesWork,
                      seed: int | None, hide: list[Path] | None) -> tuple[RawVerdict, str, float]:
     """One request through a sandbox: (the raw verdict, the sandbox's name, seconds it took)."""
     from grader.host.sandboxes import get_sandbox
@@ -129,4 +137,4 @@ def verdict_of(reply: Reply, time_limit_s: float) -> RawVerdict:
     kind, verdict = parse_output_line(reply.line or b"")
     if kind != "verdict":
         raise ProtocolError(f"the grading process sent {kind!r} where a verdict was due")
-    return verdict
+    return cast(RawVerdict, verdict)  # parse_output_line: a "verdict" line holds one

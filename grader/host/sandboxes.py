@@ -14,11 +14,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grader.core.course import Exercise, load_course
 from grader.core.protocol import Request
 from grader.core.settings import EXERCISE_MEMORY_MB, GRADER_IMAGE, GRADER_MEMORY_MB, exercises_root
 from sandbox import Entry, Reply, Sandbox, SandboxError, Work
+
+if TYPE_CHECKING:
+    from sandbox.docker import DockerSandbox
+    from sandbox.pool import WarmPool
 
 CPU_IMAGE = "dla-grader:cpu"
 CUDA_IMAGE = "dla-grader:cuda"
@@ -49,7 +54,7 @@ def grader_image() -> str:
     return GRADER_IMAGE.get() or CPU_IMAGE
 
 
-def docker_sandbox(warm: int = 0, course_root: Path | None = None):  # noqa: ANN201 - sandbox.docker.DockerSandbox
+def docker_sandbox(warm: int = 0, course_root: Path | None = None) -> DockerSandbox:
     """The docker sandbox for the grader image, which must hold the course at `course_root` (default: the one
     DLA_EXERCISES names), with a warm pool of `warm` containers that fit every exercise of the course;
     SandboxError when the image is missing or stale."""
@@ -113,8 +118,9 @@ class HarnessSandbox:
         self.confinement = "none" if inner.name == "unconfined" else "namespaces"
 
     @property
-    def pool(self):  # noqa: ANN201 - sandbox.pool.WarmPool | None
-        return getattr(self.inner, "pool", None)
+    def pool(self) -> WarmPool | None:
+        pool: WarmPool | None = getattr(self.inner, "pool", None)
+        return pool
 
     def available(self) -> tuple[bool, str]:
         return self.inner.available()

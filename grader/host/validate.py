@@ -13,11 +13,12 @@ import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from grader.core.course import CheckSpec, Exercise, Mistake
+from grader.core.result import Result
 from grader.host.claims import contradictions
-from grader.host.grading import run_submission
+from grader.host.grading import GradesWork, run_submission
 
 if TYPE_CHECKING:
     from grader.host.sandboxes import HarnessSandbox
@@ -28,7 +29,7 @@ class Case:
     exercise: str
     path: Path
     declared_fail: frozenset[str]
-    result: dict[str, Any]
+    result: Result
     checks: tuple[CheckSpec, ...] = ()
     declared_skip: frozenset[str] | None = None
     may_pass: frozenset[str] = frozenset()
@@ -108,13 +109,13 @@ class Case:
 
     def explain(self) -> str:
         if self.result["status"] == "infra-error":
-            return f"grader failed: {self.result['error']['message']}"
+            return f"grader failed: {(self.result['error'] or {}).get('message', '')}"
         if self.result.get("problems"):
             return "check problems: " + "; ".join(self.result["problems"])
         if self.contradictions:
             return "messages contradict the evidence: " + "; ".join(self.contradictions)
-        if self.result.get("error") and self.expected_fail != self.failed:
-            return f"{self.result['status']}: {self.result['error']['message']}"
+        if (error := self.result.get("error")) and self.expected_fail != self.failed:
+            return f"{self.result['status']}: {error['message']}"
         parts = []
         if self.expected_skip is not None and self.skipped != self.expected_skip:
             parts.append(f"skipped {', '.join(sorted(self.skipped)) or 'nothing'}, declared "
@@ -154,7 +155,7 @@ def validation_sandbox(name: str, course_root: Path, jobs: int = 2) -> Iterator[
         made.close()
 
 
-def validate_exercise(exercise: Exercise, sandbox: str | HarnessSandbox = "auto", jobs: int = 2,
+def validate_exercise(exercise: Exercise, sandbox: str | GradesWork = "auto", jobs: int = 2,
                       seeds: int = 1) -> list[Case]:
     """Grade the solution and every mistake, each with `seeds` random scenario seeds (a sweep for verdicts
     that move with the seed); one Case per grading, solution first, a file's gradings together."""
