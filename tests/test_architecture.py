@@ -104,6 +104,11 @@ def test_every_import_follows_the_contract():
     ("academy.bad", "from grader.learner import amp\n"),
     ("exercises.lesson.ex.checks.probe", "from grader.learner.amp import RECORDER\n"),
     ("grader.checks.bad", "from grader.reference.amp import amp_step\n"),
+    ("grader.checks.bad", "from grader.harness.channel import serve\n"),
+    ("grader.checks.grading.bad", "from grader.harness.plugin import CheckRun\n"),
+    ("grader.checks.referee.bad", "from grader.harness import channel\n"),
+    ("grader.checks.learner.bad", "from grader.checks.grading.judging import check\n"),
+    ("grader.checks.learner.bad", "from grader.checks.referee.outside import Referee\n"),
     ("grader.learner.bad", "import grader.reference.underflow\n"),
     ("grader.harness.bad", "from grader.reference import amp\n"),
 ])

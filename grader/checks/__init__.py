@@ -1,22 +1,29 @@
-"""The authoring API: what an exercise's `checks/` files import, instead of the harness's internals.
+"""The authoring API: what an exercise's `checks/` files import, one package per process that runs them, and
+never the harness (grader.harness imports this API, not the other way round).
 
-An exercise's checks folder holds code for three places (docs/authoring.md walks through one):
+    grader.checks.learner   the learner's (confined) process: checks/probe.py, checks/scenario.py and what
+                            they import: spies, calling the learner's function, scenarios, the DDP ranks
+    grader.checks.grading   the grading process after the run: checks/test_*.py (pytest): check, fail,
+                            verdicts, suites, the recorded event kinds
+    grader.checks.referee   the grading process while the learner's code runs: checks/referee.py: the
+                            Referee base, secrets told once, timing rounds, the DDP referee
+    grader.checks           both processes: `seeded(seed)` below, for checks/scenario.py
 
-    checks/scenario.py   both sides: build the task's model and data from the run's seed
-                         (`seeded(seed)` below); nothing that runs a correct solution
+An exercise's checks folder (docs/authoring.md walks through one):
+
+    checks/scenario.py   both sides: build the task's model and data from the run's seed; nothing that runs
+                         a correct solution (grader.checks.learner.scenarios, `seeded`)
     checks/reference.py  the grading process only: the correct run(s) the checks compare with and the
-                         values the verdict decides on (`from grader.reference... import ...` for the shared
-                         ones); imported by checks/test_*.py and checks/referee.py, never by probe.py,
-                         scenario.py, example.py or what they import (grader/reference/__init__.py)
-    checks/probe.py      the learner's process: `from grader.checks.probing import ...`: spies,
-                         calling the learner's function (`ProbeAPI`), memory meters, questions to the referee
-    checks/test_*.py     the grading process: `from grader.checks.judging import ...`: `check`, `fail`,
-                         `explained_by`, the recorded events (`EVENTS`) and shared verdicts
-    checks/referee.py    optional, the grading process while the learner's code runs:
-                         `from grader.checks.outside import Referee, ...`: evidence the learner cannot reach
+                         values the verdict decides on (grader.reference for the shared ones); imported by
+                         checks/test_*.py and checks/referee.py, never by probe.py, scenario.py, example.py
+                         or what they import (grader/reference/__init__.py)
+    checks/probe.py      the learner's process: grader.checks.learner
+    checks/test_*.py     the grading process: grader.checks.grading (`from grader.checks.grading.judging
+                         import check, fail`)
+    checks/referee.py    optional, the grading process while the learner's code runs: grader.checks.referee
+                         (`from grader.checks.referee.outside import Referee`)
 
-These names are kept stable: what the harness reorganises behind them is its own business. Each is a
-re-export or a thin wrapper of the harness code that does the work, documented where it is defined.
+Course code that several lessons' exercises share lives in the course, not here (exercises/_library/).
 """
 from __future__ import annotations
 
@@ -35,7 +42,7 @@ def seeded(seed: int) -> torch.Generator:
 
     The seed is the run's (`api.seed` in the probe, `run["seed"]` in the checks): random per run, printed
     in the result, and replayed with `grader check --seed N`."""
-    import torch  # here, so that grader.checks.events stays importable without torch
+    import torch  # here, so that grader.checks.grading.events stays importable without torch
 
     torch.manual_seed(seed)
     return torch.Generator().manual_seed(seed + 1)

@@ -24,8 +24,8 @@ from grader.core.settings import exercises_root
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # What the grading process imports (the import contract in tests/test_architecture.py keeps it so).
-IMAGE_PACKAGES = ("grader/__init__.py", "grader/core", "grader/harness", "grader/learner", "grader/checks",
-                  "grader/reference", "sandbox/__init__.py", "sandbox/settings.py", "sandbox/forkserver.py",
+IMAGE_PACKAGES = ("grader/__init__.py", "grader/core", "grader/harness", "grader/learner", "grader/checks/__init__.py",
+                  "grader/checks/learner", "grader/checks/grading", "grader/checks/referee", "grader/reference", "sandbox/__init__.py", "sandbox/settings.py", "sandbox/forkserver.py",
                   "sandbox/jail")
 
 

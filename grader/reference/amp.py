@@ -7,7 +7,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from grader.checks.scenarios import AmpStepTask, LossFn, params
+from grader.checks.learner.scenarios import AmpStepTask, LossFn, params
 
 
 def amp_step(model: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler, loss_fn: LossFn,

@@ -2,7 +2,7 @@
 bf16-train). Grading process only (grader/reference/__init__.py)."""
 from __future__ import annotations
 
-from grader.checks.scenarios import UnderflowTask, plain_step
+from grader.checks.learner.scenarios import UnderflowTask, plain_step
 
 
 def fp32_run(task: UnderflowTask, seed: int, device: str) -> tuple[list[float], float]:

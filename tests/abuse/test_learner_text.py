@@ -19,7 +19,7 @@ from tests.support.servers import LiveServer
 pytestmark = pytest.mark.slow  # one real grading
 
 SLIP = '''
-from grader.checks.judging import check
+from grader.checks.grading.judging import check
 
 
 @check("runs")

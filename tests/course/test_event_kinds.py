@@ -1,4 +1,4 @@
-"""grader.checks.events documents every event the spies record, with exactly the fields they record: the
+"""grader.checks.grading.events documents every event the spies record, with exactly the fields they record: the
 spies run (in a child interpreter: they patch torch globally) through every kind, and each recorded
 event is compared with the table."""
 import json
@@ -7,13 +7,13 @@ import sys
 import textwrap
 from pathlib import Path
 
-from grader.checks.events import EVENTS, fields_of, table
+from grader.checks.grading.events import EVENTS, fields_of, table
 
 RECORD_EVERY_KIND = """
     import json
     import torch
     from torch import nn
-    from grader.checks.probing import (RECORDER, install_accumulation_spies, install_profiler_spies,
+    from grader.checks.learner.probing import (RECORDER, install_accumulation_spies, install_profiler_spies,
                                        watch_calls, watch_loss, watch_model, watch_optimizer, watch_step_gradients)
 
     install_accumulation_spies()
@@ -48,7 +48,7 @@ RECORD_EVERY_KIND = """
         "prof.events()\\n")
     exec(compile(learner, "submission.py", "exec"), {"torch": torch, "preprocess": watch_calls(lambda: None, "p")})
     events = RECORDER.events
-    from grader.checks.events import MalformedEvent, check_event
+    from grader.checks.grading.events import MalformedEvent, check_event
     refused = []
     for event in events:
         try:
@@ -80,4 +80,4 @@ def test_every_recorded_event_is_documented_with_its_fields():
 
 def test_the_authoring_guide_shows_the_current_table():
     guide = (Path(__file__).resolve().parents[2] / "docs" / "authoring.md").read_text()
-    assert table() in guide, "docs/authoring.md: paste grader.checks.events.table() between its markers"
+    assert table() in guide, "docs/authoring.md: paste grader.checks.grading.events.table() between its markers"

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from grader.checks import verdicts
+from grader.checks.grading import verdicts
 from grader.learner import memory
 
 
@@ -189,7 +189,7 @@ def test_divisor_reads_scale_and_window_from_the_backward_value(value, loss, sca
 def test_accumulation_spies_record_backward_values_and_step_gradients():
     found = run_python('''
         import json, torch
-        from grader.checks import verdicts
+        from grader.checks.grading import verdicts
         from grader.learner import accumulation, amp
         accumulation.install()
         torch.manual_seed(0)

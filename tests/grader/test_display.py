@@ -147,7 +147,7 @@ def test_a_figure_that_fails_is_the_authors_problem_not_a_check(tmp_path) -> Non
     folder = tmp_path / "lesson" / "scaffolded"
     shutil.copytree(Path(grader.__file__).parent / "host" / "templates" / "exercise", folder)
     (folder / "checks" / "test_pictures.py").write_text(
-        "from grader.checks.judging import bar_figure, figure, show\n\n\n"
+        "from grader.checks.grading.judging import bar_figure, figure, show\n\n\n"
         "@figure\ndef test_draws(observed):\n"
         "    show(figure=bar_figure('size', 'Size', 'MB', 'Look.', 'Bar chart.', [('Yours', 1.0, 'yours')]))\n\n\n"
         "@figure\ndef test_breaks(observed):\n    raise RuntimeError('a bug in a figure')\n\n\n"

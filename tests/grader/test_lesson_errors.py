@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.checks import verdicts
-from grader.harness.checking import CheckFailed
+from grader.checks.grading import verdicts
+from grader.checks.grading.checking import CheckFailed
 from grader.host.grading import run_submission
 
 MISTAKE = (Path(__file__).resolve().parents[2] / "exercises" / "mixed-precision" / "amp-step" / "mistakes"

@@ -3,7 +3,7 @@
 A probe's observations are written next to the learner's code, so any of them may hold a value of the wrong
 type: a break's `line` as text reached `fail(line=...)`, the host refused the raw verdict ("malformed verdict:
 '7' is not of type 'integer', 'null'") and the learner got an infra-error with the seed lost. The checking
-API takes what a check hands it as data (grader.harness.checking.CheckFailed), and a raw verdict leaves the
+API takes what a check hands it as data (grader.checks.grading.checking.CheckFailed), and a raw verdict leaves the
 grading process only in its schema's shape (RawVerdict.bounded). The property test runs every exercise's
 checks on real observations with wrong types put in (tests/grader/mutated_observations.py)."""
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 from grader.core.course import load_course
 from grader.core.protocol import MAX_FIGURES, ErrorInfo, RawVerdict, Status, parse_output_line
-from grader.harness.checking import CheckFailed, explained_by, fail
+from grader.checks.grading.checking import CheckFailed, explained_by, fail
 from tests.support.paths import REPO
 
 NOT_A_LINE = "which is not a line of your file: no line is marked"

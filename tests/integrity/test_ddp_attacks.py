@@ -19,7 +19,7 @@ import struct
 
 import pytest
 
-from grader.checks.ddp import MAX_HEADER, MAX_VALUES, _Mirror
+from grader.checks.learner.ddp import MAX_HEADER, MAX_VALUES, _Mirror
 from grader.host.grading import run_submission
 from tests.support.grading import caught_by
 
@@ -54,7 +54,7 @@ def _look():
         except Exception:
             pass
     found |= {"module " + name for name, module in list(sys.modules.items()) if module and _grading(module)}
-    found |= {"ddp." + name for name in NAMES if hasattr(sys.modules.get("grader.checks.ddp"), name)}
+    found |= {"ddp." + name for name in NAMES if hasattr(sys.modules.get("grader.checks.learner.ddp"), name)}
     found |= {"scenario." + name for name in NAMES if hasattr(sys.modules.get("scenario"), name)}
     here = os.path.dirname(getattr(sys.modules.get("scenario"), "__file__", "") or "")
     for name in FILES:

@@ -13,9 +13,9 @@ documented in-process row of docs/threat-model.md) and calls evaluate too.
 import torch
 
 import scenario
-from grader.checks import probing
-from grader.checks.probes import learner_function, loss_number
-from grader.checks.probing import install_cuda_emulation
+from grader.checks.learner import probing
+from grader.checks.learner.probes import learner_function, loss_number
+from grader.checks.learner.probing import install_cuda_emulation
 
 
 def prepare():

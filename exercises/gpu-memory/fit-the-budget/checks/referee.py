@@ -22,7 +22,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from grader.checks import outside
+from grader.checks.referee import outside
 
 
 class Referee(outside.Referee):

@@ -7,7 +7,7 @@ anyway: on a CPU the peak memory of the whole process is what the grading side r
 import torch
 from torch import nn
 
-from grader.checks.scenarios import plain_step
+from grader.checks.learner.scenarios import plain_step
 
 WIDTH, DEPTH, CLASSES = 128, 6, 10
 # The one batch of every run, the checked and measured ones alike (referee.py).

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import scenario
-from grader.checks.judging import bar_figure, check, fail, figure, show
+from grader.checks.grading.judging import bar_figure, check, fail, figure, show
 
 # Checkpointing recomputes the same float32 operations: measured difference 0 on CPU. fp16 activations
 # change the head's gradients alone by 3.5e-4..1.5e-3 of their largest entry (measured at batch 256,

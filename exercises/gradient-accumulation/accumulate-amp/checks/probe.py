@@ -2,7 +2,7 @@
 import torch
 
 import scenario
-from grader.checks.probing import (
+from grader.checks.learner.probing import (
     RECORDER,
     install_accumulation_spies,
     watch_loss,

@@ -2,7 +2,7 @@
 import torch
 from torch import nn
 
-from grader.checks.scenarios import params, scaled_loss
+from grader.checks.learner.scenarios import params, scaled_loss
 
 ACCUM_STEPS = 3
 MICRO_BATCHES = 7  # windows of 3, 3 and a last, partial window of 1

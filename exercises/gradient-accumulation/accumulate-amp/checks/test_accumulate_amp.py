@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import scenario
-from grader.checks.judging import (
+from grader.checks.grading.judging import (
     figure,
     line_figure,
     show,

@@ -1,5 +1,5 @@
 """Rank 0's loop: the grading side's own, correct accumulation. Never imported: the referee sends this
-source to rank 0 (grader/checks/ddp.py), so it is never in the learner's process, which rank 0 is a fork of.
+source to rank 0 (grader/checks/learner/ddp.py), so it is never in the learner's process, which rank 0 is a fork of.
 It runs on micro-batches drawn by the grading side and ends with the weights it reports."""
 import contextlib
 

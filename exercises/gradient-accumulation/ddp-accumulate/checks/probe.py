@@ -2,7 +2,7 @@
 
 prepare() forks rank 0 before the learner's code is loaded: the grading side's own code, which gets its
 loop (grader_rank.py) and its micro-batches from the referee, runs a correct accumulation loop on data the
-learner's process never sees and counts the gradient all-reduces this rank joins (grader/checks/ddp.py).
+learner's process never sees and counts the gradient all-reduces this rank joins (grader/checks/learner/ddp.py).
 This rank wraps the scenario's model in DistributedDataParallel, calls the learner's train on its
 micro-batches, then tells rank 0 it is done and waits for it to report.
 
@@ -12,7 +12,7 @@ figure and to say where they fell: how many there were is rank 0's count.
 from torch.nn.parallel import DistributedDataParallel
 
 import scenario
-from grader.checks import ddp as two_ranks
+from grader.checks.learner import ddp as two_ranks
 
 GRADER_RANK = {}
 

@@ -10,8 +10,8 @@ import torch
 from torch import nn
 
 from grader.checks import seeded
-from grader.checks.ddp import GRADER_RANK, LEARNER_RANK, WORLD
-from grader.checks.scenarios import params
+from grader.checks.learner.ddp import GRADER_RANK, LEARNER_RANK, WORLD
+from grader.checks.learner.scenarios import params
 
 __all__ = ["params", "GRADER_RANK", "LEARNER_RANK", "WORLD"]
 

@@ -1,7 +1,7 @@
 """Checks for gradient-accumulation/ddp-accumulate, run in the grading process."""
 import scenario
-from grader.checks import ddp
-from grader.checks.judging import check, early_allreduces, fail, fail_if_too_many_allreduces, where_early
+from grader.checks.grading import ddp
+from grader.checks.grading.judging import check, early_allreduces, fail, fail_if_too_many_allreduces, where_early
 from reference import reference_params
 
 

@@ -2,7 +2,7 @@
 process, as its own comm hook counted them, against a correct no_sync loop (one per window's last
 micro-batch), with the total the grader's process counted."""
 import scenario
-from grader.checks.judging import figure, show, table_figure
+from grader.checks.grading.judging import figure, show, table_figure
 
 
 @figure

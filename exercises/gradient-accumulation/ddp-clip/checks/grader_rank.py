@@ -1,5 +1,5 @@
 """Rank 0's loop: the grading side's own, correct clipped accumulation. Never imported: the referee sends
-this source to rank 0 (grader/checks/ddp.py), so it is never in the learner's process, which rank 0 is a
+this source to rank 0 (grader/checks/learner/ddp.py), so it is never in the learner's process, which rank 0 is a
 fork of.
 
 It runs on micro-batches drawn by the grading side (one of them the loss spike), through its own
@@ -18,7 +18,7 @@ REPORT = {"weights": [], "synced_norms": [], "scales": []}  # per window, beside
 
 
 def draw(source):
-    """The referee's secret besides this rank's seed (grader/checks/ddp.py: grader_rank_referee): which micro-batch
+    """The referee's secret besides this rank's seed (grader/checks/referee/ddp.py: grader_rank_referee): which micro-batch
     of this rank spikes, in a full window (the window after it shows the halved scale)."""
     full = [i for window in scenario.windows()[:-1] for i in window]
     return {"spike": full[source.randbelow(len(full))]}

@@ -3,7 +3,7 @@
 prepare() forks rank 0 before the learner's code is loaded: the grading side's own code, which gets its
 loop (grader_rank.py) and its micro-batches from the referee, runs a correct clipped accumulation loop on
 data the learner's process never sees and counts the gradient all-reduces this rank joins, reporting on a
-channel of its own (grader/checks/ddp.py). Then it installs the AMP spies in this process only (rank 0 is
+channel of its own (grader/checks/learner/ddp.py). Then it installs the AMP spies in this process only (rank 0 is
 forked without them), which record every backward, clipping and GradScaler call. This rank wraps the
 scenario's model in DistributedDataParallel, calls the learner's train on its micro-batches with a
 GradScaler, then tells rank 0 it is done and waits for it to report.
@@ -16,8 +16,8 @@ with rank 0's and the reference's window by window, whether or not the window's 
 from torch.nn.parallel import DistributedDataParallel
 
 import scenario
-from grader.checks import ddp as two_ranks
-from grader.checks import probing
+from grader.checks.learner import ddp as two_ranks
+from grader.checks.learner import probing
 
 GRADER_RANK = {}
 

@@ -10,9 +10,9 @@ import pytest
 
 import scenario
 import windows as recorded
-from grader.checks import ddp
-from grader.checks.judging import at, check, early_allreduces, fail, fail_if_too_many_allreduces, of_kind, where_early
-from grader.checks.verdicts import check_step_then_update
+from grader.checks.grading import ddp
+from grader.checks.grading.judging import at, check, early_allreduces, fail, fail_if_too_many_allreduces, of_kind, where_early
+from grader.checks.grading.verdicts import check_step_then_update
 from reference import reference as correct_run
 
 MAX_NORM = scenario.MAX_NORM

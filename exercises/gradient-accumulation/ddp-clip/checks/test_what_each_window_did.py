@@ -3,7 +3,7 @@
 used after your clipping, and a correct run's, against max_norm."""
 import scenario
 import windows as recorded
-from grader.checks.judging import bar_figure, figure, of_kind, show
+from grader.checks.grading.judging import bar_figure, figure, of_kind, show
 from reference import reference
 
 

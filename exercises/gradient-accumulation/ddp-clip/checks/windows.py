@@ -1,7 +1,7 @@
 """The recorded events of the learner's process, window by window (the checks and the figure read them):
 grading process only."""
 import scenario
-from grader.checks.judging import of_kind
+from grader.checks.grading.judging import of_kind
 
 
 def spans(events: list[dict]) -> list[list[dict]]:

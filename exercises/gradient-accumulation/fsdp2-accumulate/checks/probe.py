@@ -59,7 +59,7 @@ def _receive(reader, pid):
                 break
             chunks.append(chunk)
             size += len(chunk)
-    from grader.checks.probing import wait_helper
+    from grader.checks.learner.probing import wait_helper
 
     wait_helper(pid, 2 * scenario.TIMEOUT_S)
     try:

@@ -20,7 +20,7 @@ from torch import nn
 from torch.nn import functional
 
 from grader.checks import seeded
-from grader.checks.scenarios import params
+from grader.checks.learner.scenarios import params
 
 __all__ = ["params"]
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import scenario
-from grader.checks.judging import bar_figure, check, fail, figure, show
+from grader.checks.grading.judging import bar_figure, check, fail, figure, show
 from reference import reference as correct_run
 
 # FSDP2 and the reference compute the same bfloat16 products and float32 sums, in another order: they differ

@@ -2,7 +2,7 @@
 optimizer step and the gradients and weights each step saw; then read out the weights the run ended
 with. The grading side compares them with its own token-mean gradients and its own correct run."""
 import scenario
-from grader.checks.probing import (
+from grader.checks.learner.probing import (
     RECORDER,
     install_amp_spies,
     watch_model,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from grader.checks.scenarios import params
+from grader.checks.learner.scenarios import params
 
 __all__ = ["build", "windows", "params", "ACCUM_STEPS", "MICRO_BATCHES", "IGNORE_INDEX", "LR"]
 

@@ -11,7 +11,7 @@ import pytest
 import reference
 import scenario
 import windows
-from grader.checks.judging import at, between_backwards, calls, check, fail, of_kind
+from grader.checks.grading.judging import at, between_backwards, calls, check, fail, of_kind
 
 OUTCOME_TOLERANCE = 1e-2  # of the largest entry of the correct run's change so far, per parameter
 

@@ -5,7 +5,7 @@ import pytest
 
 import scenario
 import windows
-from grader.checks.judging import calls, figure, line_figure, show, table_figure
+from grader.checks.grading.judging import calls, figure, line_figure, show, table_figure
 
 
 @pytest.fixture(scope="module")

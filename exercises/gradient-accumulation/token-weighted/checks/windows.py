@@ -22,7 +22,7 @@ import torch
 
 import reference
 import scenario
-from grader.checks.judging import of_kind
+from grader.checks.grading.judging import of_kind
 
 GRAD_TOLERANCE = 1e-3  # of the token mean's largest entry: float32 on both sides, the solution at most 5.9e-7 (scenario.py)
 FIT_RESIDUAL = 1e-3  # the share of the learner's gradient the window's micro-batches may leave unexplained

@@ -1,6 +1,6 @@
 """What the verdict shows of the learner's train_step (grader/core/display.py): its calls, in order."""
-from grader.checks.judging import figure, show
-from grader.checks.suites import train_step_timeline
+from grader.checks.grading.judging import figure, show
+from grader.checks.grading.suites import train_step_timeline
 
 
 @figure

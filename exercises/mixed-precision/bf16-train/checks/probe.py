@@ -1,7 +1,7 @@
 """Runs in the learner's process: train with the learner's function and record what it does."""
 import scenario
-from grader.checks.probes import training_probe
-from grader.checks.probing import install_amp_spies
+from grader.checks.learner.probes import training_probe
+from grader.checks.learner.probing import install_amp_spies
 
 
 def prepare():

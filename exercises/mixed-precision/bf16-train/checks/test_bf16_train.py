@@ -5,9 +5,9 @@ import pytest
 
 import reference
 import scenario
-from grader.checks import judging
-from grader.checks.judging import check, fail
-from grader.checks.suites import check_losses_per_step, late_zeros_and_loss_ratio
+from grader.checks.grading import judging
+from grader.checks.grading.judging import check, fail
+from grader.checks.grading.suites import check_losses_per_step, late_zeros_and_loss_ratio
 
 MAX_ZERO_FRACTION = 0.05  # median over the last 50 steps; fp16 without a scaler: ~0.85 (fix-underflow)
 MAX_LOSS_RATIO = 1.25  # final loss vs the fp32 run; fp16 without a scaler: ~1.8

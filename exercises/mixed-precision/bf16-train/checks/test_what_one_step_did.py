@@ -1,5 +1,5 @@
 """What the verdict shows of the learner's loop (grader/core/display.py): the calls of one training step."""
-from grader.checks.judging import figure, show, timeline
+from grader.checks.grading.judging import figure, show, timeline
 
 
 @figure

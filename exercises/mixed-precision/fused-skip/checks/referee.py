@@ -18,7 +18,7 @@ that draw it or a pair one batch after it."""
 from __future__ import annotations
 
 import secrets
-from grader.checks import outside
+from grader.checks.referee import outside
 
 OLD_NEIGHBOURHOOD = {(8, 12), (8, 13), (9, 12), (9, 13)}  # the first version's pair, and one batch later
 OUTLIER_PAIRS = tuple((first, second) for first in range(7, 10) for second in range(first + 2, 15)

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from grader.checks.judging import weight_tolerance
+from grader.checks.grading.judging import weight_tolerance
 from scenario import build, outcome
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from grader.checks.scenarios import params
+from grader.checks.learner.scenarios import params
 
 BATCHES = 16
 OUTLIER = 1e3  # how much larger those batches' inputs are

@@ -11,7 +11,7 @@ import pytest
 import batches
 import reference as correct_loop
 import scenario
-from grader.checks.judging import (
+from grader.checks.grading.judging import (
     check,
     check_scaled_backward,
     check_step_then_update,

@@ -8,7 +8,7 @@ import pytest
 import batches
 import reference as correct_loop
 import scenario
-from grader.checks.judging import figure, line_figure, show, table_figure
+from grader.checks.grading.judging import figure, line_figure, show, table_figure
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ the run ended with (scenario.outcome), which the checks compare with their own c
 import warnings
 
 import scenario
-from grader.checks.probes import loss_number
-from grader.checks.probing import (
+from grader.checks.learner.probes import loss_number
+from grader.checks.learner.probing import (
     RECORDER,
     SUBMISSION_FILENAME,
     ask,

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
-from grader.checks.scenarios import params
+from grader.checks.learner.scenarios import params
 
 BATCHES = 16
 OUTLIER = 1e3  # how much larger those batches' inputs are

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from grader.checks.judging import of_kind
+from grader.checks.grading.judging import of_kind
 
 ADVANCES = ("scheduler.step", "ema.update")
 CALL = {"scheduler.step": "scheduler.step()", "ema.update": "ema.update_parameters(model)"}

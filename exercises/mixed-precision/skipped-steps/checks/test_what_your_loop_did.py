@@ -5,7 +5,7 @@ import pytest
 import reference as correct_loop
 import scenario
 import steps
-from grader.checks.judging import figure, line_figure, of_kind, show, table_figure
+from grader.checks.grading.judging import figure, line_figure, of_kind, show, table_figure
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ import torch
 from torch.utils.data import dataloader
 
 import scenario
-from grader.checks.probes import timed_rounds
-from grader.checks.probing import ask, install_cuda_emulation
+from grader.checks.learner.probes import timed_rounds
+from grader.checks.learner.probing import ask, install_cuda_emulation
 
 # What the DataLoader iterators of the learner's loop did: the time spent inside their __next__ (fetching,
 # collating, waiting for workers), the batches they gave, and the workers the loaders started.
@@ -82,7 +82,7 @@ def probe(api):
     loaders = dict(LOADERS)
     params_after = scenario.params(model)
 
-    # 2. The grader's timing, on its own clock (referee.py, grader.checks.timing): each round's data is drawn
+    # 2. The grader's timing, on its own clock (referee.py, grader.checks.referee.timing): each round's data is drawn
     #    by the grading side when the round starts, and the weights after the epoch go back to be checked.
     def timed_round(seed):
         model, optimizer, loss_fn, dataset, sampler, batch_size = scenario.build(seed, api.device)

@@ -4,7 +4,7 @@ clock.
 The data of the replayed epoch and of each timing round (the records, the sampler's order and the model's
 first weights) come from a seed drawn here from the operating system's randomness (`secrets`), never from
 the run's seed, which the learner's process can read, and told only when that epoch starts: nothing can be
-decoded ahead, and nothing kept from one epoch fits the next. The rounds are grader.checks.timing's: the
+decoded ahead, and nothing kept from one epoch fits the next. The rounds are grader.checks.referee.timing's: the
 original loop timed here with the learner's processes paused, the learner's from the round's start answer
 until its finish question, carrying the weights after the epoch, has been received whole; the checks compare
 those weights with the original's on the same data.
@@ -16,9 +16,9 @@ from typing import Any
 
 import reference
 import scenario
-from grader.checks import outside
+from grader.checks.referee import outside
 
-ROUNDS = 11  # at most; they stop once 6 fall on one side of the bar (grader.checks.timing.decided)
+ROUNDS = 11  # at most; they stop once 6 fall on one side of the bar (grader.checks.referee.timing.decided)
 
 
 def secret_seed() -> int:

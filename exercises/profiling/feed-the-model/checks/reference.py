@@ -6,7 +6,7 @@ scenario.py never do, so nothing the learner's code can import or read computes 
 import torch
 from torch.utils.data import DataLoader
 
-from grader.checks.scenarios import plain_step
+from grader.checks.learner.scenarios import plain_step
 from scenario import Order, Records
 
 # The outcome: the weights after the epoch, against the original loop's on the same data, within
@@ -14,7 +14,7 @@ from scenario import Order, Records
 # moves them by 3e-8 (float rounding); one record left out of the last batch by 2e-4, the last batch dropped
 # by 1e-2.
 TOLERANCE = 1e-5
-# The original epoch's time over the learner's, the median of the per-round ratios (grader.checks.timing).
+# The original epoch's time over the learner's, the median of the per-round ratios (grader.checks.referee.timing).
 MIN_SPEEDUP = 3.0
 # How close a row the learner's model was given must be to a record, as dataset[i] decodes it, to be that
 # record (float32 decoding in any batch order differs by float rounding only), and the band of the records'

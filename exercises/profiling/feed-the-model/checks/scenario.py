@@ -13,7 +13,7 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset, Sampler
 
-from grader.checks.scenarios import params
+from grader.checks.learner.scenarios import params
 
 FEATURES, HIDDEN, CLASSES = 32, 64, 10
 # One epoch: 15 whole batches and a last one of 320 records, so a loop that drops the last batch (or shrinks

@@ -6,7 +6,7 @@ import torch
 
 import reference
 import scenario
-from grader.checks.judging import bar_figure, check, check_faster, fail, figure, largest_difference, show, table_figure
+from grader.checks.grading.judging import bar_figure, check, check_faster, fail, figure, largest_difference, show, table_figure
 
 B = scenario.BATCH
 

@@ -5,9 +5,9 @@ import sys
 import torch
 
 import scenario
-from grader.checks import probing
-from grader.checks.probes import learner_function, loss_number, submission_function, timed_rounds
-from grader.checks.probing import install_cuda_emulation
+from grader.checks.learner import probing
+from grader.checks.learner.probes import learner_function, loss_number, submission_function, timed_rounds
+from grader.checks.learner.probing import install_cuda_emulation
 
 
 def prepare():
@@ -42,7 +42,7 @@ def probe(api):
     losses = [loss_number(train_step(model, optimizer, loss_fn, x, y)) for x, y in batches]
     params_after = scenario.params(model)
 
-    # 3. The grader's timing, on its own clock (referee.py, grader.checks.timing): each round's data is chosen
+    # 3. The grader's timing, on its own clock (referee.py, grader.checks.referee.timing): each round's data is chosen
     #    by the grading side when the round starts, and the losses and weights after the timed steps go back
     #    to it to be checked. The grading side says when it has timed enough rounds to decide.
     def timed_round(seed):

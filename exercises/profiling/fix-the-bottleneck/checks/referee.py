@@ -6,7 +6,7 @@ never from the run's seed, which the learner's process can read, and is told to 
 only when it needs it: the order of find_bottleneck's two profiled runs (which one slows preprocess and
 which one the model's forward), the data of the replayed steps, and each timing round's data.
 
-The timing rounds are grader.checks.timing's (`outside.TimedRounds`): each round's data is a seed drawn
+The timing rounds are grader.checks.referee.timing's (`outside.TimedRounds`): each round's data is a seed drawn
 here and told when the round starts; the original step is timed here with the learner's processes paused,
 the learner's from its start answer until its finish question has been received whole. The finish
 question carries the losses of the timed steps and the weights after them, which the checks compare with
@@ -20,7 +20,7 @@ import secrets
 from typing import Any
 
 import scenario
-from grader.checks import outside
+from grader.checks.referee import outside
 
 from scenario import MIN_SPEEDUP, ROUNDS, report
 

@@ -8,7 +8,7 @@ import time
 import torch
 from torch import nn
 
-from grader.checks.scenarios import params, plain_step
+from grader.checks.learner.scenarios import params, plain_step
 
 FEATURES, HIDDEN, CLASSES, BATCH, BATCHES = 64, 32, 10, 128, 4
 LR, MOMENTUM = 0.05, 0.9
@@ -58,13 +58,13 @@ def slow_train_step(model, optimizer, loss_fn, x, y):
     return plain_step(model, optimizer, loss_fn, slow_preprocess(x), y)
 
 
-# The timing rounds (grader.checks.timing: the referee times them, the probe runs the learner's side, which
+# The timing rounds (grader.checks.referee.timing: the referee times them, the probe runs the learner's side, which
 # never imports the referee). Round 0 is a warm-up for both and is not counted. The verdict is the median of
 # up to ROUNDS rounds' ratios against MIN_SPEEDUP, and the rounds stop as soon as 6 of them fall on one side
 # of the bar: the median of ROUNDS could then no longer change side, so the verdict is the one all ROUNDS
 # would give, in about half the time for a clear case.
 ROUNDS = 11
-# Original step over the learner's, the median of per-round ratios (grader.checks.verdicts.speedup).
+# Original step over the learner's, the median of per-round ratios (grader.checks.grading.verdicts.speedup).
 MIN_SPEEDUP = {"cpu": 2.0, "cuda": 2.0}
 # A round's step, on a bigger batch than the profiled runs': the per-row loop grows with the rows while
 # the rest of a round (the model, the optimizer, building and reporting it) hardly does, so a vectorized

@@ -4,7 +4,7 @@ import math
 import pytest
 
 import scenario
-from grader.checks.judging import check, check_faster, fail, figure, show, table_figure
+from grader.checks.grading.judging import check, check_faster, fail, figure, show, table_figure
 
 # The bar and the number of rounds: scenario.py (the referee stops the rounds once the verdict is known).
 MIN_SPEEDUP = scenario.MIN_SPEEDUP

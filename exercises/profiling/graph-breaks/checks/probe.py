@@ -23,8 +23,8 @@ from torch._dynamo.utils import guard_failures
 from torch._dynamo.variables.misc import ComptimeVariable
 
 import scenario
-from grader.checks.probing import RECORDER, SUBMISSION_FILENAME, describe_exception
-from grader.checks.probing import learner_channel as channel
+from grader.checks.learner.probing import RECORDER, SUBMISSION_FILENAME, describe_exception
+from grader.checks.learner.probing import learner_channel as channel
 
 MOST = 20  # graphs, breaks and guard failures kept (the starter has 3 breaks, 4 graphs)
 CONFIG = torch._dynamo.config

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from grader.checks import seeded
-from grader.checks.scenarios import params
+from grader.checks.learner.scenarios import params
 
 FEATURES, HIDDEN, CLASSES, BATCH = 16, 32, 5, 64
 LR, MOMENTUM = 0.1, 0.9

@@ -6,7 +6,7 @@ import torch
 
 import reference
 import scenario
-from grader.checks.judging import check, explained_by, fail, figure, show, table_figure
+from grader.checks.grading.judging import check, explained_by, fail, figure, show, table_figure
 
 # What each kind of break means, in the learner's words (dynamo's gb_type and reason, matched in order).
 MEANINGS = (

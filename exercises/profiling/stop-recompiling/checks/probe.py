@@ -13,7 +13,7 @@ from torch._dynamo import eval_frame
 from torch._dynamo.utils import guard_failures
 
 import scenario
-from grader.checks.probing import SUBMISSION_FILENAME, describe_exception
+from grader.checks.learner.probing import SUBMISSION_FILENAME, describe_exception
 
 MOST = 40  # graphs and guard failures kept (the starter compiles 8 graphs, one per length up to the limit)
 CONFIG = torch._dynamo.config

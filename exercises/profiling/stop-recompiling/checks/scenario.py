@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from grader.checks import seeded
-from grader.checks.scenarios import params
+from grader.checks.learner.scenarios import params
 
 VOCAB, DIM, BATCH = 32, 16, 4
 LR = 0.1

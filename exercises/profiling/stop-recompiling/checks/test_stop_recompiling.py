@@ -7,7 +7,7 @@ import torch
 
 import reference
 import scenario
-from grader.checks.judging import check, fail, figure, show, table_figure
+from grader.checks.grading.judging import check, fail, figure, show, table_figure
 
 MOST_GRAPHS = 2  # the first length compiled static, then once with the length (and smoothing) symbolic
 

@@ -1,6 +1,6 @@
 """Runs in the learner's process: call the learner's function on the scenario; return what came of it."""
 import scenario
-from grader.checks.probing import ProbeAPI
+from grader.checks.learner.probing import ProbeAPI
 
 
 def probe(api: ProbeAPI) -> dict:

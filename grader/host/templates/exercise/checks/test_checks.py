@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import scenario
-from grader.checks.judging import check, fail
+from grader.checks.grading.judging import check, fail
 
 TOLERANCE = 1e-5  # float32 rounding between two runs of the same step
 

@@ -2,7 +2,7 @@
 in the learner's (confined) process, like the probe that calls them, and return observations, never a
 verdict:
 
-    amp_step_probe(api, task)          call train_step on an AmpStepTask (grader.checks.scenarios) once per
+    amp_step_probe(api, task)          call train_step on an AmpStepTask (grader.checks.learner.scenarios) once per
                                        batch with one GradScaler, recording every AMP call (amp-step,
                                        amp-clip-step); install_amp_spies() first, in prepare()
     training_probe(api, model, ...)    call a whole training loop, train(model, optimizer, loss_fn, x, y,
@@ -12,7 +12,7 @@ verdict:
                                        learner's (LearnerError), as api.call does for the entry
     submission_function(name)          that function itself, unwrapped (to swap it in and out)
     loss_number(value)                 a returned loss as a float, or None when it is not one number
-    timed_rounds(run_round)            the learner's side of grader.checks.timing.TimedRounds: ask for each
+    timed_rounds(run_round)            the learner's side of grader.checks.referee.timing.TimedRounds: ask for each
                                        timing round, run it, report, until the referee has decided
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import torch
 
-from grader.checks.probing import (
+from grader.checks.learner.probing import (
     RECORDER,
     LearnerError,
     ProbeAPI,
@@ -32,7 +32,7 @@ from grader.checks.probing import (
     watch_model,
     watch_optimizer,
 )
-from grader.checks.scenarios import AmpStepTask, params
+from grader.checks.learner.scenarios import AmpStepTask, params
 from grader.learner.entry import submission_attribute
 
 __all__ = ["amp_step_probe", "training_probe", "learner_function", "submission_function", "loss_number",
@@ -129,7 +129,7 @@ def training_probe(api: ProbeAPI, model: torch.nn.Module, optimizer: torch.optim
 
 
 def timed_rounds(run_round: Callable[[int], dict[str, Any]]) -> int:
-    """Run the timing rounds the referee asks for (grader.checks.timing.TimedRounds, on the grading side's
+    """Run the timing rounds the referee asks for (grader.checks.referee.timing.TimedRounds, on the grading side's
     clock): ask to start round i, get its data's seed, `run_round(seed)` (build the round's task from the
     seed, run the learner's code, synchronize the device; return the report the finish question carries:
     what the run computed, for the checks to compare with the original's), ask to finish it, until the

@@ -1,4 +1,7 @@
 """Two ranks of one real gloo group, for the DDP exercises: the grader's (rank 0) and the learner's (rank 1).
+Runs in the learner's process (the probe's prepare() and probe()) and in the grader's rank, a fork of it made
+before the learner's code loads; the referee's side is grader/checks/referee/ddp.py, the verdicts' words
+grader/checks/grading/ddp.py.
 
 The probe's prepare() forks the grader's rank before the learner's code loads (`start_grader_rank`; the
 fork is grader/learner/helper.py's, reporting on a channel of its own). That rank asks the referee for its
@@ -37,7 +40,6 @@ import threading
 import traceback
 from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -352,95 +354,6 @@ def count_allreduces(report: dict[str, Any], group: dist.ProcessGroup, ddp: Dist
         raise failed[0]
 
 
-def draw_seed(source: Any) -> int:
-    """The grader's rank's data seed, from `source` (the referee's `secrets` module, looked up when drawn)."""
-    return source.randbelow(2**31 - 2) + 1
-
-
-MAX_ITEMS = 16  # of a reported list: the grader's rank reports per window, and no loop of these has more
-
-
-def weights_field(value: Any) -> dict[str, torch.Tensor] | None:
-    """A report's weights, as a referee keeps them: tensors by name, or None."""
-    return {n: t for n, t in value.items() if isinstance(n, str) and isinstance(t, torch.Tensor)} \
-        if isinstance(value, dict) else None
-
-
-def _item(value: Any) -> dict[str, torch.Tensor] | float | None:
-    if isinstance(value, dict):
-        return weights_field(value)
-    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
-
-
-def _checker(initial: Any) -> Callable[[Any], Any]:
-    """How a referee reads a field of the report, by the field's value in the loop's REPORT: a list (per
-    window: weights or numbers, bounded), else weights."""
-    if isinstance(initial, list):
-        return lambda value: [_item(v) for v in value[:MAX_ITEMS]] if isinstance(value, list) else []
-    return weights_field
-
-
-def grader_rank_referee(checks: Path, source: Callable[[], Any]) -> type:
-    """The referee of every exercise whose probe forks the grader's rank (checks/referee.py:
-    `Referee = grader_rank_referee(Path(__file__).parent, lambda: secrets)`, the same line in each).
-
-    It draws from `source()` (the referee module's `secrets`, looked up when drawn) the grader's rank's data
-    seed (`grader_rank_seed`) and whatever the exercise's checks/grader_rank.py's `draw(source)` adds (a
-    further secret: ddp-clip's spike). They are told to that rank with the source of grader_rank.py (its
-    loop), never to the learner's process, and held as the referee's attributes. It receives the rank's
-    report, each field of grader_rank.py's `REPORT` read by its kind (`_checker`). The checks get
-    `outside["grader_rank"]` (the report) and the drawn secrets."""
-    import importlib.util
-
-    from grader.checks import outside  # the grading process only: the learner's process never needs it
-
-    path = checks / "grader_rank.py"
-    spec = importlib.util.spec_from_file_location("exercise_grader_rank", path)
-    loop = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(loop)  # the grading process's own copy: for REPORT and draw, never run here
-    checkers = {"allreduces": lambda v: v if type(v) is int and v >= 0 else 0,
-                "collectives": lambda v: v if type(v) is int and v >= 0 else 0,
-                "finished": bool, "done": bool,
-                "error": lambda v: str(v)[:300] if v else None,
-                "collective_error": lambda v: str(v)[:300] if v else None,
-                **{name: _checker(initial) for name, initial in getattr(loop, "REPORT", {}).items()}}
-
-    def draw() -> dict[str, int]:
-        drawn = {"grader_rank_seed": draw_seed(source())}
-        if hasattr(loop, "draw"):
-            drawn.update(loop.draw(source()))
-        return drawn
-
-    class Referee(outside.Referee):
-        helper_channel = True
-
-        def __init__(self, seed: int, device: str) -> None:
-            super().__init__(seed, device)
-            drawn = draw()
-            self.drawn = sorted(drawn)
-            vars(self).update(drawn)  # each secret an attribute of its own (tests/course/test_secrets.py reads them)
-            self.told = False
-            self.report: dict[str, Any] | None = None
-
-        def _secrets(self) -> dict[str, int]:
-            return {name: getattr(self, name) for name in self.drawn}
-
-        def answer_helper(self, request: dict[str, Any]) -> dict[str, Any]:
-            if request.get("op") == "data" and not self.told:
-                self.told = True
-                told = {k: v for k, v in self._secrets().items() if k != "grader_rank_seed"}
-                return {"seed": self.grader_rank_seed, "model_seed": self.seed, "code": path.read_text(), **told}
-            if request.get("op") == "report" and self.report is None and isinstance(request.get("report"), dict):
-                self.report = {key: check(request["report"].get(key)) for key, check in checkers.items()}
-                return {}
-            raise outside.ChannelError(f"rank 0 sent {str(request)[:80]} out of turn")
-
-        def outside(self) -> dict[str, Any]:
-            return {**super().outside(), "grader_rank": self.report, **self._secrets()}
-
-    return Referee
-
-
 # --- the learner's rank -----------------------------------------------------------------------------------
 
 class AllReduceLog:
@@ -486,14 +399,3 @@ def run_learner_rank(grader: dict[str, Any], size: int,
         finished = wait_helper(grader["pid"], 2 * TIMEOUT_S)
     del keep
     return report, finished
-
-
-def explained(message: str, grader_rank: dict[str, Any] | None) -> str:
-    """The learner's error `message`, and when a collective raised it, plain words for why: what the grader's
-    rank could not follow, or that no process joined."""
-    error = (grader_rank or {}).get("collective_error")
-    why = (f"The grader's process (rank 0) could not follow a collective of your process's own: {error}." if error
-           else "A collective your process made waited for a partner that never came: " + FOLLOWED_TEXT
-           + "; a collective made any other way (or on DDP's own group) finds no partner."
-           if "gloo" in message or "Timed out" in message or "Connection closed by peer" in message else "")
-    return f"{message.rstrip('. ')}. {why}" if why else message

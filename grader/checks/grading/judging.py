@@ -1,7 +1,7 @@
 """What an exercise's `checks/test_*.py` imports. Checks run in the grading process, after the learner's
 code ran, with pytest; each test belongs to one check of exercise.yaml:
 
-    from grader.checks.judging import check, fail
+    from grader.checks.grading.judging import check, fail
 
     @check("scaled-backward")
     def test_backward_on_scaled_loss(observed):
@@ -10,7 +10,7 @@ code ran, with pytest; each test belongs to one check of exercise.yaml:
                 fail("backward ran on the raw loss", line=event["line"])
 
 Fixtures: `observed` (what probe() returned, with `events`, the grading side's copy of the recorded
-stream: grader.checks.events), `run` (seed, device 'cuda' or 'cpu', emulated, entry), `outside` (what the
+stream: grader.checks.grading.events), `run` (seed, device 'cuda' or 'cpu', emulated, entry), `outside` (what the
 exercise's referee measured, checks/referee.py). Build references with `scenario.build(run["seed"], ...)`.
 
 A check id may be shared by several tests; the check passes when all pass, with the first failure's
@@ -26,8 +26,9 @@ one-line caption saying what to look for and a text alternative.
 """
 from __future__ import annotations
 
-from grader.checks.events import EVENTS, EventKind
-from grader.checks.verdicts import (
+from grader.checks.grading.checking import CheckFailed, check, explained_by, fail, figure, show
+from grader.checks.grading.events import EVENTS, EventKind
+from grader.checks.grading.verdicts import (
     Event,
     at,
     autocast_dtype,
@@ -52,11 +53,10 @@ from grader.checks.verdicts import (
     weights_went_wrong,
     where_early,
 )
-from grader.checks.verdicts import (
+from grader.checks.grading.verdicts import (
     divisor as backward_divisor,
 )
 from grader.core.display import bar_figure, line_figure, table_figure, timeline
-from grader.harness.checking import CheckFailed, check, explained_by, fail, figure, show
 
 __all__ = [
     "check", "fail", "explained_by", "CheckFailed",

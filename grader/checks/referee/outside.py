@@ -20,14 +20,14 @@ must define a class named `Referee`):
         def answer_helper(self, request):     # learner's code loads (probing.start_helper); what it
             ...                               # asks or reports is answered here
 
-`TimedRounds` (grader.checks.timing) answers a probe's timing rounds: the original and the learner's code
+`TimedRounds` (grader.checks.referee.timing) answers a probe's timing rounds: the original and the learner's code
 timed alternately on this process's clock, on data drawn per round (a `faster` check's evidence);
 `tensors_by_name` reads the weights a finish question carries.
 `Stopwatch` times on this process's clock (`stop(at=self.arrived)`: when the question being answered
 arrived); `ChannelError` refuses a question asked out of turn or malformed (the channel closes and the
 verdict is the learner's error, saying why; any other exception in `answer` is refused the same way, and
 the author finds its traceback among the verdict's problems). The learner's side asks with
-`grader.checks.probing.ask`.
+`grader.checks.learner.probing.ask`.
 
 Secrets live here: draw anything a check compares against or an outcome depends on (data, orders,
 choices) from `secrets`, never from `self.seed` (which the learner's process can read), and tell it to
@@ -38,8 +38,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from grader.checks.timing import TimedRounds, tensors_by_name
-from grader.harness.channel import ChannelError, Learner, Referee, Stopwatch
+from grader.checks.referee.base import ChannelError, Learner, Referee, Stopwatch
+from grader.checks.referee.timing import TimedRounds, tensors_by_name
 
 __all__ = ["Referee", "Learner", "ChannelError", "Stopwatch", "TimedRounds", "tensors_by_name", "drawn_once"]
 

@@ -1,7 +1,7 @@
 """Checks that several exercises share, for an exercise's `checks/test_*.py` (the grading process):
 
     AmpStepChecks                  every check of one AMP training step on an AmpStepTask
-                                   (grader.checks.scenarios): runs, autocast-scope, scaled-backward,
+                                   (grader.checks.learner.scenarios): runs, autocast-scope, scaled-backward,
                                    step-update-order, grads-cleared, matches-reference. Subclass it as
                                    `class TestX(AmpStepChecks)` with the exercise's task; add the checks
                                    that are its own as methods (mixed-precision/amp-step, amp-clip-step)
@@ -15,7 +15,7 @@
                                    the fp32 run's (fix-underflow, bf16-train)
 
 Each check raises CheckFailed (`judging.fail`) with a learner-facing message, like the shared verdicts of
-grader.checks.verdicts, which these build on.
+grader.checks.grading.verdicts, which these build on.
 """
 from __future__ import annotations
 
@@ -25,11 +25,11 @@ from typing import Any, Callable
 
 import pytest
 
-from grader.checks import verdicts
-from grader.checks.scenarios import AmpStepTask
-from grader.checks.verdicts import Event, at, calls, of_kind
+from grader.checks.grading import verdicts
+from grader.checks.grading.checking import check, explained_by, fail
+from grader.checks.grading.verdicts import Event, at, calls, of_kind
+from grader.checks.learner.scenarios import AmpStepTask
 from grader.core.display import timeline
-from grader.harness.checking import check, explained_by, fail
 
 __all__ = ["AmpStepChecks", "train_step_timeline", "check_losses_per_step", "zero_grad_fractions",
            "late_zeros_and_loss_ratio"]
@@ -37,7 +37,7 @@ __all__ = ["AmpStepChecks", "train_step_timeline", "check_losses_per_step", "zer
 
 class AmpStepChecks:
     """The checks of one AMP training step, `train_step(model, optimizer, scaler, loss_fn, x, y[, max_norm])`,
-    as `grader.checks.probes.amp_step_probe` observed it on `task`. Not collected itself (its name does
+    as `grader.checks.learner.probes.amp_step_probe` observed it on `task`. Not collected itself (its name does
     not start with Test): an exercise's test module subclasses it,
 
         import reference   # the exercise's checks/reference.py: grading side only
@@ -132,7 +132,7 @@ def train_step_timeline(events: list[Event], what_to_look_for: str) -> dict[str,
 
 
 def check_losses_per_step(observed: dict[str, Any], steps: int) -> None:
-    """`runs` of a training loop `train(..., steps)` (grader.checks.probes.training_probe): it returned a
+    """`runs` of a training loop `train(..., steps)` (grader.checks.learner.probes.training_probe): it returned a
     list of `steps` numbers."""
     returned = observed["returned"]
     if returned is None:

@@ -7,7 +7,7 @@
                                           # memory the grading side reads (outside.Referee.memory_runs)
 
 The probe returns observations, never a verdict: the checks judge them in the grading process. What the
-spies record reaches the checks as `observed["events"]` (the kinds and fields: grader.checks.events).
+spies record reaches the checks as `observed["events"]` (the kinds and fields: grader.checks.grading.events).
 
 Calling the learner's function: `api.call(*args)` (an exception ends the run with one learner-facing
 message) or `api.try_call(*args)` -> (value, None) or (None, {kind, message, line}), to go on and let a

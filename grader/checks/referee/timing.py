@@ -4,10 +4,10 @@ check (profiling/fix-the-bottleneck's step, profiling/feed-the-model's epoch). I
     TimedRounds(seeds, device, bar, original, received)   in checks/referee.py (the grading process):
                                         answers the probe's `start` and `finish` questions and times both
                                         sides; `outside()` is what the checks read
-    grader.checks.probes.timed_rounds(run_round)           in checks/probe.py (the learner's process):
+    grader.checks.learner.probes.timed_rounds(run_round)           in checks/probe.py (the learner's process):
                                         asks for each round, runs it, reports, until told the verdict is known
-    grader.checks.verdicts.check_faster(outside, ...)      in checks/test_*.py: the median of the per-round
-                                        ratios against the bar (re-exported by grader.checks.judging)
+    grader.checks.grading.verdicts.check_faster(outside, ...)      in checks/test_*.py: the median of the per-round
+                                        ratios against the bar (re-exported by grader.checks.grading.judging)
 
 Each round, the learner's process asks to start; the referee picks the round's data (a seed it drew from
 `secrets`, which the learner learns only then, so nothing can be computed ahead), times the grading side's
@@ -42,7 +42,7 @@ from typing import Any, Callable
 
 import torch
 
-from grader.harness.channel import ChannelError, Learner, PauseNotHeld, Stopwatch
+from grader.checks.referee.base import ChannelError, Learner, PauseNotHeld, Stopwatch
 
 __all__ = ["TimedRounds", "decided", "tensors_by_name"]
 

@@ -1,6 +1,6 @@
-"""Verdicts on what the learner's process recorded (grader.checks.events), shared by the exercises that
+"""Verdicts on what the learner's process recorded (grader.checks.grading.events), shared by the exercises that
 need them: the AMP event log's splits and checks, the accumulation divisor of a backward, the paired
-speed-up of timed rounds. `grader.checks.judging` re-exports them for an exercise's checks.
+speed-up of timed rounds. `grader.checks.grading.judging` re-exports them for an exercise's checks.
 
 Each check function raises CheckFailed with a learner-facing message naming what happened at run time
 and, where a call can be traced to the submission, its line. They run in the grading process only.
@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from grader.harness.checking import explained_by, fail
+from grader.checks.grading.checking import explained_by, fail
 
 Event = dict[str, Any]
 SIXTEEN_BIT = {"float16", "bfloat16"}
@@ -312,11 +312,11 @@ def speedup(slow: list[float], fast: list[float]) -> float:
 
 
 def check_faster(outside: dict[str, Any], bar: float, what: str, why: str) -> float:
-    """The `faster` verdict on timing rounds (grader.checks.timing.TimedRounds, `outside` as its `outside()`):
+    """The `faster` verdict on timing rounds (grader.checks.referee.timing.TimedRounds, `outside` as its `outside()`):
     enough rounds to decide, and the median of the per-round ratios (original over the learner's, `speedup`)
     at least `bar`. `what` names the timed run ("step", "epoch"); `why` ends a failure's message (where the
     time goes). Returns the ratio."""
-    if outside.get("void"):  # a round timed while learner code ran (grader.checks.timing): never a pass
+    if outside.get("void"):  # a round timed while learner code ran (grader.checks.referee.timing): never a pass
         fail(outside["void"], hint="")
     rounds = outside["rounds"]
     if not outside["decided"]:

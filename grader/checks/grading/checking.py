@@ -1,6 +1,7 @@
-"""What check authors import in an exercise's `checks/test_*.py`.
+"""The grading process, after the run: checks, failures and pictures, what an exercise's `checks/test_*.py`
+takes through grader.checks.grading.judging (the harness's pytest plugin reads CheckFailed).
 
-    from grader.harness.checking import check, fail
+    from grader.checks.grading.judging import check, fail
 
     @check("scaled-backward")
     def test_backward_on_scaled_loss(observed):
@@ -15,12 +16,14 @@ hint that fits what was observed, or "" when no hint applies.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from grader.core.protocol import as_check_id, event_index, submission_line
 
 check = pytest.mark.check
-figure = pytest.mark.figure  # a test that only draws (grader.checks.judging.show)
+figure = pytest.mark.figure  # a test that only draws (grader.checks.grading.judging.show)
 
 
 class CheckFailed(AssertionError):
@@ -72,9 +75,19 @@ def show(trace: dict | None = None, figure: dict | None = None) -> None:
     """Add to the verdict what the learner's code did as a picture: the timeline of its calls
     (grader.core.display.timeline) or a figure (grader.core.display.line_figure, bar_figure, table_figure). Call it
     from a test marked @figure (or from a check); the last trace shown wins, figures add up."""
-    from grader.harness import plugin
+    if _shown_to is None:
+        raise RuntimeError("show() is for an exercise's checks, while the grading process runs them")
+    _shown_to(trace, figure)
 
-    plugin.add_display(trace, figure)
+
+# Where show() hands a picture: the grading process's pytest plugin sets it for the run (grader/harness/plugin.py),
+# so that this API never imports the harness.
+_shown_to: Callable[[dict | None, dict | None], None] | None = None
+
+
+def show_to(sink: Callable[[dict | None, dict | None], None]) -> None:
+    global _shown_to
+    _shown_to = sink
 
 
 def explained_by(check_id: str, message: str, line: int | None = None) -> None:
