@@ -258,8 +258,10 @@ def test_administrators_commands_import_neither_torch_nor_the_course(instance_en
         done = subprocess.run([sys.executable, "-c", probe, *args], env=env, cwd=REPO, capture_output=True,
                               text=True, timeout=120)
         assert done.returncode == 0, (args, done.stdout + done.stderr)
-        # init-db's migration 0004 reads the course's lessons (step numbers to step ids); nothing else does.
-        expected = "imported: ['grader.core.course', 'yaml']" if args == ["init-db"] else "imported: []"
+        # init-db's migration 0004 reads the course's lessons (step numbers to step ids), each file against its
+        # JSON Schema (grader/core/coursefiles.py); nothing else does.
+        expected = "imported: ['grader.core.course', 'jsonschema', 'yaml']" if args == ["init-db"] \
+            else "imported: []"
         assert expected in done.stdout, (args, done.stdout)
 
 
