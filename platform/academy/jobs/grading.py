@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from flask import Flask, current_app
 
@@ -20,7 +20,7 @@ from academy.data.models import (
 from grader.core.protocol import Status
 
 if TYPE_CHECKING:
-    pass
+    from grader.core.result import Result, RunResult
 
 from academy.jobs import waiting
 from academy.jobs.kinds import JobKind
@@ -46,7 +46,7 @@ def grade_submission(submission_id: int) -> None:
         exercise = get_content().exercise(submission.exercise_id)
         # A Run (kind "run") goes through the same sandbox and protocol, as a request of kind "run".
         answer = run_example if submission.kind == SubmissionKind.RUN else run_submission
-        result: dict[str, Any] | None = answer(exercise, submission.code, sandbox=grading_sandbox(current_app))
+        result: Result | RunResult = answer(exercise, submission.code, sandbox=grading_sandbox(current_app))
     except KeyError:
         mark_failed(JobKind.GRADE_SUBMISSION, submission_id,
                     f"The exercise '{submission.exercise_id}' no longer exists.")
@@ -59,8 +59,9 @@ def grade_submission(submission_id: int) -> None:
         mark_failed(JobKind.GRADE_SUBMISSION, submission_id,
                     f"The grader failed ({type(exc).__name__}). Your code is saved; try again later.")
         return
-    if result["status"] == Status.INFRA_ERROR:  # the sandbox could not grade it: the platform's failure
-        mark_failed(JobKind.GRADE_SUBMISSION, submission_id, result["error"]["message"], result=result)
+    if result["status"] == Status.INFRA_ERROR.value:  # the sandbox could not grade it: the platform's failure
+        message = (result["error"] or {}).get("message", "The grader failed.")  # an infra-error always says why
+        mark_failed(JobKind.GRADE_SUBMISSION, submission_id, message, result=result)
         return
     submission.result_json = json.dumps(result)
     submission.passed = bool(result.get("passed"))  # a Run has no verdict: never passed

@@ -65,4 +65,5 @@ def enqueue_regrade(run_id: int) -> None:
 
 
 def _runner() -> JobRunner:
-    return current_app.extensions["academy.jobs"]  # set by academy.runners.init_app
+    runner: JobRunner = current_app.extensions["academy.jobs"]  # set by academy.runners.init_app
+    return runner

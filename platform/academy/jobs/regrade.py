@@ -5,7 +5,7 @@ import json
 import logging
 import time
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from flask import current_app
 from sqlalchemy import func, select
@@ -25,7 +25,6 @@ from grader.core.protocol import Status
 
 if TYPE_CHECKING:
     from grader.core.course import Exercise
-    from grader.core.result import Result
 
 from academy.jobs.grading import send_lms_scores
 from academy.jobs.kinds import JobKind, enqueue_regrade
@@ -81,7 +80,7 @@ def _busy_regrade(exercise_id: str) -> RegradeRun | None:
     return run
 
 
-def verdict_of(result: Result | None) -> dict[str, Any]:
+def verdict_of(result: Mapping[str, Any] | None) -> dict[str, Any]:
     """What a regrade compares: the status, the passed flag and the score (rounded as results store it)."""
     if result is None:
         return {"status": "none", "passed": False, "score": 0.0}
@@ -119,7 +118,10 @@ def regrade_exercise_run(run_id: int) -> None:
         for submission_id in ids:
             if submission_id in done:
                 continue
-            entry = _regrade_submission(db.get(Submission, submission_id), exercise)
+            submission = db.get(Submission, submission_id)
+            if submission is None:  # deleted since the list was read: nothing to regrade
+                continue
+            entry = _regrade_submission(submission, exercise)
             entries.append(entry)
             run.regraded += 1
             run.failed += int(entry["error"] is not None)
@@ -140,8 +142,9 @@ def regrade_exercise_run(run_id: int) -> None:
         send_lms_scores(user_id, run.exercise_id)  # a regrade may change a best score the LMS has
 
 
-def _regrade_submission(submission: Submission, exercise: Exercise) -> Result:
-    """One submission graded again; its new result is stored on it (uncommitted) unless grading failed."""
+def _regrade_submission(submission: Submission, exercise: Exercise) -> dict[str, Any]:
+    """One submission graded again, as the run's entry for it; its new result is stored on it (uncommitted) unless
+    grading failed."""
     from grader.host.grading import SubmissionError, run_submission
 
     old = submission.result
@@ -160,8 +163,8 @@ def _regrade_submission(submission: Submission, exercise: Exercise) -> Result:
         log.exception("regrading submission %s failed", submission.id)
         entry["error"] = f"The grader failed ({type(exc).__name__})."
         return entry
-    if result["status"] == Status.INFRA_ERROR:
-        entry["error"] = result["error"]["message"]
+    if result["status"] == Status.INFRA_ERROR.value:
+        entry["error"] = (result["error"] or {}).get("message", "The grader failed.")  # an infra-error says why
         return entry
     entry["new"] = verdict_of(result)
     entry["changed"] = entry["new"] != entry["old"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -49,7 +49,7 @@ def _unfinished_regrades(db: Session) -> list[UnfinishedJob]:
             RegradeRun.status.in_(REGRADE_BUSY)).order_by(RegradeRun.id))]
 
 
-def _fail_submission(db: Session, object_id: int, message: str, result: dict[str, Any] | None) -> Any:
+def _fail_submission(db: Session, object_id: int, message: str, result: Mapping[str, object] | None) -> Any:
     row = db.get(Submission, object_id)
     if row is None or row.status not in PENDING:
         return None
@@ -58,7 +58,7 @@ def _fail_submission(db: Session, object_id: int, message: str, result: dict[str
     return row
 
 
-def _fail_validation(db: Session, object_id: int, message: str, _result: dict[str, Any] | None) -> Any:
+def _fail_validation(db: Session, object_id: int, message: str, _result: Mapping[str, object] | None) -> Any:
     row = db.get(ValidationRun, object_id)
     if row is None or row.status not in PENDING:
         return None
@@ -66,7 +66,7 @@ def _fail_validation(db: Session, object_id: int, message: str, _result: dict[st
     return row
 
 
-def _fail_regrade(db: Session, object_id: int, message: str, _result: dict[str, Any] | None) -> Any:
+def _fail_regrade(db: Session, object_id: int, message: str, _result: Mapping[str, object] | None) -> Any:
     row = db.get(RegradeRun, object_id)
     if row is None or not row.busy:
         return None
@@ -75,7 +75,9 @@ def _fail_regrade(db: Session, object_id: int, message: str, _result: dict[str, 
 
 
 def _restart_submission(db: Session, object_id: int) -> None:
-    db.get(Submission, object_id).status = JobStatus.QUEUED  # graded from the start again: it is queued
+    row = db.get(Submission, object_id)
+    if row is not None:  # gone since it was found unfinished: nothing to restart
+        row.status = JobStatus.QUEUED  # graded from the start again: it is queued
 
 
 # Each kind's rows, in JOBS's order (registry.py names the same functions there, for the runners).
@@ -93,7 +95,7 @@ def unfinished() -> list[UnfinishedJob]:
     return rows
 
 
-def mark_failed(kind: JobKind, object_id: int, message: str, result: dict[str, Any] | None = None) -> bool:
+def mark_failed(kind: JobKind, object_id: int, message: str, result: Mapping[str, object] | None = None) -> bool:
     """End an unfinished row as the platform's failure ("error") with `message` for the learner or
     instructor (in an app context), and a submission's infra-error `result` when the sandbox gave one.
     False when the row is gone or had finished."""

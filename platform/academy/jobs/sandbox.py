@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast  # cast: settings.load fills exercises_dir in
 
 from flask import Flask
 
@@ -58,7 +58,7 @@ class GradingSandbox:
         with self._lock:
             if self._sandbox is None:
                 name, hide, warm = settings(self.app).sandbox, [Path(self.app.instance_path)], self.warm
-                course = Path(settings(self.app).exercises_dir)  # the course the app serves, one source
+                course = Path(cast(str, settings(self.app).exercises_dir))  # the course the app serves, one source
                 if name in names() and name not in SERVICE_SANDBOXES:  # "unconfined": other people's code
                     raise SandboxError(f"DLA_SANDBOX={name!r} is never used by the web app or the worker: "
                                        f"they grade with one of {', '.join(SERVICE_SANDBOXES)}")
@@ -83,7 +83,7 @@ class GradingSandbox:
         if settings(self.app).sandbox not in ("auto", "docker"):
             return None
         image = grader_image()
-        if not stale_image(image, content_fingerprint(course_root=Path(settings(self.app).exercises_dir))):
+        if not stale_image(image, content_fingerprint(course_root=Path(cast(str, settings(self.app).exercises_dir)))):
             return None
         if self._sandbox is not None and self._sandbox.name == "docker":
             return (f"The course or grader files changed since the grader image {image} was built: learners are "
@@ -106,4 +106,5 @@ class GradingSandbox:
 
 
 def grading_sandbox(app: Flask) -> GradingSandbox:
-    return app.extensions["academy.sandbox"]
+    sandbox: GradingSandbox = app.extensions["academy.sandbox"]
+    return sandbox

@@ -124,11 +124,14 @@ class Finishes:
     def _hear_redis(self) -> None:
         from redis import Redis
 
+        url = self.redis_url
+        if not url:  # started only where there is one (listen)
+            return
         lost = False
         while not self._closed.is_set():
             try:
                 # Its own connection without a read timeout: a quiet channel is not an error.
-                client = Redis.from_url(self.redis_url, socket_connect_timeout=3, health_check_interval=30)
+                client = Redis.from_url(url, socket_connect_timeout=3, health_check_interval=30)
                 pubsub = client.pubsub(ignore_subscribe_messages=True)
                 pubsub.subscribe(self.channel)
                 if lost:
@@ -160,7 +163,8 @@ def connect(url: str) -> Redis:
 
 
 def finishes(app: Flask | None = None) -> Finishes:
-    return (app or current_app).extensions["academy.finishes"]
+    found: Finishes = (app or current_app).extensions["academy.finishes"]
+    return found
 
 
 def announce(object_id: int) -> None:
