@@ -5,7 +5,8 @@
   the bounds the grading side holds every run's messages to.
 * The result frame: what a job's `run()` returns (grader/learner/entry.py), torch.save of one mapping with
   FRAME_FIELDS: {"ok": True, "observations": {...}} or {"ok": False, "error": {kind, message, line},
-  "stage": "load" | "run"}; the grading side reads it with grader/harness/frame.py.
+  "stage": "load" | "run"}, each with "emulated" (whether the run used the CUDA emulation: grader/learner/
+  emulation.py); the grading side reads it with grader/harness/frame.py.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ MAX_EVENTS = 50_000  # fix-underflow, the longest run, streams ~2,000
 # forward calls with their amendments 480k (tests/integrity/test_frames.py).
 MAX_MESSAGE_ITEMS = 50_000  # ~4 MB once decoded
 MAX_STREAM_ITEMS = 1_000_000  # all messages of one run together: ~80 MB at most once decoded
-FRAME_FIELDS = frozenset({"ok", "observations", "error", "stage"})  # everything else is the grading side's
+FRAME_FIELDS = frozenset({"ok", "observations", "error", "stage", "emulated"})  # everything else is the grading side's
 HEADER = struct.Struct(">IB")
 
 
