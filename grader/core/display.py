@@ -111,7 +111,7 @@ def _step_outcomes(events: list[dict[str, Any]], groups: list[int]) -> dict[int,
     return outcomes
 
 
-def focus(trace: dict[str, Any] | None, marked: Iterable[int]) -> dict[str, Any] | None:
+def focus(trace: dict[str, Any] | None, marked: Iterable[int | None]) -> dict[str, Any] | None:
     """Keep the group holding the first marked event that is in the trace (a failing check's), else the
     first group; the rows of the marked events get "marked": True."""
     if trace is None:

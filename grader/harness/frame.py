@@ -108,7 +108,7 @@ def check_pickle(data: bytes, limit: int = MAX_ITEMS) -> int:
     still checked by torch.load itself."""
     stack: list[Any] = []
     marks: list[list[Any]] = []
-    memo: dict[int, Any] = {}
+    memo: dict[object, Any] = {}  # keyed by the opcodes' arguments (ints in a well-formed pickle)
     count = 0
 
     def pop(n: int = 1) -> list[Any]:
@@ -255,7 +255,7 @@ def check_value(value: Any) -> None:
 def _check_tensor(tensor: torch.Tensor) -> int:
     if tensor.layout != torch.strided or tensor.is_quantized or tensor.is_nested:
         raise FrameError(f"a {tensor.layout} tensor")
-    numel = tensor.numel()
+    numel: int = tensor.numel()
     if numel > MAX_TENSOR_ELEMENTS:
         raise FrameError(f"a tensor of {numel} elements")
     if numel > 1 and any(stride == 0 and size > 1 for size, stride in zip(tensor.shape, tensor.stride())):

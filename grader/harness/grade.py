@@ -20,7 +20,7 @@ import random
 import socket
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from grader.core.course import Exercise
 from grader.core.protocol import RawVerdict, Status, error_verdict, infra_error
@@ -28,6 +28,12 @@ from grader.core.settings import GRADER_MEMORY_MB
 from grader.harness.interpret import CONFINEMENT_NOTES, interpret
 from grader.harness.view import learner_view
 from sandbox.jail import Confinement, Jail, LearnerHandle, Limits, Outcome
+
+if TYPE_CHECKING:  # imported when grading needs them (warm_up): the checks' modules load after confinement
+    import threading
+
+    from grader.checks.referee.base import Referee
+    from grader.harness.plugin import CheckRun
 
 
 def warm_up() -> None:
@@ -121,7 +127,7 @@ def _syntax_error(code: str) -> RawVerdict | None:
 
 
 def _run_checks(exercise_dir: Path, observed: dict[str, Any], run_facts: dict[str, Any],
-                outside: dict[str, Any]):  # noqa: ANN202 - plugin.CheckRun
+                outside: dict[str, Any]) -> CheckRun:
     from grader.harness import plugin
 
     check_run = plugin.CheckRun(observed=observed, run=run_facts, outside=outside)
@@ -153,7 +159,8 @@ def learner_jail(course_root: Path, confinement: Confinement, hide: list[Path] |
 
 
 @contextlib.contextmanager
-def _jail_for(exercise: Exercise, confinement: Confinement, hide: list[Path] | None, jail: Jail | None):  # noqa: ANN202
+def _jail_for(exercise: Exercise, confinement: Confinement, hide: list[Path] | None,
+              jail: Jail | None) -> Iterator[Jail]:
     """`jail` when the caller made one (serve.py, before the request); else one made now, for a caller in
     this process (a test, a benchmark), whose learner processes then hold a copy of this call's frames."""
     if jail is not None:
@@ -218,7 +225,7 @@ class _Runs:
     confined alike by the same jail and connected to the referee (channel.py), each one's peak memory as
     the kernel counted it kept in `referee.memory`."""
 
-    def __init__(self, exercise: Exercise, code: str, seed: int, jail: Jail, referee) -> None:  # noqa: ANN001 - channel.Referee
+    def __init__(self, exercise: Exercise, code: str, seed: int, jail: Jail, referee: Referee) -> None:
         self.exercise, self.code, self.seed, self.jail, self.referee = exercise, code, seed, jail, referee
         self.limits = Limits(time_s=exercise.time_limit_s, memory_mb=exercise.memory_mb)
 
@@ -236,7 +243,7 @@ class _Runs:
             helper_grader_end, helper_end = socket.socketpair()
             sockets["helper"] = helper_end
             ends.append((helper_grader_end, True))
-        serving = []
+        serving: list[tuple[threading.Thread, socket.socket]] = []
 
         def serve(handle: LearnerHandle) -> None:
             serving.extend((channel.serve_in_background(referee, end, handle, helper=helper), end)
@@ -298,7 +305,7 @@ def run_for(exercise: Exercise, code: str, confinement: Confinement, *, seed: in
     return verdict.bounded()
 
 
-def load_referee(checks_dir: Path, seed: int, device: str):  # noqa: ANN201 - channel.Referee
+def load_referee(checks_dir: Path, seed: int, device: str) -> Referee:
     """The exercise's `checks/referee.py` Referee, or the plain one (it keeps the event stream)."""
     import importlib.util
 
@@ -310,9 +317,12 @@ def load_referee(checks_dir: Path, seed: int, device: str):  # noqa: ANN201 - ch
     if str(checks_dir) not in sys.path:
         sys.path.insert(0, str(checks_dir))
     spec = importlib.util.spec_from_file_location("exercise_referee", path)
+    if spec is None or spec.loader is None:  # never for a .py file that exists
+        raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.Referee(seed, device)
+    referee: Referee = module.Referee(seed, device)
+    return referee
 
 
 def _limit_self(exercise: Exercise) -> None:

@@ -84,7 +84,8 @@ def interpret(outcome: Outcome, limits: Limits, refused: str | None = None) -> t
                              "kernel reclaimed memory for it; it was stopped."), None
     if outcome.timed_out:
         return _timeout(limits, stuck_line(outcome.stack)), None
-    message, dropped = None, []
+    message: dict[str, Any] | None = None
+    dropped: list[str] = []
     if outcome.payload is not None:
         try:
             message, dropped = check_frame(load_frame(outcome.payload))
@@ -107,13 +108,14 @@ def interpret(outcome: Outcome, limits: Limits, refused: str | None = None) -> t
     if outcome.output_truncated:
         return _flood(), None
     if outcome.exit_code == EXIT_OUT_OF_MEMORY:
-        message = f"Your code ran out of memory (limit {limits.memory_mb} MB)."
-        return error_verdict(Status.ERROR, "memory", message), None
+        text = f"Your code ran out of memory (limit {limits.memory_mb} MB)."
+        return error_verdict(Status.ERROR, "memory", text), None
     if not isinstance(message, dict) or outcome.exit_code != 0:
         return error_verdict(Status.ERROR, "exit", f"Your code ended its process (exit code {outcome.exit_code}) "
                              f"before it could be graded."), None
     if not message.get("ok"):
-        err = message.get("error") if isinstance(message.get("error"), dict) else {}
+        said = message.get("error")
+        err: dict[str, Any] = said if isinstance(said, dict) else {}
         verdict = error_verdict(Status.ERROR, str(err.get("kind", "exception"))[:40],
                                 str(err.get("message", "Your code failed.")), submission_line(err.get("line")))
         observations = None

@@ -84,7 +84,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             _current.problems.append(f"{item.nodeid}: test has no @check('<id>') (or @figure) marker")
 
 
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
     assert _current is not None
     if _is_figure(item) and call.excinfo is not None and not isinstance(call.excinfo.value, pytest.skip.Exception):
         # A figure that cannot be drawn is the author's problem; the verdict goes on without it.
