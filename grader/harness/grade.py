@@ -18,7 +18,6 @@ import io
 import os
 import random
 import socket
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -129,11 +128,12 @@ def _syntax_error(code: str) -> RawVerdict | None:
 def _run_checks(exercise_dir: Path, observed: dict[str, Any], run_facts: dict[str, Any],
                 outside: dict[str, Any]) -> CheckRun:
     from grader.harness import plugin
+    from grader.learner.entry import import_checks
 
     check_run = plugin.CheckRun(observed=observed, run=run_facts, outside=outside)
     plugin.activate(check_run)
     checks_dir = exercise_dir / "checks"
-    sys.path.insert(0, str(checks_dir))
+    import_checks(checks_dir)
     args = [*pytest_args(checks_dir), "-p", "grader.harness.plugin", "--no-header", "-W", "ignore::DeprecationWarning"]
     captured = io.StringIO()
     with contextlib.redirect_stdout(captured):
@@ -310,12 +310,12 @@ def load_referee(checks_dir: Path, seed: int, device: str) -> Referee:
     import importlib.util
 
     from grader.harness.channel import Referee
+    from grader.learner.entry import import_checks
 
     path = checks_dir / "referee.py"
     if not path.exists():
         return Referee(seed, device)
-    if str(checks_dir) not in sys.path:
-        sys.path.insert(0, str(checks_dir))
+    import_checks(checks_dir)
     spec = importlib.util.spec_from_file_location("exercise_referee", path)
     if spec is None or spec.loader is None:  # never for a .py file that exists
         raise ImportError(f"cannot load {path}")

@@ -32,7 +32,7 @@ from typing import Any, Callable, Mapping
 import torch
 
 from grader.core.protocol import ErrorInfo
-from grader.learner.emulation import amp_device
+from grader.learner.emulation import amp_device, emulated
 from grader.learner.recorder import RECORDER, SUBMISSION_FILENAME, submission_line
 
 
@@ -127,8 +127,35 @@ class ProbeAPI:
             return None, describe_exception(exc, self.memory_mb).frame()
 
 
+COURSE_LIBRARY = "courselib"  # the name the course's shared code (its `_library/` folder) is imported under
+
+
+def import_checks(checks_dir: Path) -> None:
+    """Make an exercise's checks importable in this process: the one place that does, called wherever they are
+    loaded (the learner's process: the probe, the example; the grading process: the checks, the referee).
+    The checks folder goes first on sys.path, so its modules import one another by name (`import scenario`);
+    the course's shared code, the `_library` folder beside the lessons (`checks_dir` is COURSE/LESSON/EXERCISE/
+    checks), is the package `courselib`. Both are imported when the probe is loaded, before the learner's
+    process is confined (its view holds neither)."""
+    if str(checks_dir) not in sys.path:
+        sys.path.insert(0, str(checks_dir))
+    library = checks_dir.parents[2] / "_library"
+    loaded = sys.modules.get(COURSE_LIBRARY)
+    if not (library / "__init__.py").is_file() or list(getattr(loaded, "__path__", [])) == [str(library)]:
+        return
+    for name in [n for n in sys.modules if n == COURSE_LIBRARY or n.startswith(COURSE_LIBRARY + ".")]:
+        del sys.modules[name]  # another course's, loaded before in this process
+    spec = importlib.util.spec_from_file_location(COURSE_LIBRARY, library / "__init__.py",
+                                                  submodule_search_locations=[str(library)])
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"{library}: cannot be loaded")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[COURSE_LIBRARY] = module
+    spec.loader.exec_module(module)
+
+
 def load_probe(checks_dir: Path) -> types.ModuleType:
-    sys.path.insert(0, str(checks_dir))
+    import_checks(checks_dir)
     spec = importlib.util.spec_from_file_location("exercise_probe", checks_dir / "probe.py")
     if spec is None or spec.loader is None:
         raise RuntimeError(f"{checks_dir}/probe.py: cannot be loaded")
@@ -239,6 +266,7 @@ class ProbeJob:
             message = {"ok": False, "error": err.frame(), "stage": stage}
         except BaseException as exc:  # noqa: BLE001 - the learner's code reached beyond api.call (e.g. a patched probe)
             message = {"ok": False, "error": describe_exception(exc, self.memory_mb).frame(), "stage": stage}
+        message["emulated"] = emulated()  # "cpu (cuda emulated)" only where the run used it
         buffer = io.BytesIO()
         torch.save(message, buffer)
         return buffer.getvalue()
@@ -269,7 +297,7 @@ RETURNED_CAP = 2000  # characters of the repr of what a Run's call returned
 def load_example(exercise_dir: Path) -> types.ModuleType:
     """The exercise's `example.py`: `example(device)` returns the arguments of one call of the learner's function
     (a tuple, in the order of `params`), small enough to print."""
-    sys.path.insert(0, str(exercise_dir / "checks"))  # an example may build on the checks' scenario
+    import_checks(exercise_dir / "checks")  # an example may build on the checks' scenario
     spec = importlib.util.spec_from_file_location("exercise_example", exercise_dir / "example.py")
     if spec is None or spec.loader is None:
         raise RuntimeError(f"{exercise_dir}/example.py: cannot be loaded")
@@ -316,6 +344,7 @@ class ExampleJob:
             message = {"ok": False, "error": err.frame(), "stage": stage}
         except BaseException as exc:  # noqa: BLE001 - e.g. SystemExit from the learner's function
             message = {"ok": False, "error": describe_exception(exc, self.memory_mb).frame(), "stage": stage}
+        message["emulated"] = emulated()  # "cpu (cuda emulated)" only where the run used it
         buffer = io.BytesIO()
         torch.save(message, buffer)
         return buffer.getvalue()
