@@ -143,17 +143,21 @@ def test_the_image_holds_what_the_grading_process_may_import():
 # What an exercise's learner side loads (the probe, and what Run calls the function with): these modules and
 # every checks/ module they import end up in the learner's process, so none may import grading-only code.
 LEARNER_SIDE = ("checks/probe.py", "example.py")
-GRADING_ONLY = ("reference", "grader.reference")
+# The course's shared code (exercises/_library/, imported as courselib: grader/learner/entry.py import_checks) has
+# grading-only modules too: its correct runs, its checks, its referee's secrets.
+GRADING_ONLY = ("reference", "grader.reference", "courselib.reference", "courselib.checks", "courselib.referee")
 
 
 def learner_side_imports(folder: Path) -> dict[str, set[str]]:
     """module of the exercise at `folder` that a learner process loads -> every module it imports (absolute
-    imports), following the exercise's own checks/ modules transitively."""
-    checks, found = folder / "checks", {}
+    imports), following the exercise's own checks/ modules and the course's shared ones (courselib.NAME, in the
+    `_library` folder beside the lessons) transitively."""
+    checks, library, found = folder / "checks", folder.parents[1] / "_library", {}
     todo = [folder / name for name in LEARNER_SIDE if (folder / name).is_file()]
     while todo:
         path = todo.pop()
-        if path.name in found:
+        key = f"courselib.{path.stem}" if path.parent == library else path.name
+        if key in found:
             continue
         names = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -161,8 +165,10 @@ def learner_side_imports(folder: Path) -> dict[str, set[str]]:
                 names |= {alias.name for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 names |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
-        found[path.name] = names
+        found[key] = names
         todo += [checks / f"{name}.py" for name in names if "." not in name and (checks / f"{name}.py").is_file()]
+        todo += [library / f"{name[10:]}.py" for name in names if name.startswith("courselib.")
+                 and "." not in name[10:] and (library / f"{name[10:]}.py").is_file()]
     return found
 
 
@@ -178,6 +184,17 @@ def test_no_learner_side_module_of_an_exercise_imports_grading_only_code(folder)
     wrong = {module: sorted(n for n in names if grading_only(n))
              for module, names in learner_side_imports(folder).items()}
     assert {m: n for m, n in wrong.items() if n} == {}
+
+
+def test_a_probe_that_reaches_the_course_library_s_reference_is_caught(tmp_path):
+    exercise, library = tmp_path / "lesson" / "ex", tmp_path / "_library"
+    (exercise / "checks").mkdir(parents=True)
+    library.mkdir()
+    (exercise / "checks" / "probe.py").write_text("from courselib.tasks import Task\n")
+    (library / "tasks.py").write_text("from courselib.reference import run\n")
+    assert "courselib.reference" in learner_side_imports(exercise)["courselib.tasks"]
+    assert grading_only("courselib.reference") and grading_only("courselib.checks")
+    assert not grading_only("courselib.tasks")
 
 
 def test_a_probe_that_imports_the_reference_is_caught(tmp_path):

@@ -5,7 +5,7 @@ harness, learner side, checks API and shared correct runs (root's alone there: s
 the sandbox's jail, settings and fork server; never the host's code (the CLI, `run_submission`,
 validation, scaffolding) or the sandbox's launchers. Per exercise, only
 `exercise.yaml`, `example.py` (what a Run calls the learner's function with) and `checks/`: never a
-reference solution, a starter or a mistake.
+reference solution, a starter or a mistake; and the course's shared code its checks import (`_library/`).
 `sandbox/build-images` assembles the build context with `write_context`; the docker sandbox compares the
 image's `dla.content` label with `content_fingerprint()` so it never grades with checks older than the ones
 on disk.
@@ -25,8 +25,8 @@ from grader.core.settings import exercises_root
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # What the grading process imports (the import contract in tests/test_architecture.py keeps it so).
 IMAGE_PACKAGES = ("grader/__init__.py", "grader/core", "grader/harness", "grader/learner", "grader/checks/__init__.py",
-                  "grader/checks/learner", "grader/checks/grading", "grader/checks/referee", "grader/reference", "sandbox/__init__.py", "sandbox/settings.py", "sandbox/forkserver.py",
-                  "sandbox/jail")
+                  "grader/checks/learner", "grader/checks/grading", "grader/checks/referee", "grader/reference",
+                  "sandbox/__init__.py", "sandbox/settings.py", "sandbox/forkserver.py", "sandbox/jail")
 
 
 def image_files(course_root: Path | None = None) -> dict[str, Path]:
@@ -45,6 +45,10 @@ def image_files(course_root: Path | None = None) -> dict[str, Path]:
         wanted = [meta, *example] + sorted(p for p in (folder / "checks").rglob("*")
                                  if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
         for path in wanted:
+            files[f"exercises/{path.relative_to(course).as_posix()}"] = path
+    library = course / "_library"  # the course's shared code, which checks import (courselib: import_checks)
+    for path in sorted(library.rglob("*.py")) if library.is_dir() else []:
+        if "__pycache__" not in path.parts:
             files[f"exercises/{path.relative_to(course).as_posix()}"] = path
     return files
 

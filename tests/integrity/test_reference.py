@@ -104,7 +104,7 @@ def _scan():
     import warnings
     warnings.simplefilter("ignore")
     found, frames, probe_seen = set(), 0, False
-    for name in ("reference", "grader.reference", "grader.reference.amp", "grader.reference.underflow"):
+    for name in ("reference", "grader.reference", "grader.reference.amp", "courselib.reference", "courselib.checks"):
         try:
             __import__(name)
             if _has_content(sys.modules[name]):
@@ -175,7 +175,8 @@ def exercise_yaml(exercise: str) -> dict:
 
 def grading_only_files() -> list[str]:
     """Every exercise's grading-only files, relative to the course's folder."""
-    return sorted(path.relative_to(EXERCISES).as_posix() for path in EXERCISES.glob("*/*/checks/*.py")
+    return sorted(path.relative_to(EXERCISES).as_posix()
+                  for path in [*EXERCISES.glob("*/*/checks/*.py"), *EXERCISES.glob("_library/*.py")]  # courselib's too
                   if path.name == "reference.py" or path.name == "referee.py" or path.name.startswith("test_"))
 
 

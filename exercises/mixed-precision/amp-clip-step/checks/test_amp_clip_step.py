@@ -1,12 +1,12 @@
 """Checks for mixed-precision/amp-clip-step. They run in the grading process, never beside learner code.
 
-The AMP step's checks are shared with amp-step (grader.checks.grading.suites.AmpStepChecks), here against a
+The AMP step's checks are shared with amp-step (courselib.checks.AmpStepChecks), here against a
 reference that unscales, clips to MAX_NORM and steps through the scaler (the scenario's task); this
 exercise's own is unscale-then-clip, and what matches-reference says a correct step does."""
 import reference
 import scenario
 from grader.checks.grading.judging import at, calls, check, fail, of_kind
-from grader.checks.grading.suites import AmpStepChecks
+from courselib.checks import AmpStepChecks
 
 MAX_NORM = scenario.MAX_NORM
 # clip_grad_norm_ scales by max_norm / (norm + 1e-6): the clipped norm is max_norm to ~1e-5 here.

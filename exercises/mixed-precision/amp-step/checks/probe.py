@@ -1,6 +1,6 @@
 """Runs in the learner's process: call train_step on the scenario and record what it does."""
 import scenario
-from grader.checks.learner.probes import amp_step_probe
+from courselib.probes import amp_step_probe
 from grader.checks.learner.probing import install_amp_spies
 
 

@@ -4,7 +4,7 @@ scenario's task."""
 from typing import Any
 
 import scenario
-from grader.reference.amp import amp_step_run
+from courselib.reference import amp_step_run
 
 
 def run(seed: int, device: str) -> dict[str, list[Any]]:

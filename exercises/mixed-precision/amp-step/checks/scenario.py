@@ -1,6 +1,6 @@
 """The amp-step task, built identically in the learner's process (probe) and the grader's (checks): the
-shared AMP-step task as it is (grader.checks.learner.scenarios.AmpStepTask: three ordinary calls, one whose scaled
+shared AMP-step task as it is (courselib.tasks.AmpStepTask, exercises/_library: three ordinary calls, one whose scaled
 fp16 gradients overflow, then one whose float16 gradients underflow unless the loss is scaled)."""
-from grader.checks.learner.scenarios import AmpStepTask
+from courselib.tasks import AmpStepTask
 
 TASK = AmpStepTask()
