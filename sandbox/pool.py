@@ -54,6 +54,7 @@ class WarmPool:
         self._broken: str | None = None
         self._closed = False
         self.started_total = 0
+        self.takes_waited = 0  # takes that found no warm process and waited for one to start
         with self._cond:
             self._refill()
         self._trimmer = threading.Thread(target=self._trim_idle, daemon=True)
@@ -114,6 +115,7 @@ class WarmPool:
     def take(self, timeout: float = STARTUP_TIMEOUT_S) -> EntryProcess | None:
         """A warm process for one request, or None when the caller should start a cold one."""
         deadline = time.monotonic() + timeout
+        waited = False
         with self._cond:
             self._takers += 1
             try:
@@ -129,6 +131,9 @@ class WarmPool:
                         self._busy.add(process)
                         self._refill()
                         return process
+                    if not waited:
+                        waited = True
+                        self.takes_waited += 1
                     # A burst: more takers than processes on their way, so start more (up to max_size).
                     if self._takers > len(self._idle) and self._total() < self.max_size:
                         self._spawn()
@@ -144,11 +149,11 @@ class WarmPool:
             return process in self._busy
 
     def discard(self, process: EntryProcess) -> None:
-        """The process graded its one request: let it exit and be reaped in the background."""
+        """The process graded its one request: let it exit and be reaped, and its replacement start, in the
+        background. Not here: starting one (a fork of the fork server, ~10 ms) would delay the verdict."""
         with self._cond:
             self._busy.discard(process)
-            self._refill()
-            thread = threading.Thread(target=self._finish, args=(process,), daemon=True, name=process.name)
+            thread = threading.Thread(target=self._finish, args=(process, True), daemon=True, name=process.name)
             self._cleanups.append(thread)
         thread.start()
 
@@ -156,7 +161,10 @@ class WarmPool:
     def _ready(self) -> list[EntryProcess]:
         return [p for p in self._idle if p.ready_at is not None and not p.ended]
 
-    def _finish(self, process: EntryProcess) -> None:
+    def _finish(self, process: EntryProcess, refill: bool = False) -> None:
+        if refill:
+            with self._cond:
+                self._refill()
         process.close()
         with self._cond:
             self._cleanups.remove(threading.current_thread())

@@ -63,7 +63,10 @@ def serve(sock: socket.socket, options: argparse.Namespace, app: Callable | None
         from academy.web import inputs
 
         flask_app = create_app()
-        start_serving(flask_app)  # the warm pool starts now, and the recovery of unfinished jobs runs
+        # The warm pool starts warming now, in the background (pages are served meanwhile), and the recovery of
+        # unfinished jobs runs; "ready" is logged once the pool's processes wait (_log_ready).
+        if start_serving(flask_app) is not None:
+            threading.Thread(target=_log_ready, args=(flask_app,), name="academy-ready", daemon=True).start()
         body_limit = inputs.MAX_BODY_BYTES + 64 * 1024
         app = flask_app
     else:
@@ -161,6 +164,22 @@ def _finish_jobs(app: Any, deadline: float) -> None:
     if finishing.is_alive():
         log.warning("grading jobs still running at the end of the graceful timeout: the next start grades them")
         grading_sandbox(app).close()
+
+
+def _log_ready(app: Any) -> None:
+    """Log "ready" once this process's grading pool has warmed (GradingSandbox.ready): from then on a Run or a
+    submission waits for no grading process to start (torch imports for seconds). Operators and scripts wait
+    for this line, not for "Listening at", before sending learners."""
+    from academy.jobs import grading_sandbox
+
+    sandbox = grading_sandbox(app)
+    sandbox.ready.wait()
+    try:
+        how = sandbox.describe()
+    except Exception as exc:  # noqa: BLE001 - the sandbox cannot be made: each job says why
+        log.warning("ready, but no grading sandbox works here: %s", exc)
+        return
+    log.info("ready: grading with %s", how)
 
 
 def _url_host(host: str) -> str:

@@ -51,6 +51,7 @@ def test_local_burst_gets_every_verdict_each_from_a_fresh_process(local_sandbox)
     results = burst(local_sandbox, seeds)
     assert sorted(results) == seeds
     assert all(r["passed"] and r["sandbox"] == "local" and r["seed"] == s for s, r in results.items()), results
+    assert pool.wait_warm()  # the last replacements start in the background (WarmPool.discard)
     assert pool.started_total - started_before >= len(seeds)  # one process per submission, never reused
 
 
@@ -151,6 +152,7 @@ def test_docker_burst_gets_every_verdict_each_from_its_own_container(docker_sand
     results = burst(docker_sandbox, seeds)
     assert sorted(results) == seeds
     assert all(r["passed"] and r["sandbox"] == "docker" and r["seed"] == s for s, r in results.items()), results
+    assert pool.wait_warm()  # the last replacements start in the background (WarmPool.discard)
     assert pool.started_total - started_before >= len(seeds)  # one fresh container per submission
 
 

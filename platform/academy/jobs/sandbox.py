@@ -31,6 +31,9 @@ class GradingSandbox:
         self.warm = settings(app).warm_pool if warm is None else warm
         self._sandbox: HarnessSandbox | None = None
         self._lock = threading.Lock()
+        # Set once `warm_up()` has ended: the pool's processes are started and waiting (or none can be: then each
+        # job meets the sandbox's error). A serving process is ready when this is set (academy/serve.py).
+        self.ready = threading.Event()
 
     @property
     def name(self) -> str:
@@ -47,6 +50,22 @@ class GradingSandbox:
 
     def require(self) -> None:
         self.get()
+
+    def warm_up(self) -> None:
+        """Make the sandbox and wait until its warm pool's processes are started and waiting, then set `ready`
+        (academy.runners.start_serving runs this in the background when a serving process starts, so that a
+        first Run does not wait for torch to import). A sandbox that cannot be made here is each job's own
+        error, as before; `ready` is set then too."""
+        from sandbox import SandboxError
+
+        try:
+            pool = self.get().pool
+            if pool is not None:
+                pool.wait_warm()
+        except SandboxError as exc:
+            log.warning("the grading sandbox cannot start: %s", exc)
+        finally:
+            self.ready.set()
 
     def grade(self, exercise: Exercise, request: Request) -> Reply:
         return self.get().grade(exercise, request)

@@ -82,8 +82,8 @@ def start_serving(app: Flask) -> threading.Thread | None:
     request. The warming thread, or None."""
     warming = None
     if runner(app).runs_here:
-        # available(), not get(): a sandbox that cannot be made here is each job's own error, as before.
-        warming = threading.Thread(target=jobs.grading_sandbox(app).available, name="academy-warm-sandbox", daemon=True)
+        # warm_up(), not get(): a sandbox that cannot be made here is each job's own error, as before.
+        warming = threading.Thread(target=jobs.grading_sandbox(app).warm_up, name="academy-warm-sandbox", daemon=True)
         warming.start()
     first = app.extensions.get("academy.first_request")
     if first is not None:
