@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from grader.learner import amp
-from grader.learner.amp import RECORDER
+from grader.learner.recorder import RECORDER
 
 
 def _value(tensor: Any) -> float | None:
@@ -41,7 +41,7 @@ def watch_step_gradients(optimizer: torch.optim.Optimizer, model: torch.nn.Modul
     """Record the gradients and weights every real optimizer step sees (call after amp.watch_optimizer)."""
     inner_step = optimizer.step
 
-    def step(*args, **kwargs):
+    def step(*args: Any, **kwargs: Any) -> Any:
         RECORDER.add(
             "optimizer.grads",
             via_scaler=RECORDER.in_scaler_step > 0,

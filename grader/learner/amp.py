@@ -48,7 +48,7 @@ def classify_backward_target(tensor: torch.Tensor) -> tuple[str, float | None]:
 
 
 def _make_recording_scaler() -> type:
-    base = torch.amp.GradScaler
+    base: Any = torch.amp.GradScaler  # Any: torch is not followed by the type checker
 
     class RecordingGradScaler(base):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -56,18 +56,18 @@ def _make_recording_scaler() -> type:
             RECORDER.scalers.append(self)
             RECORDER.add("scaler.init", enabled=self.is_enabled(), scale=getattr(self, "_init_scale", None))
 
-        def scale(self, outputs):  # type: ignore[override]  # noqa: ANN001 - takes what torch's own method takes
+        def scale(self, outputs: Any) -> Any:  # takes what torch's own method takes
             RECORDER.add("scaler.scale")
             out = super().scale(outputs)
             if isinstance(out, torch.Tensor):
                 RECORDER.scaled.append(out)
             return out
 
-        def unscale_(self, optimizer):  # type: ignore[override]  # noqa: ANN001 - takes what torch's own method takes
+        def unscale_(self, optimizer: Any) -> Any:  # takes what torch's own method takes
             RECORDER.add("scaler.unscale_", internal=RECORDER.in_scaler_step > 0)
             return super().unscale_(optimizer)
 
-        def step(self, optimizer, *args, **kwargs):  # type: ignore[override]  # noqa: ANN001 - takes what torch's own method takes
+        def step(self, optimizer: Any, *args: Any, **kwargs: Any) -> Any:  # takes what torch's own method takes
             RECORDER.add("scaler.step", scale=float(self.get_scale()) if self.is_enabled() else None)
             RECORDER.in_scaler_step += 1
             try:
@@ -75,7 +75,7 @@ def _make_recording_scaler() -> type:
             finally:
                 RECORDER.in_scaler_step -= 1
 
-        def update(self, new_scale=None):  # type: ignore[override]  # noqa: ANN001 - takes what torch's own method takes
+        def update(self, new_scale: Any = None) -> Any:  # takes what torch's own method takes
             before = float(self.get_scale()) if self.is_enabled() else None
             result = super().update(new_scale)
             after = float(self.get_scale()) if self.is_enabled() else None
@@ -100,7 +100,7 @@ def _patch_backward() -> None:
         RECORDER.add("backward", on=on, ratio=ratio, autocast=enabled, autocast_dtype=dtype,
                      grads_clear=RECORDER.grads_clear(), **details)
 
-    def backward(self, *args, **kwargs):  # noqa: ANN001 - takes what torch's own method takes
+    def backward(self: Any, *args: Any, **kwargs: Any) -> Any:  # takes what torch's own method takes
         if RECORDER.in_backward:
             return tensor_backward(self, *args, **kwargs)
         record(self)
@@ -110,7 +110,7 @@ def _patch_backward() -> None:
         finally:
             RECORDER.in_backward -= 1
 
-    def autograd_backward_patched(tensors, *args, **kwargs):  # noqa: ANN001 - takes what torch's own method takes
+    def autograd_backward_patched(tensors: Any, *args: Any, **kwargs: Any) -> Any:  # what torch's own one takes
         if RECORDER.in_backward:
             return autograd_backward(tensors, *args, **kwargs)
         first = tensors[0] if isinstance(tensors, (list, tuple)) and tensors else tensors
@@ -130,10 +130,10 @@ def _patch_clipping() -> None:
     scaled gradients (before scaler.unscale_) clips them 65536 times too hard."""
     import torch.nn.utils.clip_grad as clip_grad
 
-    def watched(name: str):
+    def watched(name: str) -> Callable[..., Any]:
         inner = getattr(clip_grad, name)
 
-        def clip(*args, **kwargs):
+        def clip(*args: Any, **kwargs: Any) -> Any:
             since = RECORDER.events[_last_backward_index() + 1:]
             unscaled = any(e["event"] == "scaler.unscale_" and not e.get("internal") for e in since)
             RECORDER.add("clip", function=name, after_unscale=unscaled)
@@ -151,7 +151,8 @@ def _patch_clipping() -> None:
 def _last_backward_index() -> int:
     for event in reversed(RECORDER.events):
         if event["event"] == "backward":
-            return event["index"]
+            index: int = event["index"]
+            return index
     return -1
 
 
@@ -180,28 +181,29 @@ def install() -> type:
     _patch_backward()
     _patch_clipping()
     _patch_weight_casts()
-    return torch.amp.GradScaler
+    recording: type = torch.amp.GradScaler  # the recording class, or the emulation's subclass of it
+    return recording
 
 
 def watch_model(model: torch.nn.Module) -> torch.nn.Module:
     RECORDER.params.extend(p for p in model.parameters())
 
-    opened: list[dict] = []  # the forward event of a model(x) call in progress, while no layer has started
+    opened: list[dict[str, Any]] = []  # the forward event of a model(x) call in progress, while no layer has started
     # model.half() and .to(dtype) convert a parameter in place (the same object): its dtype is read per call.
     first = next((p for p in model.parameters() if p.is_floating_point()), None)
 
-    def before(_module, _inputs):  # noqa: ANN001 - a torch forward hook's arguments
+    def before(_module: Any, _inputs: Any) -> None:  # a torch forward hook's arguments
         enabled, dtype = autocast_state()
         weights = None if first is None else str(first.dtype).replace("torch.", "")
         event = RECORDER.add("forward", autocast=enabled, autocast_dtype=dtype, weights_dtype=weights)
         opened[:] = [] if enabled else [event]
 
-    def layer_started(_module, _inputs):  # noqa: ANN001 - a torch forward hook's arguments
+    def layer_started(_module: Any, _inputs: Any) -> None:  # a torch forward hook's arguments
         # Autocast entered inside model.forward (a patched forward, accelerate's prepare) is on here.
         if opened and RECORDER.events and RECORDER.events[-1] is opened[0]:
             RECORDER.amend(opened.pop(), inner_autocast=autocast_state()[1])
 
-    def after(_module, _inputs, output):  # noqa: ANN001 - a torch forward hook's arguments
+    def after(_module: Any, _inputs: Any, output: Any) -> None:  # a torch forward hook's arguments
         opened.clear()
         if isinstance(output, torch.Tensor) and RECORDER.events and RECORDER.events[-1]["event"] == "forward":
             RECORDER.amend(RECORDER.events[-1], output_dtype=str(output.dtype).replace("torch.", ""))
@@ -225,7 +227,7 @@ def zero_grad_fraction(params: list[torch.Tensor]) -> float | None:
     if not grads:
         return None
     flat = torch.cat(grads)
-    return float(flat.eq(0).sum()) / flat.numel()
+    return float(flat.eq(0).sum()) / int(flat.numel())
 
 
 def watch_optimizer(optimizer: torch.optim.Optimizer, measure_zero_grads: bool = False) -> torch.optim.Optimizer:
@@ -233,12 +235,12 @@ def watch_optimizer(optimizer: torch.optim.Optimizer, measure_zero_grads: bool =
     step, zero_grad = optimizer.step, optimizer.zero_grad
     params = [p for group in optimizer.param_groups for p in group["params"]]
 
-    def recorded_step(*args, **kwargs):
+    def recorded_step(*args: Any, **kwargs: Any) -> Any:
         fraction = {"zero_grad_fraction": zero_grad_fraction(params)} if measure_zero_grads else {}
         RECORDER.add("optimizer.step", via_scaler=RECORDER.in_scaler_step > 0, **fraction)
         return step(*args, **kwargs)
 
-    def recorded_zero_grad(*args, **kwargs):
+    def recorded_zero_grad(*args: Any, **kwargs: Any) -> Any:
         RECORDER.add("optimizer.zero_grad")
         return zero_grad(*args, **kwargs)
 
@@ -266,7 +268,7 @@ def _grad_norm(optimizer: torch.optim.Optimizer) -> float | None:
 
 
 def watch_loss(loss_fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
-    def recorded_loss(*args, **kwargs):
+    def recorded_loss(*args: Any, **kwargs: Any) -> Any:
         enabled, dtype = autocast_state()
         event = RECORDER.add("loss", autocast=enabled, autocast_dtype=dtype)
         out = loss_fn(*args, **kwargs)

@@ -60,7 +60,8 @@ class LearnerChannel:
                 raise ConnectionError("the grading side closed the channel")
             header = recv_exactly(self._sock, HEADER.size)
             size, _ = HEADER.unpack(header)
-            return json.loads(recv_exactly(self._sock, size))
+            answer: dict[str, Any] = json.loads(recv_exactly(self._sock, size))
+            return answer
 
     def close(self) -> None:
         self.closed = True

@@ -29,7 +29,7 @@ LEGACY_AUTOCAST_WARNING = ("`torch.cuda.amp.autocast(args...)` is deprecated. "
 
 
 def cuda_available() -> bool:
-    return torch.cuda.is_available()
+    return bool(torch.cuda.is_available())
 
 
 def amp_device() -> str:
@@ -75,7 +75,7 @@ def install_cuda_emulation(scaler_class: type | None = None) -> None:
 
     `scaler_class` lets the harness put its recording GradScaler behind every public name.
     """
-    base_scaler = scaler_class or torch.amp.GradScaler
+    base_scaler: Any = scaler_class or torch.amp.GradScaler
     if cuda_available():
         if scaler_class is not None:
             torch.amp.GradScaler = scaler_class
@@ -84,7 +84,7 @@ def install_cuda_emulation(scaler_class: type | None = None) -> None:
 
     # CPU autocast defaults to bfloat16; CUDA's default is float16, which is what the lesson teaches.
     torch.set_autocast_dtype("cpu", torch.float16)
-    base_autocast = torch.amp.autocast_mode.autocast
+    base_autocast: Any = torch.amp.autocast_mode.autocast  # Any: torch is not followed by the type checker
 
     class autocast(base_autocast):  # noqa: N801 - mirrors torch's own name
         def __init__(self, device_type: str = "cuda", dtype: torch.dtype | None = None,
@@ -118,20 +118,20 @@ def install_cuda_emulation(scaler_class: type | None = None) -> None:
     original_enabled = torch.is_autocast_enabled
 
     def is_autocast_enabled(device_type: str | None = None) -> bool:
-        return original_enabled(_map_device(device_type or "cuda", "is_autocast_enabled"))
+        return bool(original_enabled(_map_device(device_type or "cuda", "is_autocast_enabled")))
 
     torch.is_autocast_enabled = is_autocast_enabled
 
     # Moving to "cuda" stays on the CPU; syncing with a GPU that is not there is a no-op.
     tensor_to, module_to = torch.Tensor.to, torch.nn.Module.to
 
-    def tensor_to_patched(self, *args, **kwargs):  # noqa: ANN001 - takes what torch's own method takes
+    def tensor_to_patched(self: Any, *args: Any, **kwargs: Any) -> Any:  # takes what torch's own method takes
         args = tuple(_map_device(a, ".to('cuda')") for a in args)
         if "device" in kwargs:
             kwargs["device"] = _map_device(kwargs["device"], ".to('cuda')")
         return tensor_to(self, *args, **kwargs)
 
-    def module_to_patched(self, *args, **kwargs):  # noqa: ANN001 - takes what torch's own method takes
+    def module_to_patched(self: Any, *args: Any, **kwargs: Any) -> Any:  # takes what torch's own method takes
         args = tuple(_map_device(a, ".to('cuda')") for a in args)
         if "device" in kwargs:
             kwargs["device"] = _map_device(kwargs["device"], ".to('cuda')")

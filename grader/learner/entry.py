@@ -27,7 +27,7 @@ import traceback
 import types
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, TextIO
 
 import torch
 
@@ -114,6 +114,8 @@ class ProbeAPI:
     def call(self, *args: Any, **kwargs: Any) -> Any:
         """Call the learner's function; an exception in it becomes the run's learner-facing error."""
         try:
+            if self.entry is None:  # a reference run (a probe's measure): no learner code was loaded
+                raise TypeError("there is no learner function to call in a reference run")
             return self.entry(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - anything the learner's code raises is the learner's error
             raise describe_exception(exc, self.memory_mb) from None
@@ -122,6 +124,8 @@ class ProbeAPI:
         """Call the learner's function; on an exception return (None, {kind, message, line}) so the
         probe can go on and the checks can say which call failed and how."""
         try:
+            if self.entry is None:  # a reference run (a probe's measure): no learner code was loaded
+                raise TypeError("there is no learner function to call in a reference run")
             return self.entry(*args, **kwargs), None
         except Exception as exc:  # noqa: BLE001 - anything the learner's code raises is the learner's error
             return None, describe_exception(exc, self.memory_mb).frame()
@@ -219,7 +223,8 @@ def load_submission(code: str, entry: str, params: list[str], memory_mb: int) ->
                                function.__code__.co_firstlineno if hasattr(function, "__code__") else None) from None
         except ValueError:
             pass
-    return function
+    learner_function: Callable[..., Any] = function
+    return learner_function
 
 
 @dataclass
@@ -246,12 +251,13 @@ class ProbeJob:
         from grader.learner import channel
 
         channel.connect(fds.get("channel"), fds.get("helper"))
-        probe = self._probe
+        probe: Any = self._probe  # the exercise's probe module, loaded by prepare(): its functions are the course's
         stage = "load"  # until the learner's module has run and its function was found
         attribute_warnings_to_submission()
         # The probe's functions are taken now: the learner's module, loaded below, can reach the probe module
         # (through any of its functions' __globals__) and replace `probe.probe` there.
-        observe = probe.probe if self.code is not None else getattr(probe, "measure", None)
+        # None for a probe without measure() asked for a reference run: calling it fails below, and is reported.
+        observe: Any = probe.probe if self.code is not None else getattr(probe, "measure", None)
         try:
             if hasattr(probe, "prepare"):
                 probe.prepare()
@@ -281,7 +287,8 @@ def attribute_warnings_to_submission() -> None:
     grader_dir = str(Path(__file__).resolve().parents[1])
     shown = warnings.showwarning
 
-    def showwarning(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001, ANN202
+    def showwarning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                    file: TextIO | None = None, line: str | None = None) -> None:
         if str(filename).startswith(grader_dir):
             learner_line = submission_line()
             if learner_line is not None:
@@ -317,7 +324,7 @@ class ExampleJob:
     params: tuple[str, ...]
     seed: int
     memory_mb: int
-    _example: types.ModuleType | None = field(default=None, repr=False, compare=False)
+    _example: Any = field(default=None, repr=False, compare=False)  # the example module, once prepare() loaded it
 
     def prepare(self, fds: Mapping[str, int]) -> None:
         self._example = load_example(self.exercise_dir)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import time
+from types import FrameType
 from typing import Any, Callable
 
 import torch
@@ -26,7 +27,7 @@ _DECORATOR_FILES = ("contextlib.py", "_contextlib.py")
 def _called_by_submission() -> bool:
     """Whether the learner's own code opened this region (torch.optim opens regions of its own). A
     decorated learner function may be called through this module's wrappers (swap_in)."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None and (frame.f_code.co_filename.endswith(_DECORATOR_FILES)
                                  or frame.f_code.co_filename == __file__):
         frame = frame.f_back
@@ -54,12 +55,12 @@ def _make_profile(base: type) -> type:
                 RECORDER.active_profilers -= 1
                 RECORDER.add("profile.exit")
 
-        def key_averages(self, *args: Any, **kwargs: Any):
+        def key_averages(self, *args: Any, **kwargs: Any) -> Any:
             averages = super().key_averages(*args, **kwargs)
             RECORDER.add("profile.key_averages", rows=_label_rows(averages))
             return averages
 
-        def events(self, *args: Any, **kwargs: Any):
+        def events(self, *args: Any, **kwargs: Any) -> Any:
             RECORDER.add("profile.events")
             return super().events(*args, **kwargs)
 
@@ -71,7 +72,7 @@ def _label_rows(averages: Any) -> list[list[Any]]:
     (what the verdict's table shows; display only, nothing is judged on it)."""
     labels = {event["label"] for event in RECORDER.events if event["event"] == "label.enter"}
     try:
-        rows = [[str(a.key), round(float(a.cpu_time_total) / 1000, 3), int(a.count)] for a in averages
+        rows: list[list[Any]] = [[str(a.key), round(float(a.cpu_time_total) / 1000, 3), int(a.count)] for a in averages
                 if str(a.key) in labels]
     except Exception:  # noqa: BLE001 - an unusual table (grouped by shape, ...): show nothing rather than fail
         return []
@@ -80,7 +81,7 @@ def _label_rows(averages: Any) -> list[list[Any]]:
 
 def _make_record_function(base: type) -> type:
     class record_function(base):  # noqa: N801 - mirrors torch's own name
-        def __enter__(self):
+        def __enter__(self) -> Any:
             # Only the learner's labels: the profiler's "ProfilerStep#N" regions (opened in one step(),
             # closed in the next) and torch.optim's "Optimizer.step#..." regions are not theirs.
             if _called_by_submission():
@@ -90,7 +91,7 @@ def _make_record_function(base: type) -> type:
                     RECORDER.swap.label = id(self)  # the first region the learner's function opens
             return super().__enter__()
 
-        def __exit__(self, *exc: Any):
+        def __exit__(self, *exc: Any) -> Any:
             swap = RECORDER.swap
             if swap is not None and swap.label == id(self) and not swap.done and exc[0] is None:
                 swap.run()  # the grader's copy, inside the learner's own region
@@ -130,7 +131,7 @@ class _Swap:
     """One call of a swapped-in function: the grader's copy runs once, in the first region the learner's
     function opens, or where the call was made if it opens none."""
 
-    def __init__(self, original: Callable[..., Any], name: str, args: tuple, kwargs: dict) -> None:
+    def __init__(self, original: Callable[..., Any], name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         self.call = watch_calls(original, name)
         self.args, self.kwargs = args, kwargs
         self.label: int | None = None

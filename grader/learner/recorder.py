@@ -15,6 +15,8 @@ from grader.core.events import EVENTS
 from grader.learner import channel
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     import torch
 
 SUBMISSION_FILENAME = "submission.py"
@@ -22,7 +24,7 @@ SUBMISSION_FILENAME = "submission.py"
 
 def submission_line() -> int | None:
     """The innermost line of the learner's file on the current call stack."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_filename == SUBMISSION_FILENAME:
             return frame.f_lineno
@@ -50,7 +52,7 @@ class Recorder:
         self.backward_details: Callable[[Any], dict[str, Any]] | None = None
         # (line, call, dtype) of the learner's last cast of a model's weights to 16 bits (amp.py): PyTorch's
         # "Attempting to unscale FP16 gradients" is raised later, at scaler.step, and names neither.
-        self.weights_cast: tuple[int, str, str] | None = None
+        self.weights_cast: tuple[int, str, str | None] | None = None
         # Profiler spies (profiling.py)
         self.active_profilers = 0
         self.profiled_run: int | None = None  # which of the probe's profiled runs events belong to
