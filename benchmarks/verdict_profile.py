@@ -7,7 +7,8 @@ submits the amp-step reference solution `--runs` times, following each as the le
 `GET ?wait=20&seen=STATUS`). Timestamps taken around the platform's own functions (wrapped in this process only,
 for the run: nothing is replaced) split each verdict into steps; printed: the median ms of each step, and the
 p50 submit-to-verdict time beside `python -c "import torch"` (the floor a fresh process cannot beat).
-`--cprofile FILE`: also a cProfile of the job threads (pstats file) for what the steps themselves spend.
+`--cprofile FILE`: also a cProfile of the job threads (pstats file) for what the steps themselves spend (with
+`--inside`: of the last run's verdict_for, in the grading process).
 
     .venv/bin/python benchmarks/verdict_profile.py --inside [--runs 15]
 
@@ -67,8 +68,8 @@ def timed(owner: Any, attribute: str, name: str, before: str = "", after: str = 
 def instrument(app: Any, profile: cProfile.Profile | None) -> None:
     import sqlalchemy.orm
 
+    import grader.core.jsonschemas as jsonschemas
     import grader.core.protocol as protocol
-    import grader.core.result as result
     import grader.host.grading as grading
     from academy import jobs
     from academy.jobs import sandbox as job_sandbox
@@ -98,8 +99,7 @@ def instrument(app: Any, profile: cProfile.Profile | None) -> None:
     timed(grading, "verdict_of", "verdict_of")
     timed(protocol.RawVerdict, "from_dict", "RawVerdict.from_dict (schema)")
     timed(grading, "build_result", "build_result")
-    timed(grading, "validate_result", "validate_result (schema)")
-    timed(result, "validate_result", "validate_result (schema)")
+    timed(jsonschemas, "validate", "jsonschemas.validate (each schema check)")
     timed(grading, "run_submission", "run_submission", after="run_submission ends")
     timed(sqlalchemy.orm.Session, "commit", "db commits")
     timed(waiting.Finishes, "announce", "announce", after="announced (last)")
@@ -143,7 +143,7 @@ INSIDE = [  # (step, harness function wrapped) for --inside: grader/harness/grad
 ]
 
 
-def inside(runs: int) -> None:
+def inside(runs: int, profile_to: Path | None = None) -> None:
     """One verdict's steps inside a warm grading process (the child of a fork server)."""
     import json
     import os
@@ -161,7 +161,9 @@ def inside(runs: int) -> None:
     timed(grade, "_run_checks", "_run_checks")
     timed(RawVerdict, "bounded", "RawVerdict.bounded")
     spent: dict[str, list[float]] = {}
+    floor: list[float] = []
     for number in range(runs):
+        floor.append(floor_s())
         reader, writer = os.pipe()
         pid = os.fork()
         if pid == 0:  # as a fork-server child: the jail first, then the request
@@ -171,10 +173,18 @@ def inside(runs: int) -> None:
                 with grade.learner_jail(root, Confinement.NAMESPACES) as jail:
                     exercise = load_exercise(root / EXERCISE, EXERCISE, authoring_files=False)
                     SPENT.clear()
+                    CALLS.clear()
+                    profile = cProfile.Profile() if profile_to is not None and number == runs - 1 else None
                     started = time.perf_counter()
+                    if profile is not None:
+                        profile.enable()
                     verdict = grade.verdict_for(exercise, SOLUTION, Confinement.NAMESPACES, jail=jail)
                     SPENT["verdict_for (all)"] = time.perf_counter() - started
+                    if profile is not None:
+                        profile.disable()
+                        profile.dump_stats(profile_to)
                     SPENT["passed"] = float(verdict.status.value == "passed")
+                SPENT["learner processes"] = float(CALLS.get("_Runs._run", 0))
                 os.write(writer, json.dumps(SPENT).encode())
                 code = 0
             finally:
@@ -183,19 +193,23 @@ def inside(runs: int) -> None:
         with os.fdopen(reader, "rb") as stream:
             got = json.loads(stream.read() or b"{}")
         os.waitpid(pid, 0)
+        processes = int(got.pop("learner processes", 0))
         if not got.pop("passed", 0):
             raise RuntimeError(f"run {number + 1}: the solution did not pass")
         for name, seconds in got.items():
             spent.setdefault(name, []).append(seconds)
         print(f"  run {number + 1}: {got['verdict_for (all)'] * 1000:.0f} ms", file=sys.stderr, flush=True)
     print(f"\nInside a warm grading process: one verdict's steps ({EXERCISE} solution, namespaces; {runs} runs; "
-          f"ms per verdict)\n")
+          f"ms per verdict; {processes} learner processes a verdict)\n")
     rows = [[step, statistics.median(spent[name]) * 1000] for step, name in INSIDE if name in spent]
     total = statistics.median(spent["verdict_for (all)"]) * 1000
     rows.append(["the rest of verdict_for (limits, syntax, device, display focus)",
                  total - sum(row[1] for row in rows)])
     rows.append(["verdict_for, all", total])
     print_table(["step", "ms p50"], rows)
+    base = statistics.median(floor)
+    print(f"\nfloor `python -c 'import torch'` p50 {base:.3f} s; verdict_for p50 {total / 1000:.3f} s "
+          f"= {total / 1000 / base:.2f}x the floor")
 
 
 def main() -> None:
@@ -205,7 +219,7 @@ def main() -> None:
     parser.add_argument("--inside", action="store_true")
     args = parser.parse_args()
     if args.inside:
-        inside(args.runs)
+        inside(args.runs, args.cprofile)
         return
     from academy import create_app, jobs
     from academy.instance import init_instance
