@@ -99,8 +99,9 @@ def make_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callab
     apps: list[Flask] = []
 
     def _make(**config: Any) -> Flask:
+        # No validations started by the overview (DLA_VALIDATE_ON_CHANGE) unless a test asks for them.
         app = ready_app({"INSTANCE_PATH": str(tmp_path / "instance"), "SANDBOX": "local",
-                         "SECRET_KEY": "test", "TESTING": True, **config})
+                         "SECRET_KEY": "test", "TESTING": True, "VALIDATE_ON_CHANGE": False, **config})
         apps.append(app)
         return app
     yield _make

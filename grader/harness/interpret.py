@@ -129,8 +129,11 @@ def interpret(outcome: Outcome, limits: Limits, refused: str | None = None) -> t
         verdict = RawVerdict(status=Status.FAILED)
     # The learner's code ran: what it ran on, and what the grader knows about that, stated from here.
     # Code that failed while it was being loaded never reached the device (one message, no device).
-    verdict.device = None if message.get("stage") == "load" else device_label()
-    if amp_device() != "cuda":
+    # Whether the CUDA emulation was used is the learner's process's to say (only it sees the calls); it only
+    # chooses between "cpu" and "cpu (cuda emulated)" on a host the grading side knows has no GPU.
+    emulated = message.get("emulated") is True
+    verdict.device = None if message.get("stage") == "load" else device_label(emulated)
+    if amp_device() != "cuda" and emulated:
         verdict.notes.append(EMULATION_NOTE)
     verdict.problems.extend(dropped)
     return verdict, observations

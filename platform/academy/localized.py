@@ -2,12 +2,17 @@
 files (academy/i18n/course.py) say so, else in English, marked as such (`Untranslated`)."""
 from __future__ import annotations
 
+import re
+
 from markupsafe import Markup
 
 from academy.content import get_content
 from academy.i18n import Heading, LessonText, QuestionText, current_language
 from academy.rendering import Untranslated
 from grader.core.course import Course, ExerciseStep, Lesson, QuizOption, QuizQuestion, Step
+
+# An inline code span of sanitised Markdown (render_markdown): `<code>` not right after a code block's `<pre ...>`.
+_INLINE_CODE = re.compile(r'(?<!<pre class="highlight">)(?<!<pre>)<code>')
 
 
 class LocalizedHeading:
@@ -67,6 +72,13 @@ class Localized(LocalizedHeading):
             return Markup(found)  # render_markdown's output, sanitised by nh3
         self.missing = True
         return english_html
+
+    @staticmethod
+    def code_ltr(html: Markup | str) -> Markup:
+        """An exercise prompt's HTML with each inline code span laid out left to right (`<code dir="ltr">`): on an
+        Arabic page `train_step(model, x)` keeps its parentheses and commas in place. Code blocks are left as
+        they are. The stylesheet lays code out left to right too; the attribute says so to what reads the markup."""
+        return Markup(_INLINE_CODE.sub('<code dir="ltr">', str(html)))
 
     def english(self, step: Step) -> Markup:
         """` lang="en" dir="ltr"` for the prose of a card or exercise shown in English on another language's

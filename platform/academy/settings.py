@@ -124,6 +124,10 @@ class Settings:
     content_reload: bool = setting(
         "DLA_CONTENT_RELOAD", True, "the instructor page's \"Reload content\" button (set `0` in production)",
         flag, shown_default="`1`")
+    validate_on_change: bool = setting(
+        "DLA_VALIDATE_ON_CHANGE", True, "the instructor overview starts `grader validate` in the background for "
+        "every exercise never validated or whose files changed since its last validation; `0`: only its Validate "
+        "buttons do", flag, shown_default="`1`")
     gradebook_untried: str = setting(
         "DLA_GRADEBOOK_UNTRIED", "blank", "what the gradebooks write for an exercise or quiz a learner never tried: "
         "`blank` (a Canvas or Moodle import then leaves that grade as it is) or `zero` (a course past its "

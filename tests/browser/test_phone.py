@@ -57,8 +57,9 @@ def test_phone_layout(browser: Browser, live_server: str, shoot) -> None:  # noq
     page.goto(f"{live_server}/lessons/{LESSON}/amp-step")
     expect(page.locator(".cm-editor")).to_be_visible()
     no_horizontal_overflow(page)
-    signature, editor = page.locator(".signature").bounding_box(), page.locator("#editor").bounding_box()
-    assert 0 <= editor["y"] - (signature["y"] + signature["height"]) < 40  # the editor right after the prompt
+    # The prompt names the function (issue 53 dropped the "Write ..." line that said it again).
+    prompt, editor = page.locator(".exercise-body > .prose").bounding_box(), page.locator("#editor").bounding_box()
+    assert 0 <= editor["y"] - (prompt["y"] + prompt["height"]) < 40  # the editor right after the prompt
     expect(page.locator(".editor-tools .keys")).to_be_hidden()
     page.locator("#editor").scroll_into_view_if_needed()
     page.mouse.wheel(0, 300)

@@ -132,6 +132,8 @@ def test_lesson_one_cards_in_each_language(web: WebSession) -> None:
 def test_the_quiz_in_each_language_and_its_answers(make_app) -> None:  # noqa: ANN001
     """Lesson 1's quiz shows its questions, options and explanations translated; an answer is checked by the
     option's id as in English, and its verdict comes back in the page's language."""
+    from academy.rendering import code_spans
+
     quiz_url = f"/lessons/{LESSON}/quiz"
     app = make_app()
     for code in SEED_TITLES:
@@ -139,10 +141,10 @@ def test_the_quiz_in_each_language_and_its_answers(make_app) -> None:  # noqa: A
         web = WebSession(app.test_client()).guest()
         page = web.client.get(f"/{code}{quiz_url}").get_data(as_text=True)
         assert f"<h1>{escape(translation['title'])}</h1>" in page
-        for question in translation["questions"]:
-            assert str(escape(question["question"])) in page, (code, question["id"])
+        for question in translation["questions"]:  # code between `backticks` shown as code (issue 53)
+            assert str(code_spans(question["question"])) in page, (code, question["id"])
             for option in question["options"].values():
-                assert f">{escape(option['text'])}</button>" in page, (code, question["id"])
+                assert f">{code_spans(option['text'])}</button>" in page, (code, question["id"])
         assert "What tool fixes that?" not in page and 'lang="en"' not in _main(page)
         assert 'id="not-translated"' not in page
         right = web.post(f"/{code}/lessons/{LESSON}/quiz/vanishing-gradients", data={"option": "1"})
@@ -152,7 +154,7 @@ def test_the_quiz_in_each_language_and_its_answers(make_app) -> None:  # noqa: A
         page = web.client.get(f"/{code}{quiz_url}").get_data(as_text=True)
         questions = {q["id"]: q for q in translation["questions"]}
         for question_id, option_id, verdict in (("vanishing-gradients", "1", "right"), ("skipped-step", "3", "wrong")):
-            explanation = escape(questions[question_id]["options"][option_id]["explanation"])
+            explanation = code_spans(questions[question_id]["options"][option_id]["explanation"])
             shown = re.search(rf'<p class="verdict {verdict}"[^>]*id="verdict-{question_id}">(.*?)</p>', page, re.S)
             assert shown and str(explanation) in shown.group(1), (code, question_id)
         first_try = re.search(r'id="first-try">([^<]*)</p>', page).group(1)  # "1 of 4 right", in the language

@@ -12,7 +12,7 @@ JS_MESSAGES = [
     lazy_gettext("Draft kept in this browser"), lazy_gettext("Saving draft…"), lazy_gettext("Draft saved"),
     lazy_gettext("Running your code"), lazy_gettext("Queued"), lazy_gettext("All checks passed. Well done!"),
     lazy_gettext("Your code ran out of time."),
-    lazy_gettext("Your code was stopped (it used too much memory or too many resources)."),
+    lazy_gettext("Your code was stopped."),
     lazy_gettext("Your code could not be checked."), lazy_gettext("The grader failed; your submission is saved."),
     lazy_gettext("%(passed)s of %(total)s checks passed."), lazy_gettext("Show a hint"),
     lazy_gettext("Show the next hint"), lazy_gettext("No submissions yet."), lazy_gettext("Run finished"),
@@ -47,6 +47,11 @@ JS_MESSAGES = [
     lazy_gettext("Earlier Run, before this submission"), lazy_gettext("Earlier verdict, before this Run"),
     # lesson.js: how long a 429 (too many Runs or submissions) asks the learner to wait (its `retry_after`)
     lazy_gettext("Try again in %(seconds)s s."),
+    # lesson.js (issue 53): a stopped run's headline by what stopped it; why Run and Submit wait
+    lazy_gettext("Your code printed too much output and was stopped."),
+    lazy_gettext("Your code ran out of memory and was stopped."),
+    lazy_gettext("Run and Submit wait until this submission's verdict arrives."),
+    lazy_gettext("Run and Submit wait until this Run ends."),
     # figures.js: its own headings and labels (the figures' titles and captions come from the grader)
     lazy_gettext("What your code did"), lazy_gettext("Line"), lazy_gettext("Call"), lazy_gettext("Autocast"),
     lazy_gettext("Output dtype"), lazy_gettext("Backward on"), lazy_gettext("Gradients"),

@@ -18,7 +18,7 @@ One concern a module, each importing only those before it:
     rows.py         each kind's unfinished rows (unfinished) and failed ones (mark_failed)
     sandbox.py      this process's GradingSandbox
     grading.py      grade_submission, and the hooks told of a graded verdict (on_graded: LTI's grade passback)
-    validation.py   validate_exercise_run, exercise_fingerprint
+    validation.py   validate_exercise_run, exercise_fingerprint, validate_changed, last_validation_at
     regrade.py      request_regrade, regrade_exercise_run
     registry.py     JOBS: one JobType per JobKind
 
@@ -44,14 +44,14 @@ from academy.jobs.registry import JOBS, JobType
 from academy.jobs.regrade import REGRADE_STALE_AFTER, regrade_exercise_run, request_regrade, verdict_of
 from academy.jobs.rows import mark_failed, unfinished
 from academy.jobs.sandbox import GradingSandbox, grading_sandbox
-from academy.jobs.validation import exercise_fingerprint, validate_exercise_run
+from academy.jobs.validation import exercise_fingerprint, last_validation_at, validate_changed, validate_exercise_run
 from academy.jobs.waiting import Finishes, announce, connect, finishes
 
 __all__ = ["JOBS", "REGRADE_STALE_AFTER", "STAFF_KEY", "UNKEYED", "Finishes", "GradingSandbox", "JobKind", "JobRunner",
            "JobType", "UnfinishedJob", "announce", "connect", "enqueue", "enqueue_regrade", "enqueue_validation",
            "exercise_fingerprint", "finishes", "grade_submission", "grading_sandbox", "init_app", "mark_failed",
-           "on_graded", "regrade_exercise_run", "request_regrade", "send_lms_scores", "shutdown", "unfinished",
-           "validate_exercise_run", "verdict_of"]
+           "last_validation_at", "on_graded", "regrade_exercise_run", "request_regrade", "send_lms_scores", "shutdown",
+           "unfinished", "validate_changed", "validate_exercise_run", "verdict_of"]
 
 
 def shutdown(app: Flask) -> None:

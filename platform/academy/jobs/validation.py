@@ -1,25 +1,28 @@
-"""The validation job: `grader validate` for one exercise, for the instructor's page, and what it is of
-(`exercise_fingerprint`)."""
+"""The validation job: `grader validate` for one exercise, for the instructor's page, what it is of
+(`exercise_fingerprint`), and the validations the course's changes call for (`validate_changed`)."""
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flask import current_app
+from sqlalchemy import func, select
 
 from academy.content import get_content
 from academy.data.db import get_session
 from academy.data.models import (
+    PENDING,
     ValidationRun,
     ValidationStatus,
     utcnow,
 )
 
 if TYPE_CHECKING:
-    pass
+    from grader.core.exercise import Exercise
 
-from academy.jobs.kinds import JobKind
+from academy.jobs.kinds import JobKind, enqueue_validation
 from academy.jobs.rows import mark_failed
 from academy.jobs.sandbox import grading_sandbox
 
@@ -57,3 +60,34 @@ def validate_exercise_run(run_id: int) -> None:
     run.report = "\n".join(lines)
     run.finished_at = utcnow()
     db.commit()
+
+
+def validate_changed(exercises: dict[str, Exercise]) -> list[str]:
+    """Start a validation, in the background, of every exercise whose files no validation is of: never
+    validated, or changed since the last one (its `exercise_fingerprint` differs). The overview calls it, so
+    "not run" and "changed since" fill in by themselves. An exercise with a validation queued or running is
+    left to it; the new row carries the fingerprint it is for from the start, so one that fails before it reads
+    the files is not started again for the same files. Returns the exercises it started."""
+    db = get_session()
+    last: dict[str, ValidationRun] = {}
+    for row in db.scalars(select(ValidationRun).order_by(ValidationRun.id)):
+        last[row.exercise_id] = row
+    started = []
+    for exercise_id, exercise in exercises.items():
+        previous = last.get(exercise_id)
+        if previous is not None and previous.status in PENDING:
+            continue
+        fingerprint = exercise_fingerprint(exercise.path)
+        if previous is not None and previous.content_hash == fingerprint:
+            continue
+        run = ValidationRun(exercise_id=exercise_id, content_hash=fingerprint)
+        db.add(run)
+        db.commit()
+        enqueue_validation(run.id)
+        started.append(exercise_id)
+    return started
+
+
+def last_validation_at() -> datetime | None:
+    """When the latest validation of any exercise finished (UTC), None before the first."""
+    return get_session().scalar(select(func.max(ValidationRun.finished_at)))

@@ -33,13 +33,49 @@
   const phrasesNode = document.getElementById("editor-phrases");  // CodeMirror's own (i18n.EDITOR_PHRASES)
   const T = (message, values) => (TEXT[message] || message)
     .replace(/%\((\w+)\)s/g, (all, name) => (values && name in values ? String(values[name]) : all));
+  // The same, as nodes, where a value is a node of its own (a check's title isolated in <bdi>).
+  const nodesT = (message, values) => (TEXT[message] || message).split(/(%\(\w+\)s)/).map((part) => {
+    const name = /^%\((\w+)\)s$/.exec(part);
+    const value = name && values && name[1] in values ? values[name[1]] : part;
+    return value instanceof Node ? value : document.createTextNode(String(value));
+  });
 
   const dataNode = document.getElementById("exercise-data");
   if (!dataNode) return;
   const data = JSON.parse(dataNode.textContent);
   const resultBox = document.getElementById("result");
   const submitButton = document.getElementById("submit-code");
+  const runButton = document.getElementById("run-code");
   const draftState = document.getElementById("draft-state");
+  // One job at a time per learner (the server refuses a second with a 429): while a submission is graded or a
+  // Run runs, Submit and Run are disabled, visibly, with the reason beside them, rather than ignore a click.
+  // Not queued: the code the learner would have queued may change before its turn, and the job ahead can take
+  // up to its time limit.
+  const busyReason = document.getElementById("busy-reason");
+  function busy(reason) {
+    submitButton.disabled = runButton.disabled = !!reason;
+    if (!busyReason) return;
+    busyReason.textContent = reason || "";
+    busyReason.hidden = !reason;
+    for (const button of [submitButton, runButton]) {  // the reason is the disabled button's description
+      if (reason) button.setAttribute("aria-describedby", "busy-reason");
+      else button.removeAttribute("aria-describedby");
+    }
+  }
+  const GRADING = T("Run and Submit wait until this submission's verdict arrives.");
+  const RUNNING = T("Run and Submit wait until this Run ends.");
+  // A refused Submit or Run (too many, one still waiting, offline): said at the top of its panel, above the
+  // verdict or Run the learner was reading there, which stays as it was.
+  function refused(box, text) {
+    clearRefusals();
+    const note = el("p", "flash error refusal", text);
+    note.setAttribute("role", "alert");
+    box.prepend(note);
+    box.hidden = false;
+  }
+  function clearRefusals() {
+    for (const note of document.querySelectorAll("#result > .refusal, #run-output > .refusal")) note.remove();
+  }
 
   // The API answers its errors in the language Accept-Language names (else English): this page's, whatever
   // the browser's own setting.
@@ -206,6 +242,22 @@
     return node;
   }
 
+  // The grader's English (check messages, hints, notes, error messages), on a page in another language: marked
+  // English and isolated left to right, so that on an Arabic page the bidi algorithm does not carry its
+  // punctuation and code to the other end of the line. Code between `backticks` as in `prose`.
+  function english(text) {
+    const node = prose("span", "grader-text", text);
+    node.lang = "en";
+    node.dir = "ltr";
+    return node;
+  }
+  // A paragraph of the grader's English, in its own isolated span (a line link may follow it, in the page's words).
+  function englishLine(className, text) {
+    const node = el("p", className);
+    node.append(english(text));
+    return node;
+  }
+
   function showMessage(kind, text) {
     clearInterval(ticking);
     resultBox.hidden = false;
@@ -251,10 +303,21 @@
   const SUMMARY = {
     passed: T("All checks passed. Well done!"),
     timeout: T("Your code ran out of time."),
-    killed: T("Your code was stopped (it used too much memory or too many resources)."),
+    killed: T("Your code was stopped."),
     error: T("Your code could not be checked."),
     "infra-error": T("The grader failed; your submission is saved."),
   };
+  // A stopped run's headline says what was observed, as its message below does (grader/harness/interpret.py's
+  // error kinds): a print flood is not a memory problem. Other stops (a signal, a file or CPU limit) say only
+  // that the code was stopped, and the message why.
+  const STOPPED = {
+    output: T("Your code printed too much output and was stopped."),
+    memory: T("Your code ran out of memory and was stopped."),
+  };
+  function headline(result) {
+    if (result.status === "killed" && result.error && STOPPED[result.error.kind]) return STOPPED[result.error.kind];
+    return SUMMARY[result.status] || result.status;
+  }
 
   function lineLink(line) {
     const jump = el("button", "link line-link", T("line %(line)s", { line }));
@@ -274,7 +337,7 @@
   function showResult(sub) {
     performance.mark("academy-verdict-arrived");  // to the verdict drawn: benchmarks/verdict_pictures.py
     clearInterval(ticking);
-    submitButton.disabled = false;
+    busy(null);
     resultBox.hidden = false;
     resultBox.dataset.status = sub.status;
     const nodes = [];
@@ -288,14 +351,14 @@
     const passedCount = result.checks.filter((c) => c.status === "passed").length;
     const summary = result.status === "failed"
       ? T("%(passed)s of %(total)s checks passed.", { passed: passedCount, total: result.checks.length })
-      : SUMMARY[result.status] || result.status;
+      : headline(result);
     const head = el("h2", "summary " + (result.passed ? "pass" : "fail"), summary);
     head.id = "result-summary";
     nodes.push(head);
     const lines = [];
     if (result.error) {
       // The code did not load or run: one message, with its line; no per-check list, no hints.
-      const message = el("p", "flash error error-message", result.error.message);
+      const message = englishLine("flash error error-message", result.error.message);
       if (result.error.line) {
         lines.push(result.error.line);
         message.append(" ", lineLink(result.error.line));
@@ -311,13 +374,16 @@
         const item = el("li", "check " + (status === "passed" ? "pass" : status === "skipped" ? "skip" : "fail"));
         item.dataset.check = check.id;
         item.id = "check-" + check.id;
-        item.append(el("span", "mark", status === "passed" ? "✔" : status === "skipped" ? "–" : "✘"),
-          el("strong", null, titles[check.id]));
+        const title = el("strong");
+        title.append(el("bdi", null, titles[check.id]));  // English where no translation gives it: isolated
+        item.append(el("span", "mark", status === "passed" ? "✔" : status === "skipped" ? "–" : "✘"), title);
         if (status === "skipped") {
-          item.append(el("p", "message muted",
-            T("Not judged: %(check)s explains it.", { check: titles[check.because] || T("an earlier check") })));
+          const because = titles[check.because] ? el("bdi", null, titles[check.because]) : T("an earlier check");
+          const skipped = el("p", "message muted");
+          skipped.append(...nodesT("Not judged: %(check)s explains it.", { check: because }));
+          item.append(skipped);
         } else if (status === "failed") {
-          if (check.message) item.append(prose("p", "message", check.message));
+          if (check.message) item.append(englishLine("message", check.message));
           if (check.line) {
             lines.push(check.line);
             const message = item.querySelector(".message");
@@ -332,7 +398,7 @@
     if (window.academyFigures) {
       nodes.push(...window.academyFigures.render(result, (line) => editor.markLines([line]), T));
     }
-    for (const note of result.notes || []) nodes.push(el("p", "note muted", note));
+    for (const note of result.notes || []) nodes.push(englishLine("note muted", note));
     if (result.output) {
       const details = el("details", "output");
       const truncated = result.output_truncated ? " " + T("(truncated)") : "";
@@ -355,8 +421,12 @@
   function hintsOf(submissionId, check) {
     const box = el("div", "hints");
     const render = (hints, total) => {
-      const nodes = hints.map((h, i) => prose("p", "hint",
-        (total > 1 ? T("Hint %(number)s of %(total)s", { number: i + 1, total }) : T("Hint")) + ": " + h));
+      const nodes = hints.map((h, i) => {
+        const hint = el("p", "hint",
+          (total > 1 ? T("Hint %(number)s of %(total)s", { number: i + 1, total }) : T("Hint")) + ": ");
+        hint.append(english(h));  // the page's "Hint 1 of 2:", then the grader's English, isolated
+        return hint;
+      });
       if (hints.length < total) {
         const more = el("button", "link reveal-hint", hints.length ? T("Show the next hint") : T("Show a hint"));
         more.type = "button";
@@ -512,47 +582,47 @@
       if (resultBox.dataset.status !== sub.status) showProgress(sub.status, startedAt);
       known = sub.status;
     }
-    submitButton.disabled = false;
+    busy(null);
   }
 
+  // The panels change only once the server took the submission: a refused one leaves the verdict (or Run) the
+  // learner was reading as it was, its marked lines too, with the refusal beside it.
   async function submit() {
     if (submitButton.disabled) return;
-    submitButton.disabled = true;
+    busy(GRADING);
+    clearRefusals();
     saveDraft();
-    editor.markLines([]);
-    bringForward(resultBox, runBox, T("Earlier Run, before this submission"));
     const startedAt = Date.now();
-    showProgress("queued", startedAt);
     let response;
     try {
       response = await api("POST", "/api/submissions", { exercise: data.exercise, code: editor.getCode() });
     } catch (e) {
-      clearInterval(ticking);
-      submitButton.disabled = false;
-      showMessage("error", T("Could not reach the server. Your code is still in the editor; try again."));
+      busy(null);
+      refused(resultBox, T("Could not reach the server. Your code is still in the editor; try again."));
       return;
     }
     const body = await response.json().catch(() => ({}));
-    if (response.status === 202) becameLearner();
     if (response.status !== 202) {
-      clearInterval(ticking);
-      submitButton.disabled = false;
-      showMessage("error", refusal(response, body, T("Submitting failed (%(status)s).", { status: response.status })));
+      busy(null);
+      refused(resultBox, refusal(response, body, T("Submitting failed (%(status)s).", { status: response.status })));
       return;
     }
+    becameLearner();
+    editor.markLines([]);
+    bringForward(resultBox, runBox, T("Earlier Run, before this submission"));
+    showProgress("queued", startedAt);
     await follow(body.id, startedAt);
   }
 
   // Run: the function once on the exercise's example (example.py): what it printed and returned, or the
   // error with its line. No verdict, not an attempt; one job at a time, like a submission.
-  const runButton = document.getElementById("run-code");
   const runBox = document.getElementById("run-output");
   function showRun(run, error) {
     runBox.hidden = false;
     if (!run) { runBox.replaceChildren(el("p", "flash error", error || T("The Run failed; try again."))); return; }
     const nodes = [el("h2", "summary", run.status === "ran" ? T("Run finished") : T("Run stopped"))];
     if (run.error) {
-      const message = el("p", "flash error error-message", run.error.message);
+      const message = englishLine("flash error error-message", run.error.message);
       if (run.error.line) { message.append(" ", lineLink(run.error.line)); editor.markLines([run.error.line]); }
       nodes.push(message);
     }
@@ -562,7 +632,7 @@
       nodes.push(el("h3", null, T("Returned") + (run.returned_truncated ? " " + T("(truncated)") : "")),
         el("pre", "code run-returned", run.returned));
     }
-    for (const note of run.notes || []) nodes.push(el("p", "note muted", note));
+    for (const note of run.notes || []) nodes.push(englishLine("note muted", note));
     const took = { seconds: seconds(run.duration_s), device: deviceName(run.device) };
     nodes.push(el("p", "muted", run.device
       ? T("Ran once on the example in %(seconds)s s on %(device)s. Not graded: Submit to check it.", took)
@@ -571,21 +641,23 @@
   }
   async function runOnce() {
     if (runButton.disabled || submitButton.disabled) return;
-    runButton.disabled = submitButton.disabled = true;
+    busy(RUNNING);
+    clearRefusals();
     saveDraft();
-    editor.markLines([]);
-    bringForward(runBox, resultBox, T("Earlier verdict, before this Run"));
-    runBox.hidden = false;
-    runBox.replaceChildren(el("div", "spinner"),
-      el("p", "progress-line", T("Running your function on the example…")), timeLimit());
     try {
       const response = await api("POST", "/api/runs", { exercise: data.exercise, code: editor.getCode() });
       const body = await response.json().catch(() => ({}));
       if (response.status !== 202) {
-        showRun(null, refusal(response, body, T("Run failed (%(status)s).", { status: response.status })));
+        // Refused: said beside what the learner was reading, which stays (as a refused Submit).
+        refused(runBox, refusal(response, body, T("Run failed (%(status)s).", { status: response.status })));
         return;
       }
       becameLearner();
+      editor.markLines([]);
+      bringForward(runBox, resultBox, T("Earlier verdict, before this Run"));
+      runBox.hidden = false;
+      runBox.replaceChildren(el("div", "spinner"),
+        el("p", "progress-line", T("Running your function on the example…")), timeLimit());
       for (let known = "queued"; ;) {
         const r = await waitFor("/api/runs/" + body.id, known);
         if (!r.ok) { showRun(null, T("Could not fetch the Run (%(status)s).", { status: r.status })); return; }
@@ -597,7 +669,7 @@
     } catch (e) {
       showRun(null, T("Could not reach the server. Your code is still in the editor; try again."));
     } finally {
-      runButton.disabled = submitButton.disabled = false;
+      busy(null);
     }
   }
   runButton.addEventListener("click", () => runOnce());
@@ -620,7 +692,7 @@
     api("GET", "/api/submissions/" + data.latest).then((r) => r.ok ? r.json() : null).then((sub) => {
       if (!sub) return;
       if (sub.status === "done" || sub.status === "error") showResult(sub);
-      else { submitButton.disabled = true; follow(sub.id, Date.parse(sub.created_at)); }
+      else { busy(GRADING); follow(sub.id, Date.parse(sub.created_at)); }
     });
   }
 })();

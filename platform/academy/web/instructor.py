@@ -132,9 +132,13 @@ def validation_states(course_exercises: dict) -> dict[str, ValidationState]:
 @instructor_required
 def overview() -> ResponseReturnValue:
     course = get_content().course
+    # Content that changed (or was never validated) is validated in the background as the page is shown: no
+    # "not run" waiting for someone to press Validate (DLA_VALIDATE_ON_CHANGE).
+    started = jobs.validate_changed(course.exercises) if settings().validate_on_change else []
     runs = validation_states(course.exercises)
     busy = any(state.pending is not None for state in runs.values())
-    return render_template("instructor/overview.html", course=course, runs=runs, busy=busy,
+    return render_template("instructor/overview.html", course=course, runs=runs, busy=busy, started=started,
+                           last_validation_at=jobs.last_validation_at(),
                            can_reload=settings().content_reload,
                            translations=i18n.coverage(get_content().course, get_content().translations),
                            languages=i18n.LANGUAGES, image_note=jobs.grading_sandbox(current_app).stale_image_note(),
