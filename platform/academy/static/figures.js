@@ -48,11 +48,29 @@
     return figure;
   }
 
+  // The numbers a lesson is about are shown exactly. An integer is shown whole (65536, never "65540"); other
+  // numbers keep 4 significant digits, or 3 in exponent form when tiny or huge. A loss scale (the timeline's
+  // "Scale after") that is a power of two from 2^10 up also says which, as the cards write it: "65536 (2^16)";
+  // a chart whose values are all powers of two (loss scales) is ticked at powers of two, labelled 2^k
+  // (lineChart).
   function number(value) {
     if (value === null || value === undefined) return "";
     if (typeof value !== "number") return String(value);
+    if (Number.isSafeInteger(value)) return String(value);
     const size = Math.abs(value);
     return size !== 0 && (size < 1e-3 || size >= 1e5) ? value.toExponential(2) : String(+value.toPrecision(4));
+  }
+
+  // k where value is 2^k exactly, else null.
+  function powerOfTwo(value) {
+    if (typeof value !== "number" || !(value > 0) || !Number.isFinite(value)) return null;
+    const k = Math.round(Math.log2(value));
+    return 2 ** k === value ? k : null;
+  }
+
+  function scale(value) {
+    const k = powerOfTwo(value);
+    return k !== null && k >= 10 && Number.isSafeInteger(value) ? `${value} (2^${k})` : number(value);
   }
 
   function trace(data, checks, markLine, T, titleOf) {
@@ -60,7 +78,7 @@
     for (const check of checks) if (check.status === "failed" && check.event !== undefined && check.event !== null) {
       byEvent[check.event] = check;
     }
-    const table = el("table", "data trace");
+    const table = el("table", "data trace stacked");
     const head = el("tr");
     const labels = ["Line", "Call", "Autocast", "Output dtype", "Backward on", "Gradients", "Step", "Scale after"]
       .map((name) => T(name));
@@ -97,7 +115,7 @@
       tr.append(line, call,
         el("td", null, row.autocast === null || row.autocast === undefined ? "" : row.autocast ? T("on") : T("off")),
         words(row.dtype || ""), words(row.backward || ""), words(row.grads || ""), words(row.step || ""),
-        words(number(row.scale)));
+        words(scale(row.scale)));
       // Each cell names its column (a phone shows the rows stacked, label then value: academy.css).
       [...tr.children].forEach((cell, i) => {
         cell.dataset.label = labels[i];
@@ -112,35 +130,53 @@
     return frame({kind: "trace", id: "trace", caption: data.caption}, box, title);
   }
 
+  // Tick values from lo to hi, at most about `most` of them: every integer (or every k-th) where `whole`, so an
+  // axis of 3 updates reads 1, 2, 3; else evenly spaced.
+  function ticks(lo, hi, whole, most) {
+    if (!whole) return [0, 1, 2, 3, 4].map((i) => lo + (hi - lo) * i / 4);
+    const step = Math.max(1, Math.ceil((hi - lo) / most));
+    const out = [];
+    for (let v = Math.ceil(lo); v <= hi + 1e-9; v += step) out.push(v);
+    return out;
+  }
+
   function lineChart(fig) {
-    const width = 560, height = 260, left = 64, right = 16, top = 14, bottom = 44;
+    const width = 560, height = 260, right = 16, top = 26, bottom = 44;
     const points = fig.series.flatMap((s) => s.points);
     const chart = svg("svg", {viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": fig.alt, class: "chart",
       lang: "en", direction: "ltr"});
     chart.append(svg("title", {}, fig.title), svg("desc", {}, fig.alt));
     if (!points.length) return chart;
-    const ys = points.map((p) => fig.log_y ? Math.log10(p[1]) : p[1]);
+    // The y axis in its own units: powers of two (loss scales) as their exponent, other logarithmic values as
+    // log10, the rest as they are.
+    const twos = fig.log_y && points.every((p) => powerOfTwo(p[1]) !== null);
+    const axis = (v) => twos ? Math.log2(v) : fig.log_y ? Math.log10(v) : v;
+    const ys = points.map((p) => axis(p[1]));
     const xs = points.map((p) => p[0]);
     let [y0, y1] = [Math.min(...ys), Math.max(...ys)];
     if (y0 === y1) { y0 -= 1; y1 += 1; }
     const [x0, x1] = [Math.min(...xs), Math.max(...xs) === Math.min(...xs) ? Math.min(...xs) + 1 : Math.max(...xs)];
+    const yTicks = ticks(y0, y1, twos, 7).map((y) => [y, twos ? `2^${y}` : number(fig.log_y ? 10 ** y : y)]);
+    const xWhole = xs.every(Number.isInteger);
+    const xTicks = ticks(x0, x1, xWhole, 10).map((x) => [x, number(x)]);
+    // Room on the left for the widest tick label (about 6.5 px a character at 11 px).
+    const left = Math.max(40, 14 + 6.5 * Math.max(...yTicks.map(([, text]) => text.length)));
     const X = (x) => left + (x - x0) / (x1 - x0) * (width - left - right);
     const Y = (y) => top + (1 - (y - y0) / (y1 - y0)) * (height - top - bottom);
     chart.append(svg("line", {x1: left, y1: height - bottom, x2: width - right, y2: height - bottom, class: "axis"}),
       svg("line", {x1: left, y1: top, x2: left, y2: height - bottom, class: "axis"}));
-    for (let i = 0; i <= 4; i++) {
-      const y = y0 + (y1 - y0) * i / 4;
+    for (const [y, text] of yTicks) {
       chart.append(svg("line", {x1: left, y1: Y(y), x2: width - right, y2: Y(y), class: "grid"}),
-        svg("text", {x: left - 6, y: Y(y) + 4, class: "tick", "text-anchor": "end"}, number(fig.log_y ? 10 ** y : y)));
-      const x = x0 + (x1 - x0) * i / 4;
-      chart.append(svg("text", {x: X(x), y: height - bottom + 16, class: "tick", "text-anchor": "middle"},
-        number(Math.round(x))));
+        svg("text", {x: left - 6, y: Y(y) + 4, class: "tick", "text-anchor": "end"}, text));
     }
+    for (const [x, text] of xTicks) {
+      chart.append(svg("text", {x: X(x), y: height - bottom + 16, class: "tick", "text-anchor": "middle"}, text));
+    }
+    // The y axis's title above the plot, read across: turned along the axis, a long one was cut at both ends.
     chart.append(svg("text", {x: (left + width - right) / 2, y: height - 6, class: "label", "text-anchor": "middle"},
-      fig.x_label), svg("text", {x: 12, y: (top + height - bottom) / 2, class: "label", "text-anchor": "middle",
-      transform: `rotate(-90 12 ${(top + height - bottom) / 2})`}, fig.y_label));
+      fig.x_label), svg("text", {x: 4, y: 13, class: "label", "text-anchor": "start"}, fig.y_label));
     fig.series.forEach((series, i) => {
-      const path = series.points.map((p) => X(p[0]).toFixed(1) + "," + Y(fig.log_y ? Math.log10(p[1]) : p[1]).toFixed(1));
+      const path = series.points.map((p) => X(p[0]).toFixed(1) + "," + Y(axis(p[1])).toFixed(1));
       chart.append(svg("polyline", {points: path.join(" "), class: "series series-" + i}));
     });
     return chart;
@@ -156,22 +192,24 @@
     return list;
   }
 
+  // Each bar under its label, read across the chart's width: a label beside its bar was cut on the left.
   function barChart(fig) {
-    const width = 560, row = 34, left = 190, right = 70;
+    const width = 560, row = 42, left = 8, right = 70;
     const height = fig.bars.length * row + 34;
     const max = Math.max(...fig.bars.map((b) => b.value), 1e-12);
     const chart = svg("svg", {viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": fig.alt, class: "chart",
       lang: "en", direction: "ltr"});
     chart.append(svg("title", {}, fig.title), svg("desc", {}, fig.alt));
     const X = (v) => left + v / max * (width - left - right);
+    // A limit's line first, under the labels it crosses.
+    for (const bar of fig.bars.filter((b) => b.role === "limit")) {
+      chart.append(svg("line", {x1: X(bar.value), y1: 4, x2: X(bar.value), y2: height - 30, class: "limit"}));
+    }
     fig.bars.forEach((bar, i) => {
-      const y = 8 + i * row;
-      chart.append(svg("text", {x: left - 8, y: y + 17, class: "tick", "text-anchor": "end"}, bar.label));
-      if (bar.role === "limit") {
-        chart.append(svg("line", {x1: X(bar.value), y1: 4, x2: X(bar.value), y2: height - 30, class: "limit"}));
-      }
-      chart.append(svg("rect", {x: left, y: y + 4, width: Math.max(1, X(bar.value) - left), height: row - 12,
-        class: "bar bar-" + bar.role}), svg("text", {x: X(bar.value) + 6, y: y + 17, class: "tick"}, number(bar.value)));
+      const y = 6 + i * row;
+      chart.append(svg("text", {x: left, y: y + 12, class: "tick bar-label", "text-anchor": "start"}, bar.label));
+      chart.append(svg("rect", {x: left, y: y + 17, width: Math.max(1, X(bar.value) - left), height: row - 24,
+        class: "bar bar-" + bar.role}), svg("text", {x: X(bar.value) + 6, y: y + 30, class: "tick"}, number(bar.value)));
     });
     chart.append(svg("text", {x: (left + width - right) / 2, y: height - 8, class: "label", "text-anchor": "middle"},
       fig.y_label));
@@ -179,7 +217,7 @@
   }
 
   function tableChart(fig) {
-    const table = english(el("table", "data"));
+    const table = english(el("table", "data stacked"));
     const head = el("tr");
     for (const name of fig.columns) head.append(el("th", null, name));
     table.append(el("thead"));
@@ -187,7 +225,13 @@
     const body = el("tbody");
     fig.rows.forEach((cells, i) => {
       const tr = el("tr", fig.marked_rows.includes(i) ? "marked" : null);
-      for (const cell of cells) tr.append(el("td", null, number(cell)));
+      // Each cell names its column: a phone shows the rows stacked, label then value, as the timeline's.
+      cells.forEach((cell, j) => {
+        const td = el("td", null, number(cell));
+        td.dataset.label = fig.columns[j] ?? "";
+        if (!td.textContent) td.classList.add("empty");
+        tr.append(td);
+      });
       body.append(tr);
     });
     table.append(body);
