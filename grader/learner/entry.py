@@ -139,11 +139,15 @@ def import_checks(checks_dir: Path) -> None:
     loaded (the learner's process: the probe, the example; the grading process: the checks, the referee).
     The checks folder goes first on sys.path, so its modules import one another by name (`import scenario`);
     the course's shared code, the `_library` folder beside the lessons (`checks_dir` is COURSE/LESSON/EXERCISE/
-    checks), is the package `courselib`. Both are imported when the probe is loaded, before the learner's
-    process is confined (its view holds neither)."""
+    checks; for a folder outside any course, the configured course's), is the package `courselib`. Both are
+    imported when the probe is loaded, before the learner's process is confined (its view holds neither)."""
     if str(checks_dir) not in sys.path:
         sys.path.insert(0, str(checks_dir))
     library = checks_dir.parents[2] / "_library"
+    if not library.is_dir():  # an exercise folder copied out of its course (`grader validate FOLDER`): the course's
+        from grader.core.settings import exercises_root
+
+        library = exercises_root() / "_library"
     loaded = sys.modules.get(COURSE_LIBRARY)
     if not (library / "__init__.py").is_file() or list(getattr(loaded, "__path__", [])) == [str(library)]:
         return
