@@ -17,6 +17,7 @@ hint that fits what was observed, or "" when no hint applies.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, NoReturn
 
 import pytest
 
@@ -61,7 +62,8 @@ def _reported(value: object) -> str:
     return f"a {type(value).__name__}"
 
 
-def fail(message: str, line: int | None = None, hint: str | None = None, event: dict | None = None) -> None:
+def fail(message: str, line: int | None = None, hint: str | None = None,
+         event: dict[str, Any] | None = None) -> NoReturn:
     """The check fails with `message`. `event`: the recorded event it is about (a dict of
     observed["events"]); its line is marked in the editor and its row in the verdict's timeline."""
     if not isinstance(event, dict):
@@ -71,7 +73,7 @@ def fail(message: str, line: int | None = None, hint: str | None = None, event: 
     raise CheckFailed(message, line, hint, event=event.get("index") if event is not None else None)
 
 
-def show(trace: dict | None = None, figure: dict | None = None) -> None:
+def show(trace: dict[str, Any] | None = None, figure: dict[str, Any] | None = None) -> None:
     """Add to the verdict what the learner's code did as a picture: the timeline of its calls
     (grader.core.display.timeline) or a figure (grader.core.display.line_figure, bar_figure, table_figure). Call it
     from a test marked @figure (or from a check); the last trace shown wins, figures add up."""
@@ -82,15 +84,15 @@ def show(trace: dict | None = None, figure: dict | None = None) -> None:
 
 # Where show() hands a picture: the grading process's pytest plugin sets it for the run (grader/harness/plugin.py),
 # so that this API never imports the harness.
-_shown_to: Callable[[dict | None, dict | None], None] | None = None
+_shown_to: Callable[[dict[str, Any] | None, dict[str, Any] | None], None] | None = None
 
 
-def show_to(sink: Callable[[dict | None, dict | None], None]) -> None:
+def show_to(sink: Callable[[dict[str, Any] | None, dict[str, Any] | None], None]) -> None:
     global _shown_to
     _shown_to = sink
 
 
-def explained_by(check_id: str, message: str, line: int | None = None) -> None:
+def explained_by(check_id: str, message: str, line: int | None = None) -> NoReturn:
     """Fail, saying that check `check_id`'s failure explains this one (e.g. scaler.step raised because
     backward ran on the raw loss). The result then reports this check "skipped" because of that one;
     if `check_id` passed after all, this check fails with `message`, which must be true on its own."""

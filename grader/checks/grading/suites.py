@@ -51,7 +51,7 @@ def check_losses_per_step(observed: dict[str, Any], steps: int) -> None:
 def _check_returned_are_computed(observed: dict[str, Any], returned: list[float]) -> None:
     """Each returned number is a loss that loss_fn computed, in order (a loop may compute more, e.g. a
     logging forward): the losses the spy saw, not a scaled loss or another number of the same length."""
-    computed = [e.get("value") for e in of_kind(observed["events"], "loss")]
+    computed: list[Any] = [e.get("value") for e in of_kind(observed["events"], "loss")]  # floats, None: not one
     position = 0
     for i, got in enumerate(returned):
         if not math.isfinite(got):

@@ -66,7 +66,8 @@ def autocast_dtype(event: Event) -> str | None:
     entered inside model.forward itself (a patched forward, accelerate's prepare) counts: its layers ran
     under it."""
     if event["autocast"]:
-        return event["autocast_dtype"]
+        dtype: str | None = event["autocast_dtype"]
+        return dtype
     return event.get("inner_autocast") if event["event"] == "forward" else None
 
 
@@ -351,7 +352,7 @@ def fail_if_too_many_allreduces(report: dict[str, Any] | None, windows: int, who
     if report is None:
         fail(f"The grader's own process ({who}, which counts the all-reduces yours joins) sent no report: it was "
              "stopped, or the group never formed.", hint="")
-    count = report["allreduces"]
+    count: int = report["allreduces"]
     if count > windows:
         fail(f"Your process all-reduced the gradients {count} times for {windows} windows, counted by the grader's "
              f"own process ({who}): a micro-batch that does not end a window still synced, which is the "

@@ -230,7 +230,7 @@ class _Mirror:
         root = header.get("root")
         if root not in (GRADER_RANK, LEARNER_RANK):
             raise ValueError(f"dist.{header['op']} with root {root!r}, which is neither rank 0 nor rank 1")
-        return root
+        return int(root)
 
     def _make(self, header: dict[str, Any], tensors: list[torch.Tensor]) -> None:
         op = header["op"]
@@ -285,8 +285,8 @@ def start_grader_rank(size: int) -> dict[str, Any]:
     def run(channel: Any) -> None:  # grader.learner.helper's channel
         os.close(writer)
         told = channel.ask({"op": "data"})  # the run's seed for the model, this rank's data and its loop
-        report = {"allreduces": 0, "finished": False, "done": False, "error": None, "collectives": 0,
-                  "collective_error": None}
+        report: dict[str, Any] = {"allreduces": 0, "finished": False, "done": False, "error": None, "collectives": 0,
+                                  "collective_error": None}
         try:
             loop: dict[str, Any] = {"__name__": "grader_rank"}
             exec(compile(told.pop("code"), "grader_rank.py", "exec"), loop)  # noqa: S102 - the referee's own source
@@ -365,7 +365,7 @@ class AllReduceLog:
         model.register_forward_pre_hook(self._forward)
         ddp.register_comm_hook(ddp.process_group, self._hook)
 
-    def _forward(self, module: torch.nn.Module, args: tuple) -> None:
+    def _forward(self, module: torch.nn.Module, args: tuple[Any, ...]) -> None:
         self.forwards += 1
 
     def _hook(self, state: object, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
@@ -379,6 +379,7 @@ def run_learner_rank(grader: dict[str, Any], size: int,
     """Join the group, follow the learner's own collectives, `train(the gradient group)` (-> the report, and
     what must stay alive until DONE), send DONE and wait for the grader's rank: (the report, whether the
     grader's rank exited in time)."""
+    report: dict[str, Any]
     report, keep, group = {"rank": LEARNER_RANK}, None, None
     try:
         group = join_group(grader["store"], LEARNER_RANK)

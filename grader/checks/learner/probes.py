@@ -48,7 +48,8 @@ def submission_function(name: str) -> Callable[..., Any]:
     function = submission_attribute(name)
     if not callable(function):
         raise LearnerError("missing", f"Your code must define `{name}`: the grader calls it.")
-    return function
+    learner_function: Callable[..., Any] = function
+    return learner_function
 
 
 def learner_function(api: ProbeAPI, name: str) -> Callable[..., Any]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from grader.learner import accumulation, amp, memory, profiling
 from grader.learner import channel as learner_channel
 from grader.learner.accumulation import watch_step_gradients
-from grader.learner.amp import RECORDER, watch_loss, watch_model, watch_optimizer
+from grader.learner.amp import watch_loss, watch_model, watch_optimizer
 from grader.learner.channel import ask
 from grader.learner.emulation import install_cuda_emulation
 from grader.learner.entry import LearnerError, ProbeAPI, describe_exception
@@ -31,7 +31,7 @@ from grader.learner.helper import start as start_helper
 from grader.learner.helper import wait as wait_helper
 from grader.learner.memory import SavedTensorMeter, cuda_peak, measure_step, return_freed_memory
 from grader.learner.profiling import slow_forward, swap_in, watch_calls
-from grader.learner.recorder import SUBMISSION_FILENAME, submission_line
+from grader.learner.recorder import RECORDER, SUBMISSION_FILENAME, submission_line
 
 __all__ = [
     "ProbeAPI", "LearnerError", "describe_exception",

@@ -16,7 +16,8 @@ from grader.checks.referee import outside
 
 def draw_seed(source: Any) -> int:
     """The grader's rank's data seed, from `source` (the referee's `secrets` module, looked up when drawn)."""
-    return source.randbelow(2**31 - 2) + 1
+    seed: int = source.randbelow(2**31 - 2) + 1
+    return seed
 
 
 MAX_ITEMS = 16  # of a reported list: the grader's rank reports per window, and no loop of these has more
@@ -56,6 +57,8 @@ def grader_rank_referee(checks: Path, source: Callable[[], Any]) -> type:
 
     path = checks / "grader_rank.py"
     spec = importlib.util.spec_from_file_location("exercise_grader_rank", path)
+    if spec is None or spec.loader is None:  # never for a .py file that exists
+        raise ImportError(f"cannot load {path}")
     loop = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(loop)  # the grading process's own copy: for REPORT and draw, never run here
     checkers = {"allreduces": lambda v: v if type(v) is int and v >= 0 else 0,
@@ -73,6 +76,7 @@ def grader_rank_referee(checks: Path, source: Callable[[], Any]) -> type:
 
     class Referee(outside.Referee):
         helper_channel = True
+        grader_rank_seed: int  # drawn in __init__, with the exercise's own secrets (vars(self).update)
 
         def __init__(self, seed: int, device: str) -> None:
             super().__init__(seed, device)
