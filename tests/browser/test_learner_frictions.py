@@ -97,6 +97,9 @@ def test_an_italian_page_writes_numbers_dates_and_the_device_in_italian(browser:
     context = browser.new_context(locale="en-US", viewport={"width": 1200, "height": 900})
     page = context.new_page()
     guest_on(page, live_server, "/it")
+    # The solution, which asks for CUDA autocast: the device is the emulated one where there is no GPU (the starter,
+    # which asks for no CUDA, ran on the plain "cpu": issue 53).
+    set_code(page, (EXERCISE.path / "solution.py").read_text())
     page.locator("#submit-code").click()
     expect(page.locator("#result-summary")).to_be_visible(timeout=GRADING)
     graded = page.locator("#result p.muted").last

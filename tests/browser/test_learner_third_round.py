@@ -97,9 +97,9 @@ def test_a_refused_submit_keeps_the_verdict_and_says_why_beside_it(page: Page, l
     # A Run of this learner's (not of this page's) is waiting: the next Submit is refused (429, one at a time).
     assert page.evaluate(START_RUN, SLOW) == 202
     page.locator("#submit-code").click()
-    refusal = page.locator("#result > .refusal")
-    expect(refusal).to_contain_text("Try again in")
+    expect(page.locator("#result .flash.error")).to_contain_text("Try again in")
     expect(page.locator("#result-summary")).to_have_text(verdict)  # it replaced the verdict with the refusal
+    refusal = page.locator("#result > .refusal")
     expect(page.locator("#result li.check")).to_have_count(checks)
     expect(page.locator(".cm-failing-line")).to_have_count(marked)
     expect(refusal).to_have_attribute("role", "alert")
