@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # the grader's tests import this package too: they need neither Flask nor the app
+if TYPE_CHECKING:  # Flask and the app load when an app is made, not when this module is imported
     from flask import Flask
     from flask.testing import FlaskClient
 
