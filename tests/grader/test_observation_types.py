@@ -14,9 +14,9 @@ import sys
 
 import pytest
 
+from grader.checks.grading.checking import CheckFailed, explained_by, fail
 from grader.core.course import load_course
 from grader.core.protocol import MAX_FIGURES, ErrorInfo, RawVerdict, Status, parse_output_line
-from grader.checks.grading.checking import CheckFailed, explained_by, fail
 from tests.support.paths import REPO
 
 NOT_A_LINE = "which is not a line of your file: no line is marked"

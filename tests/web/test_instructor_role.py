@@ -328,8 +328,8 @@ def instructors_locked(app: Flask) -> Iterator[None]:
 def test_two_instructors_revoking_each_other_at_once_leave_one(any_database: Flask) -> None:
     """Both revocations pass every check before either writes (each waits behind a held lock, then both go):
     one is done, the other refused as the last instructor's."""
-    from academy.data.roles import change_role
     from academy.data.accounts import AccountError
+    from academy.data.roles import change_role
 
     app = any_database
     first, second = account(app, "first@example.org", "instructor"), account(app, "second@example.org", "instructor")
