@@ -199,9 +199,9 @@ def stop_worker(process: subprocess.Popen) -> None:
 
 
 def docker_ready() -> tuple[bool, str]:
-    from sandbox.docker import DockerSandbox
+    from grader.host.sandboxes import docker_sandbox
 
-    return DockerSandbox().available()
+    return docker_sandbox().available()  # the grader image for the course on disk, current or not
 
 
 # -- this benchmark ------------------------------------------------------------------------------------
