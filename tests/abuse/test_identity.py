@@ -1,4 +1,4 @@
-"""A cookie or a token names exactly one user forever: the attacks of tests/abuse/identity.py against one
+"""A cookie or a token names exactly one user forever: the attacks of tests/support/identity.py against one
 running server, on SQLite and on PostgreSQL (tests/deploy/test_identity_postgres.py: on a server of its own)."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Iterator
 
 import pytest
 
-from tests.abuse import identity
 from tests.abuse.databases import url
+from tests.support import identity
 from tests.support.databases import UserRows
 from tests.support.servers import LiveServer
 

@@ -1,4 +1,4 @@
-"""A cookie names exactly one user forever on PostgreSQL too: tests/abuse/identity.py's attacks against a
+"""A cookie names exactly one user forever on PostgreSQL too: tests/support/identity.py's attacks against a
 running server on a real PostgreSQL. Its sequence never hands an id out twice by itself, so the attacks
 make it do so (`reused=True`, as a sequence reset or a restored dump would): the session secret holds."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.abuse import identity
+from tests.support import identity
 from tests.support.databases import PostgresServer, UserRows, postgres_bin
 from tests.support.servers import LiveServer
 

@@ -8,6 +8,7 @@ apps        apps in this process, made ready as init-db leaves them, and their t
 clients     HTTP clients of a live server, each from its own loopback address
 servers     the app served as scripts/run serves it (LiveServer, ScriptedServer)
 databases   a throwaway PostgreSQL cluster; a server's users table as its administrator reaches it
+identity    attacks on who a cookie or a token names, against a live server (SQLite and PostgreSQL)
 queues      redis-server and the web app on RQ with worker processes (tests/queue)
 grading     the grader's command line, hostile submissions, a bait server, the checks that caught one
 sandboxes   the grading containers the Docker Engine holds
