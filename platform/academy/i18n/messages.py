@@ -52,6 +52,7 @@ JS_MESSAGES = [
     lazy_gettext("Your code ran out of memory and was stopped."),
     lazy_gettext("Run and Submit wait until this submission's verdict arrives."),
     lazy_gettext("Run and Submit wait until this Run ends."),
+    lazy_gettext("cpu"),  # the device where the run used no CUDA emulation
     # figures.js: its own headings and labels (the figures' titles and captions come from the grader)
     lazy_gettext("What your code did"), lazy_gettext("Line"), lazy_gettext("Call"), lazy_gettext("Autocast"),
     lazy_gettext("Output dtype"), lazy_gettext("Backward on"), lazy_gettext("Gradients"),

@@ -94,7 +94,8 @@
     return date.toDateString() === new Date().toDateString() ? timeOnly.format(date) : dateTime.format(date);
   }
   // The grader names the device in English: its one fixed wording is translated; a GPU's name stays as it is.
-  const DEVICE_WORDS = { "cpu (cuda emulated)": T("cpu (cuda emulated)") };
+  // "cpu" alone where the run used no CUDA emulation (grader/learner/emulation.py).
+  const DEVICE_WORDS = { "cpu (cuda emulated)": T("cpu (cuda emulated)"), cpu: T("cpu") };
   const deviceName = (device) => DEVICE_WORDS[device] || device;
   // A refused Run or Submit's message, and for a 429 (too many, or one still waiting) how long to wait: the
   // API's `retry_after`, else its Retry-After header, in whole seconds.
