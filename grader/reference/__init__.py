@@ -5,7 +5,8 @@ Grading process only. Nothing here may be importable, readable or reachable from
 in the grader image it is root's alone (sandbox/Dockerfile) while learner code runs as another uid, and
 no grading process imports it before its jail's zygote is forked (grader/harness/serve.py), so no learner
 process holds it in `sys.modules` or finds it with `gc`. `grader.checks`, which the probes import, never
-imports it.
+imports it. The correct runs on one lesson's shared tasks are the course's (exercises/_library/reference.py,
+`courselib.reference`), under the same rule.
 
 The same split holds in each exercise's `checks/` folder:
 
