@@ -331,7 +331,7 @@ def check_faster(outside: dict[str, Any], bar: float, what: str, why: str) -> fl
     return ratio
 
 
-# --- two DDP ranks (grader/checks/ddp.py) ---
+# --- two DDP ranks (grader/checks/learner/ddp.py) ---
 
 def early_allreduces(counts: list[int], ends_window: Callable[[int], bool]) -> list[int]:
     """The micro-batches (1-based) that do not end a window but after which the learner's rank's own comm
