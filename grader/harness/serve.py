@@ -142,6 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     from grader.harness.grade import run_pytest_once, warm_up
 
     warm_up()
+    # Every grading reads its exercise and bounds its verdict with JSON Schemas: jsonschema's import (~50 ms,
+    # benchmarks/verdict_profile.py) is paid here, once per fork server, not by every child. A library only: no
+    # exercise is read before the jail's zygote exists (serve_one).
+    import jsonschema  # noqa: F401
     if args.fork_server is not None or not select.select([sys.stdin], [], [], 0)[0]:
         run_pytest_once()  # nobody is waiting yet (a warm process): get pytest's first session done now
     if args.fork_server is not None:
