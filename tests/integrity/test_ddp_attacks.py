@@ -19,7 +19,7 @@ import struct
 
 import pytest
 
-from grader.checks.learner.ddp import MAX_HEADER, MAX_VALUES, _Mirror
+from grader.checks.learner.collectives import MAX_HEADER, MAX_VALUES, _Mirror
 from grader.host.grading import run_submission
 from tests.support.grading import caught_by
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grader.checks.learner.ddp import FOLLOWED_TEXT
+from grader.checks.learner.collectives import FOLLOWED_TEXT
 
 
 def explained(message: str, grader_rank: dict[str, Any] | None) -> str:
