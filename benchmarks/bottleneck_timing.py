@@ -28,7 +28,7 @@ from grader.harness import grade
 from sandbox.jail import Confinement
 
 REPO = Path(__file__).resolve().parent.parent
-ROUNDS = 11  # at most, in both exercises (grader.checks.timing.TimedRounds)
+ROUNDS = 11  # at most, in both exercises (grader.checks.referee.timing.TimedRounds)
 # Per exercise, (file, should it pass `faster`), relative to the exercise's folder or its corpus folder.
 CASES = {"profiling/fix-the-bottleneck": [("solution.py", True), ("perf_counter_regions.py", True),
                                           ("profiler_schedule_step.py", True), ("mistakes/not-fixed.py", False)],

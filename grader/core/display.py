@@ -1,6 +1,6 @@
 """What a verdict shows besides words: a timeline of the learner's calls ("trace") and figures.
 
-Both are built on the grading side by an exercise's own checks (`grader.checks.judging.show`) from what
+Both are built on the grading side by an exercise's own checks (`grader.checks.grading.judging.show`) from what
 was recorded and measured, and travel in the result (grader/core/schemas/result.json, "trace" and "figures";
 together at most DISPLAY_CAP bytes of JSON). The page draws them as SVG and tables (static/figures.js),
 `grader check` prints them as text (`as_text`).

@@ -1,6 +1,6 @@
 """The events the spies record, kind by kind, with their fields: what `observed["events"]` holds.
 
-A probe that installs the AMP spies (`grader.checks.probing.install_amp_spies`) and wraps the objects it
+A probe that installs the AMP spies (`grader.checks.learner.probing.install_amp_spies`) and wraps the objects it
 hands to the learner's function (`watch_model`, `watch_optimizer`, `watch_loss`) gets one event per call
 the learner's code makes. Each event is a plain dict, streamed to the grading process as it happens; the
 checks receive the grading side's copy as `observed["events"]`, in order. The profiler spies

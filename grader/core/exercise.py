@@ -39,7 +39,7 @@ class CheckSpec:
 
     @property
     def hint(self) -> str:
-        """The first hint: the one a check's own message may replace (grader/harness/checking.py)."""
+        """The first hint: the one a check's own message may replace (grader/checks/grading/checking.py)."""
         return self.hints[0]
 
 

@@ -221,7 +221,7 @@ CHECK_FIELDS = ("passed", "message", "line", "event", "hint", "explained_by")
 def conformed_check(result: Any) -> tuple[dict[str, Any], list[str]]:
     """One check's result in raw-verdict.json's shape (the plugin's keys: CHECK_FIELDS), and what did not fit
     and was left out, for the author. A line or an event that is not one marks nothing; a result that is not
-    a mapping, or says neither passed nor failed, is a failure. The checking API (grader.harness.checking)
+    a mapping, or says neither passed nor failed, is a failure. The checking API (grader.checks.grading.checking)
     refuses such values where a check hands them over, saying so to the learner; this is the last guard."""
     if not isinstance(result, dict):
         return {"passed": False, "message": ""}, [f"a result that is {_shown(result)}: reported failed"]

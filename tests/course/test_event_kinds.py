@@ -69,7 +69,7 @@ def test_every_recorded_event_is_documented_with_its_fields():
     assert found["refused"] == []
     seen = set()
     for kind, fields in recorded:
-        assert kind in EVENTS, f"the spies record '{kind}', which grader/checks/events.py does not list"
+        assert kind in EVENTS, f"the spies record '{kind}', which grader/checks/grading/events.py does not list"
         always, optional = fields_of(kind)
         assert always <= set(fields), f"{kind}: documented fields {sorted(always - set(fields))} not recorded"
         undocumented = set(fields) - always - optional

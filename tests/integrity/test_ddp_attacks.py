@@ -2,7 +2,7 @@
 findings 1 and 9), in both sandboxes.
 
 Finding 1: the grader's rank is a fork of the learner's process, and its correct loop was a module of the
-probe (checks/other_rank.py over grader.checks.ddp.accumulate_windows): a submission could import the
+probe (checks/other_rank.py over grader.checks.learner.ddp.accumulate_windows): a submission could import the
 grader's own no_sync loop, and ddp-clip's scenario held the one-process reference. Now the referee sends
 the loop's source to the grader's rank alone (checks/grader_rank.py), and the references are in
 checks/reference.py, which no learner process imports.

@@ -1,4 +1,4 @@
-"""The pause a referee times its own original under (sandbox.jail.LearnerHandle, grader.checks.timing) holds,
+"""The pause a referee times its own original under (sandbox.jail.LearnerHandle, grader.checks.referee.timing) holds,
 or the round is void and the verdict says so: it never times the original while learner code runs.
 
 The attack (issue 48, finding 2): helper processes each inside one long system call, madvise(MADV_POPULATE_READ)
