@@ -128,11 +128,12 @@ def interpret(outcome: Outcome, limits: Limits, refused: str | None = None) -> t
                                  f"grader cannot read (a {type(observations).__name__}, not a mapping)."), None
         verdict = RawVerdict(status=Status.FAILED)
     # The learner's code ran: what it ran on, and what the grader knows about that, stated from here.
-    # Code that failed while it was being loaded never reached the device (one message, no device).
+    # Code that failed while it was being loaded never reached the device (one message, no device); a frame that
+    # says it ran (ok) is not believed when it also says "load" (it would leave a passed verdict without a device).
     # Whether the CUDA emulation was used is the learner's process's to say (only it sees the calls); it only
     # chooses between "cpu" and "cpu (cuda emulated)" on a host the grading side knows has no GPU.
     emulated = message.get("emulated") is True
-    verdict.device = None if message.get("stage") == "load" else device_label(emulated)
+    verdict.device = None if message.get("stage") == "load" and not message.get("ok") else device_label(emulated)
     if amp_device() != "cuda" and emulated:
         verdict.notes.append(EMULATION_NOTE)
     verdict.problems.extend(dropped)
