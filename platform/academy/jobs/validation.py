@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -62,12 +63,22 @@ def validate_exercise_run(run_id: int) -> None:
     db.commit()
 
 
+# Overviews shown at the same moment each read "never validated" before any wrote, and each started the whole
+# course (red team 53: eight at once, up to eight validations of every exercise); one process's threads take turns.
+_CHANGED_LOCK = threading.Lock()
+
+
 def validate_changed(exercises: dict[str, Exercise]) -> list[str]:
     """Start a validation, in the background, of every exercise whose files no validation is of: never
     validated, or changed since the last one (its `exercise_fingerprint` differs). The overview calls it, so
     "not run" and "changed since" fill in by themselves. An exercise with a validation queued or running is
     left to it; the new row carries the fingerprint it is for from the start, so one that fails before it reads
     the files is not started again for the same files. Returns the exercises it started."""
+    with _CHANGED_LOCK:
+        return _validate_changed(exercises)
+
+
+def _validate_changed(exercises: dict[str, Exercise]) -> list[str]:
     db = get_session()
     last: dict[str, ValidationRun] = {}
     for row in db.scalars(select(ValidationRun).order_by(ValidationRun.id)):
