@@ -286,3 +286,39 @@ def test_a_load_failure_states_no_device():
     verdict, _ = interpret(ended(frame), Limits(time_s=20))
     assert verdict.status is Status.ERROR and verdict.device is None
 
+
+
+# 6. The result is no longer validated after build_result (validated once, where the verdict crossed from the
+# sandbox). What the learner's code makes of it (an exception's message with control characters, markup and
+# 200,000 characters, output of the same, a return value of a surprising type) still builds a result in
+# result.json's shape, the shape the web app stores and the pages read.
+SHAPELESS = '''
+import sys
+print("\\x1b[31m<b>" + "\\u202e" * 500 + "\\x00" * 10, flush=True)
+sys.stderr.write("\\r" * 100 + "x" * 1000)
+
+
+class Weird(float):
+    def __repr__(self):
+        return "<img src=x>" * 10000
+
+
+def train_step(model, optimizer, scaler, loss_fn, x, y):
+    if getattr(train_step, "called", False):
+        raise ValueError("\\u0000\\x07<script>" + "\\u2066" * 200000)
+    train_step.called = True
+    return Weird(1.0)
+'''
+
+
+def test_a_result_built_from_what_the_learners_code_made_keeps_its_schemas_shape(local):
+    from grader.core.result import validate_result
+
+    for kind in ("grade", "run"):
+        result = (run_submission if kind == "grade" else run_example)(AMP_STEP, SHAPELESS, sandbox=local)
+        if kind == "grade":
+            assert result["status"] == "failed", result
+            validate_result(result)
+        else:  # a Run: the example's one call returned the odd float, its repr capped (2,000 characters)
+            assert result["status"] == "ran" and len(result["returned"]) <= 2100, result["status"]
+        json.dumps(result)
