@@ -322,3 +322,41 @@ def test_a_result_built_from_what_the_learners_code_made_keeps_its_schemas_shape
         else:  # a Run: the example's one call returned the odd float, its repr capped (2,000 characters)
             assert result["status"] == "ran" and len(result["returned"]) <= 2100, result["status"]
         json.dumps(result)
+
+
+# 7. fix-underflow's task (courselib.tasks.UnderflowTask) is built in the learner's process too. Its targets made
+# 2000 times larger there (target_scale 1.0) keep fp16 gradients from underflowing without any scaling; a raw
+# backward (its classification forged, its gradients passed through the scaler by hand so the step checks see
+# scaler.step and update) then trains, but on targets that are not the task's: underflow-fixed judges the final
+# weights on the grading side's own data and model (final_loss_of), so the changed task fails it.
+UNSCALED_TRAINING = '''
+import sys
+import torch
+
+sys.modules["grader.learner.amp"].classify_backward_target = lambda t: ("scaled", None)
+object.__setattr__(sys.modules["scenario"].TASK, "target_scale", 1.0)
+
+
+def train(model, optimizer, loss_fn, x, y, steps):
+    scaler = torch.amp.GradScaler("cuda")
+    losses = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        with torch.autocast(device_type="cuda", dtype=torch.float16):
+            loss = loss_fn(model(x), y)
+        scaler.scale(loss)
+        loss.backward()
+        for p in model.parameters():
+            if p.grad is not None:
+                p.grad.mul_(scaler.get_scale())
+        scaler.step(optimizer)
+        scaler.update()
+        losses.append(loss.item())
+    return losses
+'''
+
+
+def test_fix_underflows_task_changed_in_the_learners_process_fails_the_outcome(local):
+    result = run_submission("mixed-precision/fix-underflow", UNSCALED_TRAINING, sandbox=local)
+    statuses = {c["id"]: c["status"] for c in result["checks"]}
+    assert statuses.get("underflow-fixed") == "failed", result["checks"]
