@@ -138,6 +138,9 @@ def follow(api: Api, submission_id: int) -> dict[str, Any]:
 INSIDE = [  # (step, harness function wrapped) for --inside: grader/harness/grade.py's own steps
     ("read the checks' referee (load_referee)", "load_referee"),
     ("learner processes: fork, confine, run, meter (_Runs._run, each)", "_Runs._run"),
+    ("  of which: the learner's cgroup made (SubmissionCgroup.create)", "cgroup create"),
+    ("  of which: the learner's cgroup removed (SubmissionCgroup.remove)", "cgroup remove"),
+    ("  of which: fork from the zygote (Zygote.spawn)", "zygote spawn"),
     ("pytest checks (_run_checks)", "_run_checks"),
     ("verdict bounded to its shape (RawVerdict.bounded)", "RawVerdict.bounded"),
 ]
@@ -159,6 +162,10 @@ def inside(runs: int, profile_to: Path | None = None) -> None:
     timed(grade, "load_referee", "load_referee")
     timed(grade._Runs, "_run", "_Runs._run")
     timed(grade, "_run_checks", "_run_checks")
+    from sandbox.jail import cgroups, zygote
+    timed(cgroups.SubmissionCgroup, "create", "cgroup create")
+    timed(cgroups.SubmissionCgroup, "remove", "cgroup remove")
+    timed(zygote.Zygote, "spawn", "zygote spawn")
     timed(RawVerdict, "bounded", "RawVerdict.bounded")
     spent: dict[str, list[float]] = {}
     floor: list[float] = []
@@ -204,7 +211,7 @@ def inside(runs: int, profile_to: Path | None = None) -> None:
     rows = [[step, statistics.median(spent[name]) * 1000] for step, name in INSIDE if name in spent]
     total = statistics.median(spent["verdict_for (all)"]) * 1000
     rows.append(["the rest of verdict_for (limits, syntax, device, display focus)",
-                 total - sum(row[1] for row in rows)])
+                 total - sum(row[1] for row in rows if not row[0].startswith(" "))])
     rows.append(["verdict_for, all", total])
     print_table(["step", "ms p50"], rows)
     base = statistics.median(floor)
