@@ -66,7 +66,10 @@ def serve(sock: socket.socket, options: argparse.Namespace, app: Callable | None
         # The warm pool starts warming now, in the background (pages are served meanwhile), and the recovery of
         # unfinished jobs runs; "ready" is logged once the pool's processes wait (_log_ready).
         if start_serving(flask_app) is not None:
-            threading.Thread(target=_log_ready, args=(flask_app,), name="academy-ready", daemon=True).start()
+            bound_host, bound_port = sock.getsockname()[:2]
+            url = f"http://{_url_host(options.bind.rpartition(':')[0].strip('[]') or bound_host)}:{bound_port}/"
+            threading.Thread(target=_log_ready, args=(flask_app, url if options.announce else None),
+                             name="academy-ready", daemon=True).start()
         body_limit = inputs.MAX_BODY_BYTES + 64 * 1024
         app = flask_app
     else:
@@ -166,10 +169,11 @@ def _finish_jobs(app: Any, deadline: float) -> None:
         grading_sandbox(app).close()
 
 
-def _log_ready(app: Any) -> None:
+def _log_ready(app: Any, announce: str | None = None) -> None:
     """Log "ready" once this process's grading pool has warmed (GradingSandbox.ready): from then on a Run or a
     submission waits for no grading process to start (torch imports for seconds). Operators and scripts wait
-    for this line, not for "Listening at", before sending learners."""
+    for this line, not for "Listening at", before sending learners; with `announce` (`--announce`: scripts/run)
+    the site's address is printed then too, so whoever opens it first finds the pool warm."""
     from academy.jobs import grading_sandbox
 
     sandbox = grading_sandbox(app)
@@ -180,6 +184,8 @@ def _log_ready(app: Any) -> None:
         log.warning("ready, but no grading sandbox works here: %s", exc)
         return
     log.info("ready: grading with %s", how)
+    if announce:
+        print(f"Deep Learning Academy is at {announce}", flush=True)
 
 
 def _url_host(host: str) -> str:
@@ -292,6 +298,8 @@ def options_parser() -> argparse.ArgumentParser:
     parser.add_argument("--backlog", type=int, default=1024, help="connections the kernel queues for accept")
     parser.add_argument("--access-log", action=argparse.BooleanOptionalAction, default=True,
                         help="one line per request on stdout (gunicorn's format)")
+    parser.add_argument("--announce", action="store_true",
+                        help="print the site's address once the grading pool is warm (scripts/run)")
     parser.add_argument("--max-body", type=int, default=0, help=argparse.SUPPRESS)  # tests' own apps only
     return parser
 
