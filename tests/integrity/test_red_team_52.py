@@ -360,3 +360,67 @@ def test_fix_underflows_task_changed_in_the_learners_process_fails_the_outcome(l
     result = run_submission("mixed-precision/fix-underflow", UNSCALED_TRAINING, sandbox=local)
     statuses = {c["id"]: c["status"] for c in result["checks"]}
     assert statuses.get("underflow-fixed") == "failed", result["checks"]
+
+
+# 8. The verdict is sent before the jail's zygote is stopped, and the host then closes the grading process: a
+# zygote (or a learner process) left behind by a close that came too early would outlive its grading, one more
+# per grading. A process that adopts its orphans (a child subreaper) grades six submissions through a warm pool
+# of two and counts its descendants: the same before and after.
+COUNTS_WHAT_GRADINGS_LEAVE = r'''
+import ctypes, os, sys, time
+from pathlib import Path
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of our gradings become our children
+from grader.host.grading import run_submission
+from grader.host.sandboxes import get_sandbox
+
+def descendants():
+    while True:  # orphans that ended are ours to reap (a subreaper's zombies): they hold nothing
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                break
+        except ChildProcessError:
+            break
+    children = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    found, todo = set(), [os.getpid()]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+def settled(count):
+    deadline = time.monotonic() + 20
+    while len(descendants()) != count and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return len(descendants())
+
+sandbox = get_sandbox("local", warm=2)
+code = sys.stdin.read()
+run_submission("mixed-precision/amp-step", code, sandbox=sandbox)  # the pool at its steady state
+time.sleep(2)
+before = len(descendants())
+for _ in range(6):
+    assert run_submission("mixed-precision/amp-step", code, sandbox=sandbox)["status"] == "passed"
+print("BEFORE", before, "AFTER", settled(before), flush=True)
+sandbox.close()
+print("CLOSED", settled(0), flush=True)
+'''
+
+
+def test_gradings_leave_no_process_behind():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", COUNTS_WHAT_GRADINGS_LEAVE], input=SOLUTION, text=True,
+                          capture_output=True, timeout=300, cwd=Path(__file__).parents[2])
+    assert done.returncode == 0, done.stderr[-3000:]
+    words = done.stdout.split()
+    assert words[words.index("BEFORE") + 1] == words[words.index("AFTER") + 1], done.stdout
+    assert words[words.index("CLOSED") + 1] == "0", done.stdout
