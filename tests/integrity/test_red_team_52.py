@@ -424,3 +424,26 @@ def test_gradings_leave_no_process_behind():
     words = done.stdout.split()
     assert words[words.index("BEFORE") + 1] == words[words.index("AFTER") + 1], done.stdout
     assert words[words.index("CLOSED") + 1] == "0", done.stdout
+
+
+# 9. One validation, where the verdict line leaves the sandbox: a line over VERDICT_CAP is refused there, an
+# infra-error ("The grader failed") with the learner's seed lost. Output just under the output cap made of bytes
+# that decode to U+FFFD (6 bytes each once escaped in JSON) and a message of characters outside the BMP (12 bytes
+# each) quoted by the checks make the largest line a learner's code has found (measured: 440 KB of 1 MiB).
+SWELLS_THE_VERDICT = r'''
+import os
+os.write(1, b"\xff" * 65000)
+EMOJI = "\U0001F600" * 5000
+
+
+def train_step(model, optimizer, scaler, loss_fn, x, y):
+    raise ValueError(EMOJI)
+'''
+
+
+def test_a_verdict_swollen_by_escapes_still_fits_its_line(local):
+    from grader.core.protocol import VERDICT_CAP
+
+    result = run_submission(AMP_STEP, SWELLS_THE_VERDICT, sandbox=local)
+    assert result["status"] == "failed", result.get("error")
+    assert len(json.dumps(result)) < VERDICT_CAP // 2
