@@ -40,7 +40,8 @@ REACH_COURSELIB = r'''
 import importlib, importlib.util, os, sys
 
 found, wrote = [], []
-for name in ("courselib.reference", "courselib.checks", "courselib.referee", "reference", "exercise_referee"):
+for name in ("courselib.reference", "courselib.checks", "courselib.referee", "reference", "exercise_referee",
+             "exercises._library.reference", "exercises._library.checks", "_library.reference"):
     try:
         module = importlib.import_module(name)
         if getattr(module, "__file__", None) or [k for k in vars(module) if not k.startswith("__")]:
