@@ -109,6 +109,14 @@ def test_courselibs_grading_modules_are_out_of_the_learners_reach(warm_sandbox, 
     assert result["status"] == "passed", result
 
 
+def test_courselib_is_out_of_reach_of_a_run_too(local):
+    """A Run loads the exercise's example (ExampleJob), not its probe: the same view, the same reach."""
+    run = run_example(AMP_STEP, REACH_COURSELIB + SOLUTION, sandbox=local)
+    assert run["status"] == "ran", run
+    assert reached(run["output"], "REACH") == []
+    assert [p for p in reached(run["output"], "WROTE") if not p.startswith(("/tmp/", "/dev/shm/"))] == []
+
+
 def test_what_a_learner_planted_is_not_there_for_the_next_one(local):
     """The next learner's grading (same warm pool) passes as before and finds none of the planted files: each
     learner process has a /tmp of its own and an import path it cannot write."""
