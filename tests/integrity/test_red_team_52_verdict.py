@@ -142,7 +142,8 @@ def test_a_result_built_from_what_the_learners_code_made_keeps_its_schemas_shape
 # 4. The verdict is sent before the jail's zygote is stopped, and the host then closes the grading process: a
 # zygote (or a learner process) left behind by a close that came too early would outlive its grading, one more
 # per grading. A process that adopts its orphans (a child subreaper) grades six submissions through a warm pool
-# of two and counts its descendants: the same before and after.
+# of two and counts its own children (the pool's processes are the fork server's; an orphan would be adopted
+# here): the same before and after; once the sandbox is closed, no descendant is left.
 COUNTS_WHAT_GRADINGS_LEAVE = r'''
 import ctypes, os, sys, time
 from pathlib import Path
@@ -150,7 +151,7 @@ ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of ou
 from grader.host.grading import run_submission
 from grader.host.sandboxes import get_sandbox
 
-def descendants():
+def descendants(direct=False):
     while True:  # orphans that ended are ours to reap (a subreaper's zombies): they hold nothing
         try:
             if os.waitpid(-1, os.WNOHANG)[0] == 0:
@@ -164,6 +165,8 @@ def descendants():
         except (OSError, ValueError, IndexError):
             continue
         children.setdefault(ppid, []).append(int(stat.parent.name))
+    if direct:  # orphans are adopted here: the pool's own processes are the fork server's children
+        return set(children.get(os.getpid(), []))
     found, todo = set(), [os.getpid()]
     while todo:
         for child in children.get(todo.pop(), []):
@@ -182,10 +185,11 @@ sandbox = get_sandbox("local", warm=2)
 code = sys.stdin.read()
 run_submission("mixed-precision/amp-step", code, sandbox=sandbox)  # the pool at its steady state
 time.sleep(2)
-before = len(descendants())
+before = len(descendants(direct=True))
 for _ in range(6):
     assert run_submission("mixed-precision/amp-step", code, sandbox=sandbox)["status"] == "passed"
-print("BEFORE", before, "AFTER", settled(before), flush=True)
+time.sleep(2)
+print("BEFORE", before, "AFTER", len(descendants(direct=True)), flush=True)
 sandbox.close()
 print("CLOSED", settled(0), flush=True)
 '''
