@@ -30,11 +30,14 @@ from academy.jobs.sandbox import grading_sandbox
 
 def exercise_fingerprint(folder: Path) -> str:
     """A hash of every file name and content in an exercise's folder (what `grader validate` reads: the
-    exercise.yaml, solution, mistakes, checks), caches left out: what a validation is of."""
+    exercise.yaml, solution, mistakes, checks), caches left out: what a validation is of. The course's shared code
+    (its `_library`, beside the lessons: courselib, which any exercise's checks may import) is part of every one."""
     digest = hashlib.sha256()
-    for path in sorted(folder.rglob("*")):
+    library = folder.parents[1] / "_library"
+    for top, path in [*((folder, p) for p in sorted(folder.rglob("*"))),
+                      *((library.parent, p) for p in sorted(library.rglob("*")))]:
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-            digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+            digest.update(path.relative_to(top).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:20]
 
 
