@@ -124,6 +124,17 @@ class Api:
             raise RuntimeError(f"submit answered {status}: {body}")
         return body["id"]
 
+    def follow(self, submission_id: int) -> dict[str, Any]:
+        """As static/lesson.js does: long-poll until the status is neither queued nor running."""
+        known = "queued"
+        while True:
+            status, body = self.call("GET", f"/api/submissions/{submission_id}?wait=20&seen={known}")
+            if status != 200:
+                raise RuntimeError(f"GET answered {status}: {body}")
+            if body["status"] not in ("queued", "running"):
+                return body
+            known = body["status"]
+
     def wait(self, submission_id: int, timeout: float = 600, poll_s: float = 0.02,
              workers: list[subprocess.Popen] | None = None) -> dict[str, Any]:
         """Poll until the verdict is stored; fail early when one of `workers` has exited."""

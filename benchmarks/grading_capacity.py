@@ -96,18 +96,6 @@ def floor() -> tuple[float, float]:
         before.children_user - before.children_system
 
 
-def follow(api: Api, submission_id: int) -> dict[str, Any]:
-    """As static/lesson.js does: long-poll until the status is neither queued nor running."""
-    known = "queued"
-    while True:
-        status, body = api.call("GET", f"/api/submissions/{submission_id}?wait=20&seen={known}")
-        if status != 200:
-            raise RuntimeError(f"GET answered {status}: {body}")
-        if body["status"] not in ("queued", "running"):
-            return body
-        known = body["status"]
-
-
 @contextlib.contextmanager
 def threads(folder: Path, sandbox: str, workers: int, accounts: int) -> Iterator[tuple[Any, list[Api], Any]]:
     from academy import create_app, jobs
@@ -124,7 +112,7 @@ def threads(folder: Path, sandbox: str, workers: int, accounts: int) -> Iterator
         def settle() -> None:
             pool.wait_warm()
             time.sleep(0.3)  # the last verdict's clean-up is done
-        follow(apis[0], apis[0].submit())  # the job threads have started
+        apis[0].follow(apis[0].submit())  # the job threads have started
         yield app, apis, settle
     finally:
         server.stop()
@@ -180,7 +168,7 @@ def measure(key: str, args: argparse.Namespace, own: Path | None) -> list[Any]:
         for number in range(args.runs):
             settle()
             started = time.perf_counter()
-            body = follow(apis[-1 - number], apis[-1 - number].submit())
+            body = apis[-1 - number].follow(apis[-1 - number].submit())
             latencies.append(time.perf_counter() - started)
             if body["status"] != "done" or not body["result"]["passed"]:
                 raise RuntimeError(f"{key}: unexpected verdict {body}")

@@ -123,18 +123,6 @@ STEPS = [  # (step, from mark, to mark)
 ]
 
 
-def follow(api: Api, submission_id: int) -> dict[str, Any]:
-    """As static/lesson.js does: long-poll until the status is neither queued nor running."""
-    known = "queued"
-    while True:
-        status, body = api.call("GET", f"/api/submissions/{submission_id}?wait=20&seen={known}")
-        if status != 200:
-            raise RuntimeError(f"GET answered {status}: {body}")
-        if body["status"] not in ("queued", "running"):
-            return body
-        known = body["status"]
-
-
 INSIDE = [  # (step, harness function wrapped) for --inside: grader/harness/grade.py's own steps
     ("read the checks' referee (load_referee)", "load_referee"),
     ("learner processes: fork, confine, run, meter (_Runs._run, each)", "_Runs._run"),
@@ -244,7 +232,7 @@ def main() -> None:
         stack.callback(jobs.shutdown, app)
         stack.callback(server.stop)
         api = Api(server.base, make_tokens(app, 1)[0])
-        follow(api, api.submit())  # the first job starts the threads; not timed
+        api.follow(api.submit())  # the first job starts the threads; not timed
         instrument(app, profile)
         pool = grading_sandbox(app).get().pool
         for number in range(args.runs):
@@ -255,7 +243,7 @@ def main() -> None:
             SPENT.clear()
             CALLS.clear()
             _mark("post sent")
-            body = follow(api, api.submit())
+            body = api.follow(api.submit())
             _mark("verdict received")
             while "job ends" not in MARKS:
                 time.sleep(0.01)

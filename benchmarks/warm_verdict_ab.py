@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 from api_latency import Api, floor_s, percentile, print_table
-from grading_capacity import follow
 
 # Runs in each checkout (its benchmarks/api_latency.py): an app served over HTTP; prints {"base", "token"}, then
 # serves until its stdin closes.
@@ -69,13 +68,13 @@ def main() -> None:
     floor: list[float] = []
     try:
         for _, api in servers.values():
-            follow(api, api.submit())  # the job threads start; not timed
+            api.follow(api.submit())  # the job threads start; not timed
         for number in range(args.runs):
             floor.append(floor_s())
             for name, (_, api) in servers.items():
                 time.sleep(1.0)  # the pools have refilled and the last verdict's clean-up is done
                 started = time.perf_counter()
-                body = follow(api, api.submit())
+                body = api.follow(api.submit())
                 samples[name].append(time.perf_counter() - started)
                 if body["status"] != "done" or not body["result"]["passed"]:
                     raise RuntimeError(f"{name}: unexpected verdict {body}")
